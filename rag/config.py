@@ -1,0 +1,149 @@
+"""Settings (environment, data directory, models, keys) and per-run Options (toggles, top_k, budgets)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DEFAULT_COLLECTION = "default"
+DEFAULT_MAX_UPLOAD_MB = 50.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Process-wide configuration, read from the environment by :meth:`from_env`.
+
+    Keys are held only in memory; ``repr`` never shows them.
+    """
+
+    data_dir: Path = Path("data")
+    """Everything persistent lives here: ``chroma/`` and ``runs.sqlite``."""
+    chroma_host: str | None = None
+    """When set, use a Chroma server (``chroma run``) instead of the embedded store."""
+    chroma_port: int = 8000
+    max_upload_mb: float = DEFAULT_MAX_UPLOAD_MB
+    """Files larger than this (in MB, 10^6 bytes) are refused before parsing."""
+    openai_api_key: str | None = field(default=None, repr=False)
+    openai_base_url: str | None = None
+    grader_model: str = "gpt-4o-mini"
+    generator_model: str = "gpt-4o"
+    embedding_model: str = "text-embedding-3-small"
+    tavily_api_key: str | None = field(default=None, repr=False)
+    tavily_api_base_url: str | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides) -> "Settings":
+        """Build settings from ``env`` (default ``os.environ``); keyword overrides win.
+
+        Reads RAG_DATA_DIR, CHROMA_HOST, CHROMA_PORT, RAG_MAX_UPLOAD_MB, OPENAI_API_KEY,
+        OPENAI_BASE_URL, RAG_GRADER_MODEL, RAG_GENERATOR_MODEL, RAG_EMBEDDING_MODEL,
+        TAVILY_API_KEY, TAVILY_API_BASE_URL. Raises ValueError on a malformed number.
+        """
+        env = os.environ if env is None else env
+
+        def get(name: str) -> str | None:
+            value = env.get(name, "").strip()
+            return value or None
+
+        def number(name: str, default, kind):
+            raw = get(name)
+            if raw is None:
+                return default
+            try:
+                return kind(raw)
+            except ValueError:
+                raise ValueError(f"{name} must be a number, got {raw!r}") from None
+
+        values = dict(
+            data_dir=Path(get("RAG_DATA_DIR") or "data"),
+            chroma_host=get("CHROMA_HOST"),
+            chroma_port=number("CHROMA_PORT", 8000, int),
+            max_upload_mb=number("RAG_MAX_UPLOAD_MB", DEFAULT_MAX_UPLOAD_MB, float),
+            openai_api_key=get("OPENAI_API_KEY"),
+            openai_base_url=get("OPENAI_BASE_URL"),
+            grader_model=get("RAG_GRADER_MODEL") or "gpt-4o-mini",
+            generator_model=get("RAG_GENERATOR_MODEL") or "gpt-4o",
+            embedding_model=get("RAG_EMBEDDING_MODEL") or "text-embedding-3-small",
+            tavily_api_key=get("TAVILY_API_KEY"),
+            tavily_api_base_url=get("TAVILY_API_BASE_URL"),
+        )
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        if "data_dir" in overrides and overrides["data_dir"] is not None:
+            values["data_dir"] = Path(overrides["data_dir"])
+        return cls(**values)
+
+    def with_(self, **changes) -> "Settings":
+        """A copy with ``changes`` applied (for per-session keys typed into the UI)."""
+        return replace(self, **changes)
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return int(self.max_upload_mb * 1_000_000)
+
+    @property
+    def engine_name(self) -> str:
+        """``"local"`` (offline) unless an OpenAI key is configured."""
+        return "openai" if self.openai_api_key else "local"
+
+    @property
+    def web_search_enabled(self) -> bool:
+        return bool(self.tavily_api_key)
+
+
+PresetName = Literal["naive", "crag", "self-rag", "full"]
+
+
+class Options(BaseModel):
+    """Per-run switches and budgets. Everything off is plain single-pass RAG."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    grading: bool = True
+    """Grade every retrieved chunk for relevance (grade_documents)."""
+    rewriting: bool = True
+    """Rewrite the query when the evidence is weak (rewrite_query)."""
+    web_fallback: bool = True
+    """Fall back to web search when the documents are not enough (web_search)."""
+    grounding_check: bool = True
+    """Check that every answer sentence is supported by the chunks it cites (check_grounding)."""
+    answer_check: bool = True
+    """Check that the answer addresses the question (grade_answer)."""
+    top_k: int = Field(6, ge=1, le=50)
+    """Chunks retrieved per query."""
+    min_relevant: int = Field(2, ge=1, le=50)
+    """Relevant chunks needed to generate without a caveat."""
+    max_rewrites: int = Field(2, ge=0, le=5)
+    """Rewrite budget for one run."""
+
+    def recursion_limit(self) -> int:
+        """A LangGraph recursion limit that no legal path can reach: every loop is budgeted."""
+        # Each rewrite cycle is at most rewrite, retrieve, grade, generate, 2 checks (6 steps);
+        # plus one web search cycle and the fixed head and tail.
+        return 12 + 8 * (self.max_rewrites + 2)
+
+
+PRESETS: dict[str, tuple[str, dict]] = {
+    "naive": ("Naive RAG", dict(grading=False, rewriting=False, web_fallback=False,
+                                grounding_check=False, answer_check=False)),
+    "crag": ("Corrective RAG (CRAG)", dict(grading=True, rewriting=True, web_fallback=True,
+                                           grounding_check=False, answer_check=False)),
+    "self-rag": ("Self-RAG", dict(grading=True, rewriting=False, web_fallback=False,
+                                  grounding_check=True, answer_check=True)),
+    "full": ("Full", dict(grading=True, rewriting=True, web_fallback=True,
+                          grounding_check=True, answer_check=True)),
+}
+"""Preset key -> (display name, toggles). Naive RAG is everything off; Full is everything on."""
+
+
+def preset_options(name: str, **overrides) -> Options:
+    """Options for a preset (``naive``, ``crag``, ``self-rag``, ``full``), with overrides.
+
+    Raises ValueError for an unknown preset name.
+    """
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
+    return Options(**{**PRESETS[name][1], **overrides})

@@ -1,0 +1,93 @@
+"""Embedding functions registered with Chroma: an offline hashing embedder, and OpenAI when configured."""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections import Counter
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
+from chromadb.utils.embedding_functions import register_embedding_function
+
+from rag.text import terms
+
+HASHING_NAME = "retrace-hashing"
+
+
+@lru_cache(maxsize=500_000)
+def _slot(feature: str, dim: int) -> tuple[int, float]:
+    h = zlib.crc32(feature.encode("utf-8"))
+    return h % dim, (1.0 if (h >> 31) & 1 else -1.0)
+
+
+@register_embedding_function
+class HashingEmbeddingFunction(EmbeddingFunction[Documents]):
+    """Offline embeddings by signed feature hashing (Weinberger et al. 2009).
+
+    Features are stemmed unigrams (weight 1 + ln tf) and adjacent-term bigrams (half weight),
+    hashed into ``dim`` slots with a sign bit; vectors are L2-normalised, so cosine
+    similarity is a dot product. Deterministic, no network, no model download.
+    Returns one ``dim``-length float32 vector per input text.
+    """
+
+    def __init__(self, dim: int = 1024) -> None:
+        if dim < 16:
+            raise ValueError("dim must be at least 16")
+        self.dim = dim
+
+    def __call__(self, input: Documents) -> Embeddings:
+        return [self.embed_one(text) for text in input]
+
+    def embed_one(self, text: str) -> np.ndarray:
+        toks = terms(text)
+        counts = Counter(toks)
+        counts.update({f"{a} {b}": 0.5 for a, b in zip(toks, toks[1:])})
+        vec = np.zeros(self.dim, dtype=np.float32)
+        for feature, tf in counts.items():
+            slot, sign = _slot(feature, self.dim)
+            vec[slot] += sign * (1.0 + math.log(tf) if tf >= 1 else tf)
+        norm = float(np.linalg.norm(vec))
+        if norm == 0.0:
+            vec[0] = 1.0  # an empty text still needs a valid unit vector
+            return vec
+        return vec / norm
+
+    @staticmethod
+    def name() -> str:
+        return HASHING_NAME
+
+    def default_space(self) -> Space:
+        return "cosine"
+
+    def supported_spaces(self) -> list[Space]:
+        return ["cosine", "ip", "l2"]
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> "HashingEmbeddingFunction":
+        return HashingEmbeddingFunction(dim=int(config.get("dim", 1024)))
+
+    def get_config(self) -> dict[str, Any]:
+        return {"dim": self.dim}
+
+    def identity(self) -> str:
+        """A string naming this embedding model and its shape; stored on each collection."""
+        return f"{HASHING_NAME}/dim={self.dim}"
+
+
+def make_embedding_function(settings) -> EmbeddingFunction:
+    """The embedding function for ``settings``: the offline hashing one by default.
+
+    (OpenAI embeddings are added with the LLM engine.)
+    """
+    return HashingEmbeddingFunction()
+
+
+def embedding_identity(ef: EmbeddingFunction) -> str:
+    """A stable name for ``ef`` (model and shape) used to refuse mixing vectors in a collection."""
+    ident = getattr(ef, "identity", None)
+    if callable(ident):
+        return ident()
+    return f"{ef.name()}/{sorted((ef.get_config() or {}).items())}"

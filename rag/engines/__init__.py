@@ -1,0 +1,1 @@
+"""Engines that make the graph's judgments: the offline one, and (with a key) LLMs."""

@@ -1,0 +1,108 @@
+"""The Engine protocol and the records every engine returns (the seeds' schemas)."""
+
+from __future__ import annotations
+
+from typing import Literal, Optional, Protocol, Sequence
+
+from pydantic import BaseModel, Field, PrivateAttr
+
+from rag.graph.state import Chunk, Verdict
+
+
+class CallMeta(BaseModel):
+    """How a judgment was made: LLM calls and tokens spent (from the API's usage fields),
+    whether it came from a cache, and any fallback taken with the reason."""
+
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False
+    fallback: Optional[str] = None
+
+
+class Judgment(BaseModel):
+    """Base of engine records. ``meta`` is private, so it never enters an LLM schema."""
+
+    _meta: CallMeta = PrivateAttr(default_factory=CallMeta)
+
+    @property
+    def meta(self) -> CallMeta:
+        return self._meta
+
+    def with_meta(self, **values) -> "Judgment":
+        self._meta = self._meta.model_copy(update=values)
+        return self
+
+
+class RelevanceGrade(Judgment):
+    """Is this chunk relevant to the question?"""
+
+    relevant: bool = Field(description="True if the chunk helps answer the question.")
+    score: Literal["high", "medium", "low"] = Field(description="How strongly it is relevant.")
+    reasoning: str = Field(description="One or two sentences: why.")
+
+
+RewriteStrategy = Literal["expand_terms", "narrow_focus", "rephrase_intent",
+                          "decompose_to_subquestion", "add_context"]
+
+
+class RewrittenQuery(Judgment):
+    """A better retrieval query, with the strategy used to get it."""
+
+    query: str = Field(description="The new search query.")
+    strategy: RewriteStrategy = Field(description="Which rewriting strategy was used.")
+    reasoning: str = Field(description="Why this rewrite should retrieve better evidence.")
+
+
+class AnswerCitation(BaseModel):
+    n: int = Field(description="The marker number used in the text, as in [n].")
+    chunk_id: str = Field(description="The id of the cited chunk.")
+
+
+class Answer(Judgment):
+    """An answer whose sentences carry [n] markers, and what each n cites."""
+
+    text: str = Field(description="The answer, each claim followed by its [n] marker.")
+    citations: list[AnswerCitation] = Field(default_factory=list)
+
+
+class GroundingCheck(Judgment):
+    """Is every claim of the answer supported by the chunks it cites? (Self-RAG's IsSup)."""
+
+    grounded: bool
+    ungrounded_claims: list[str] = Field(default_factory=list)
+    confidence: float = Field(ge=0.0, le=1.0, description="0 to 1.")
+    reasoning: str
+
+
+class AnswerGrade(Judgment):
+    """Does the answer address the question? (Self-RAG's IsUse)."""
+
+    useful: bool
+    reasoning: str
+
+
+class Engine(Protocol):
+    """Makes every judgment of the graph. Implementations: LocalEngine (offline), LLMEngine."""
+
+    name: str
+    """``local`` or ``openai``."""
+    models: dict[str, str]
+    """Role -> model name (empty for the offline engine)."""
+
+    def grade(self, question: str, chunks: Sequence[Chunk]) -> list[RelevanceGrade]:
+        """One grade per chunk, in order."""
+
+    def rewrite(self, question: str, query: str, *, verdicts: Sequence[Verdict],
+                chunks: Sequence[Chunk], ungrounded_claims: Sequence[str],
+                previous_queries: Sequence[str]) -> RewrittenQuery:
+        """A new query, given the failed chunks and their grade reasons, or the ungrounded claims."""
+
+    def generate(self, question: str, chunks: Sequence[Chunk]) -> Answer:
+        """A cited answer from ``chunks``; citation n refers to ``chunks`` by id."""
+
+    def check_grounding(self, answer: Answer, chunks: Sequence[Chunk]) -> GroundingCheck:
+        """Check each claim of ``answer`` against the chunks it cites."""
+
+    def grade_answer(self, question: str, answer: Answer) -> AnswerGrade:
+        """Does ``answer`` address ``question``?"""

@@ -1,0 +1,292 @@
+"""The offline engine: deterministic, explainable information retrieval, no network and no model.
+
+Every judgment explains itself in terms of the words it matched:
+
+- grading is IDF-weighted query-term coverage (the lexical core of BM25-style relevance);
+- rewriting is pseudo-relevance feedback (Rocchio 1971; RM3, Lavrenko & Croft 2001) from the
+  retrieved chunks, steered by the terms the grader found missing;
+- generation is extractive: the best-supported sentences, each cited with ``[n]``;
+- the grounding check tests each answer sentence against the chunks it cites;
+- the answer check measures how much of the question the answer covers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from typing import Sequence
+
+from rag.engines.base import (Answer, AnswerCitation, AnswerGrade, GroundingCheck, RelevanceGrade,
+                              RewrittenQuery)
+from rag.graph.state import Chunk, Verdict
+from rag.retrieval import LexicalStats
+from rag.text import STOPWORDS, QUESTION_WORDS, sentences, stem, terms, words
+
+RELEVANT_AT = 0.5
+"""A chunk is relevant when it covers at least this share of the question's IDF weight."""
+HIGH_AT = 0.75
+SUPPORTED_AT = 0.8
+"""A claim is grounded when this share of its IDF weight appears in the chunks it cites."""
+USEFUL_AT = 0.5
+MAX_ANSWER_SENTENCES = 4
+_MARKERS = re.compile(r"((?:\s*\[\d+\])+)")
+_NUM = re.compile(r"\[(\d+)\]")
+
+
+def _pct(x: float) -> str:
+    return f"{round(100 * x)}%"
+
+
+def _quote(items: Sequence[str], limit: int = 6) -> str:
+    shown = ", ".join(f"'{w}'" for w in items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+class LocalEngine:
+    """Offline judgments over corpus statistics ``stats`` (document frequencies of the KB)."""
+
+    name = "local"
+    models: dict[str, str] = {}
+
+    def __init__(self, stats: LexicalStats) -> None:
+        self.stats = stats
+
+    # -- helpers ------------------------------------------------------------------------
+    def weighted_terms(self, text: str, *, question: bool = True) -> dict[str, tuple[str, float]]:
+        """stem -> (surface word, idf) for the content words of ``text``, in order."""
+        drop = STOPWORDS | QUESTION_WORDS if question else STOPWORDS
+        out: dict[str, tuple[str, float]] = {}
+        for w in words(text):
+            if w in drop or (len(w) < 2 and not w.isdigit()):
+                continue
+            s = stem(w)
+            if s not in out:
+                out[s] = (w, self.stats.idf(s))
+        return out
+
+    @staticmethod
+    def coverage(weights: dict[str, tuple[str, float]], present: set[str]
+                 ) -> tuple[float, list[str], list[str]]:
+        """(share of IDF weight found in ``present``, matched words, missing words by idf)."""
+        total = sum(w for _, w in weights.values())
+        if total <= 0:
+            return 0.0, [], []
+        matched = [(s, w) for s, w in weights.items() if s in present]
+        missing = sorted((v for s, v in weights.items() if s not in present), key=lambda v: -v[1])
+        cov = sum(w for _, (_, w) in matched) / total
+        return cov, [v[0] for _, v in matched], [v[0] for v in missing]
+
+    # -- grade_documents --------------------------------------------------------------------
+    def grade(self, question: str, chunks: Sequence[Chunk]) -> list[RelevanceGrade]:
+        """IDF-weighted coverage of the question's terms by each chunk (relevant at >= 50%)."""
+        weights = self.weighted_terms(question)
+        grades = []
+        for chunk in chunks:
+            if not weights:
+                grades.append(RelevanceGrade(relevant=False, score="low", reasoning=(
+                    "The question has no content words to match (only stop words).")))
+                continue
+            cov, matched, missing = self.coverage(weights, set(terms(chunk.text)))
+            score = "high" if cov >= HIGH_AT else "medium" if cov >= RELEVANT_AT else "low"
+            parts = [f"Covers {_pct(cov)} of the question's IDF-weighted terms "
+                     f"(relevant at {_pct(RELEVANT_AT)})."]
+            parts.append(f"Matched {_quote(matched)}." if matched else "Matched no question term.")
+            if missing:
+                parts.append(f"Missing {_quote(missing)}.")
+            grades.append(RelevanceGrade(relevant=cov >= RELEVANT_AT, score=score,
+                                         reasoning=" ".join(parts)))
+        return grades
+
+    # -- rewrite_query ----------------------------------------------------------------------
+    def _feedback_terms(self, chunks: Sequence[Chunk], exclude: set[str], n: int) -> list[str]:
+        """Top ``n`` expansion words from ``chunks`` by tf x idf (pseudo-relevance feedback)."""
+        score: Counter[str] = Counter()
+        surface: dict[str, Counter[str]] = defaultdict(Counter)
+        for rank, chunk in enumerate(chunks):
+            rank_weight = 1.0 / (1 + rank)
+            tf: Counter[str] = Counter()
+            for w in words(chunk.text):
+                if w in STOPWORDS or len(w) < 3 or w.isdigit() or not w.isalpha():
+                    continue
+                s = stem(w)
+                if s in exclude:
+                    continue
+                tf[s] += 1
+                surface[s][w] += 1
+            for s, f in tf.items():
+                if self.stats.df.get(s, 0) < 2 and self.stats.n_docs > 20:
+                    continue  # hapaxes are usually extraction noise or typos
+                score[s] += rank_weight * (1 + f ** 0.5) * self.stats.idf(s)
+        return [surface[s].most_common(1)[0][0] for s, _ in score.most_common(n)]
+
+    def rewrite(self, question: str, query: str, *, verdicts: Sequence[Verdict],
+                chunks: Sequence[Chunk], ungrounded_claims: Sequence[str] = (),
+                previous_queries: Sequence[str] = ()) -> RewrittenQuery:
+        """A new query by pseudo-relevance feedback, steered by the grader's missing terms.
+
+        Strategies: ``add_context`` after a failed grounding check (terms of the ungrounded
+        claims), ``expand_terms`` on the first rewrite, ``narrow_focus`` afterwards (keep the
+        question's rarest terms and the ones no chunk matched). A query already tried is never
+        returned again: more feedback terms are added until it is new.
+        """
+        weights = self.weighted_terms(question)
+        q_stems = set(weights)
+        seen_queries = {q.strip().lower() for q in [*previous_queries, query]}
+        # Rank feedback chunks by how much of the question they cover, best first.
+        ranked = sorted(chunks, key=lambda c: -self.coverage(weights, set(terms(c.text)))[0])
+        present = set().union(*(set(terms(c.text)) for c in chunks)) if chunks else set()
+        _, _, missing = self.coverage(weights, present)
+
+        if ungrounded_claims:
+            claim_weights: dict[str, tuple[str, float]] = {}
+            for claim in ungrounded_claims:
+                claim_weights.update(self.weighted_terms(claim, question=False))
+            extra = [w for s, (w, _) in sorted(claim_weights.items(), key=lambda kv: -kv[1][1])
+                     if s not in q_stems][:5]
+            strategy, base = "add_context", [question]
+            why = (f"The answer made {len(ungrounded_claims)} claim(s) its sources do not support; "
+                   f"searching for evidence on {_quote(extra)}.")
+        elif len(previous_queries) == 0:
+            extra = self._feedback_terms(ranked[:3], q_stems, 4)
+            strategy, base = "expand_terms", [question]
+            why = (f"Retrieved chunks covered too little of the question"
+                   + (f" (no chunk matched {_quote(missing)})" if missing else "")
+                   + f"; added {_quote(extra)} from the best-ranked chunks (pseudo-relevance feedback).")
+        else:
+            rare = [w for _, (w, idf) in sorted(weights.items(), key=lambda kv: -kv[1][1])][:4]
+            keep = list(dict.fromkeys(missing + rare))
+            extra = self._feedback_terms(ranked[:2], q_stems, 2)
+            strategy, base = "narrow_focus", keep
+            dropped = [w for _, (w, _) in weights.items() if w not in keep]
+            why = (f"Focusing on the rarest question terms {_quote(keep)}"
+                   + (f" and dropping common ones {_quote(dropped)}" if dropped else "")
+                   + (f"; added {_quote(extra)} from feedback." if extra else "."))
+
+        new_query = " ".join(base + extra).strip() or question
+        more = 4
+        while new_query.strip().lower() in seen_queries and more < 16:
+            more += 2
+            extra = self._feedback_terms(ranked[:4], q_stems, more)
+            new_query = " ".join(base + extra).strip()
+        if new_query.strip().lower() in seen_queries:
+            why += " (No new feedback terms were found; the query is unchanged.)"
+        return RewrittenQuery(query=new_query, strategy=strategy, reasoning=why)
+
+    # -- generate ---------------------------------------------------------------------------
+    @staticmethod
+    def _readable(sentence: str) -> bool:
+        if not 30 <= len(sentence) <= 500:
+            return False
+        letters = sum(ch.isalpha() for ch in sentence)
+        return letters / len(sentence) >= 0.6 and len(sentence.split()) >= 5
+
+    def generate(self, question: str, chunks: Sequence[Chunk]) -> Answer:
+        """Extractive answer: up to 4 sentences chosen greedily for new question-term coverage
+        (maximal marginal relevance, Carbonell & Goldstein 1998), each cited ``[n]``.
+
+        Citation numbers are 1-based in order of first use. An empty ``chunks`` gives an
+        answer that says there is no evidence, with no citations.
+        """
+        if not chunks:
+            return Answer(text="I found no evidence to answer this question.", citations=[])
+        weights = self.weighted_terms(question)
+        total = sum(w for _, w in weights.values()) or 1.0
+        candidates = []  # (chunk rank, position, sentence, stems)
+        for rank, chunk in enumerate(chunks):
+            for pos, sent in enumerate(sentences(chunk.text)):
+                if self._readable(sent):
+                    candidates.append((rank, pos, sent, set(terms(sent))))
+        chosen: list[tuple[int, int, str]] = []
+        covered: set[str] = set()
+        while candidates and len(chosen) < MAX_ANSWER_SENTENCES:
+            def gain(c):
+                new = sum(weights[s][1] for s in c[3] & weights.keys() - covered)
+                old = sum(weights[s][1] for s in c[3] & covered)
+                return (new + 0.25 * old) / total - 0.01 * c[0]
+            best = max(candidates, key=gain)
+            new_weight = sum(weights[s][1] for s in best[3] & weights.keys() - covered)
+            if new_weight <= 0 and chosen:
+                break
+            if new_weight <= 0 and not (best[3] & weights.keys()):
+                break
+            chosen.append(best[:3])
+            covered |= best[3] & weights.keys()
+            candidates.remove(best)
+        if not chosen:
+            first = next(((r, 0, s) for r, c in enumerate(chunks) for s in sentences(c.text)
+                          if self._readable(s)), None)
+            if first is None:
+                return Answer(text="The retrieved passages contain no readable sentence to quote.",
+                              citations=[])
+            chosen = [first]
+        chosen.sort(key=lambda c: (c[0], c[1]))
+        numbers: dict[str, int] = {}
+        parts = []
+        for rank, _, sent in chosen:
+            cid = chunks[rank].id
+            n = numbers.setdefault(cid, len(numbers) + 1)
+            parts.append(f"{sent} [{n}]")
+        return Answer(text=" ".join(parts),
+                      citations=[AnswerCitation(n=n, chunk_id=cid) for cid, n in numbers.items()])
+
+    # -- check_grounding --------------------------------------------------------------------
+    @staticmethod
+    def claims(text: str) -> list[tuple[str, list[int]]]:
+        """Split an answer into (claim, cited numbers): each claim ends at its ``[n]`` markers;
+        trailing text without a marker is a claim citing nothing."""
+        out = []
+        pieces = _MARKERS.split(text)
+        for i in range(0, len(pieces), 2):
+            claim = pieces[i].strip()
+            cites = [int(n) for n in _NUM.findall(pieces[i + 1])] if i + 1 < len(pieces) else []
+            if claim:
+                out.append((claim, cites))
+        return out
+
+    def check_grounding(self, answer: Answer, chunks: Sequence[Chunk]) -> GroundingCheck:
+        """Each claim must have >= 80% of its IDF-weighted terms in the chunks it cites."""
+        by_n = {c.n: c.chunk_id for c in answer.citations}
+        by_id = {c.id: c for c in chunks}
+        supports, bad, notes = [], [], []
+        for claim, cites in self.claims(answer.text):
+            weights = self.weighted_terms(claim, question=False)
+            if not weights:
+                continue
+            cited = [by_id[by_n[n]] for n in cites if n in by_n and by_n[n] in by_id]
+            if not cited:
+                supports.append(0.0)
+                bad.append(claim)
+                notes.append(f"'{claim[:60]}' cites no known source")
+                continue
+            present = set().union(*(set(terms(c.text)) for c in cited))
+            cov, _, missing = self.coverage(weights, present)
+            supports.append(cov)
+            if cov < SUPPORTED_AT:
+                bad.append(claim)
+                notes.append(f"'{claim[:60]}' is {_pct(cov)} supported (missing {_quote(missing, 4)})")
+        if not supports:
+            return GroundingCheck(grounded=True, ungrounded_claims=[], confidence=1.0,
+                                  reasoning="The answer makes no factual claim to check.")
+        conf = round(sum(supports) / len(supports), 3)
+        if bad:
+            reasoning = (f"{len(bad)} of {len(supports)} claims are not supported by the chunks "
+                         f"they cite: " + "; ".join(notes) + ".")
+        else:
+            reasoning = (f"All {len(supports)} claims are supported by the chunks they cite "
+                         f"(lowest support {_pct(min(supports))}, needs {_pct(SUPPORTED_AT)}).")
+        return GroundingCheck(grounded=not bad, ungrounded_claims=bad, confidence=conf,
+                              reasoning=reasoning)
+
+    # -- grade_answer -----------------------------------------------------------------------
+    def grade_answer(self, question: str, answer: Answer) -> AnswerGrade:
+        """Useful when the answer covers >= 50% of the question's IDF-weighted terms."""
+        weights = self.weighted_terms(question)
+        if not weights:
+            return AnswerGrade(useful=bool(answer.citations),
+                               reasoning="The question has no content words; judged by citations.")
+        cov, matched, missing = self.coverage(weights, set(terms(answer.text)))
+        reasoning = (f"The answer covers {_pct(cov)} of the question's IDF-weighted terms "
+                     f"(useful at {_pct(USEFUL_AT)}). "
+                     + (f"Addresses {_quote(matched)}. " if matched else "")
+                     + (f"Does not address {_quote(missing)}." if missing else "")).strip()
+        return AnswerGrade(useful=cov >= USEFUL_AT and bool(answer.citations), reasoning=reasoning)

@@ -1,0 +1,1 @@
+"""The self-correcting RAG graph: state, nodes, routing and wiring (LangGraph)."""

@@ -1,0 +1,314 @@
+"""The graph's nodes: one ``verb_noun(state, runtime)`` function each, returning only the keys
+it changes plus its TraceEvent. Counters rise only in the node that acts (rewrite_query,
+web_search, generate); routers read them."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Optional
+
+from langgraph.runtime import Runtime
+
+from rag.config import Options
+from rag.engines.base import Answer, AnswerCitation, CallMeta, Engine
+from rag.graph.routing import DECIDERS
+from rag.graph.state import Chunk, Citation, GraphState, TraceEvent, Verdict
+from rag.retrieval import retrieve_dense
+from rag.web import WebSearchError
+
+PREVIEW_CHARS = 240
+NO_ANSWER = "I could not find an answer to this question in the knowledge base."
+
+
+@dataclass
+class RunContext:
+    """What every node needs for one run; travels in LangGraph's runtime context."""
+
+    engine: Engine
+    kb: Any
+    """The KnowledgeBase to retrieve from."""
+    web: Optional[Any] = None
+    """A web search client (``search(query) -> list[Chunk]``), or None when not configured."""
+    retriever: Any = field(default=retrieve_dense)
+    """``retriever(kb, query, k) -> list[Chunk]``."""
+
+
+def _chunk_view(c: Chunk) -> dict:
+    return {"id": c.id, "source": c.source, "page": c.page, "origin": c.origin,
+            "score": c.score, "preview": c.text[:PREVIEW_CHARS]}
+
+
+def _merged(state: GraphState, update: dict) -> dict:
+    merged = {**state, **update}
+    for key in ("verdicts", "events"):
+        if key in update:
+            merged[key] = list(state.get(key, [])) + list(update[key])
+    return merged
+
+
+class _Clock(NamedTuple):
+    wall: float
+    """UNIX time in seconds when the node started."""
+    perf: float
+
+    @classmethod
+    def start(cls) -> "_Clock":
+        return cls(time.time(), time.perf_counter())
+
+    def elapsed_ms(self) -> float:
+        return round((time.perf_counter() - self.perf) * 1000, 3)
+
+
+def _record(state: GraphState, runtime: Runtime[RunContext], node: str, started: _Clock,
+            summary: str, detail: dict, update: dict, metas: list[CallMeta] = ()) -> dict:
+    """Finish a node: build its TraceEvent (with the route its router will take), stream it,
+    and return ``update`` with the event appended."""
+    events = state.get("events", [])
+    decide = DECIDERS.get(node)
+    route = None
+    if decide is not None:
+        decision = decide(_merged(state, update))
+        route = {"to": decision.to, "why": decision.why}
+    fallbacks = [m.fallback for m in metas if m.fallback]
+    if fallbacks:
+        detail = {**detail, "fallbacks": fallbacks}
+    event = TraceEvent(
+        step=len(events) + 1, node=node,
+        attempt=1 + sum(1 for e in events if e.node == node),
+        started_at=started.wall, duration_ms=started.elapsed_ms(),
+        summary=summary, detail=detail, route=route,
+        llm_calls=sum(m.llm_calls for m in metas),
+        prompt_tokens=sum(m.prompt_tokens for m in metas),
+        completion_tokens=sum(m.completion_tokens for m in metas))
+    runtime.stream_writer(event.model_dump())
+    return {**update, "events": [event]}
+
+
+def _opts(state: GraphState) -> Options:
+    return state.get("options") or Options()
+
+
+def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
+    """Fetch the top_k chunks for the current query."""
+    started = _Clock.start()
+    o = _opts(state)
+    query = state.get("query") or state["question"]
+    chunks = runtime.context.retriever(runtime.context.kb, query, o.top_k)
+    update: dict = {"query": query, "retrieved": chunks}
+    if not o.grading:
+        update["documents"] = chunks
+    best = f"; best {chunks[0].label()} ({chunks[0].score:.2f})" if chunks else ""
+    return _record(state, runtime, "retrieve", started,
+                   f"Retrieved {len(chunks)} chunks for '{query[:80]}'{best}",
+                   {"query": query, "top_k": o.top_k, "chunks": [_chunk_view(c) for c in chunks]},
+                   update)
+
+
+_RANK = {"high": 0, "medium": 1, "low": 2}
+
+
+def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
+    """Grade every retrieved chunk against the question; keep the relevant ones as evidence.
+
+    Evidence accumulates over attempts (deduplicated by chunk id) and is capped at top_k,
+    best grades first.
+    """
+    started = _Clock.start()
+    o = _opts(state)
+    question = state["question"]
+    chunks = state.get("retrieved", [])
+    grades = runtime.context.engine.grade(question, chunks) if chunks else []
+    attempt = 1 + sum(1 for e in state.get("events", []) if e.node == "grade_documents")
+    verdicts = [Verdict(chunk_id=c.id, source=c.source, page=c.page, query=state.get("query", ""),
+                        relevant=g.relevant, score=g.score, reasoning=g.reasoning,
+                        attempt=attempt, fallback=g.meta.fallback)
+                for c, g in zip(chunks, grades)]
+    kept = {c.id: c for c in state.get("documents", [])}
+    ranked = sorted(((c, g) for c, g in zip(chunks, grades) if g.relevant),
+                    key=lambda cg: _RANK[cg[1].score])
+    new = [c for c, _ in ranked if c.id not in kept]
+    documents = (list(kept.values()) + new)[:o.top_k]
+    n_rel = sum(g.relevant for g in grades)
+    detail = {"question": question,
+              "verdicts": [{**_chunk_view(c), "relevant": g.relevant, "grade": g.score,
+                            "reasoning": g.reasoning, "cached": g.meta.cached,
+                            "fallback": g.meta.fallback} for c, g in zip(chunks, grades)],
+              "relevant": n_rel, "evidence": len(documents)}
+    return _record(state, runtime, "grade_documents", started,
+                   f"{n_rel} of {len(chunks)} chunks relevant; {len(documents)} in evidence",
+                   detail, {"verdicts": verdicts, "documents": documents},
+                   [g.meta for g in grades])
+
+
+def rewrite_query(state: GraphState, runtime: Runtime[RunContext]) -> dict:
+    """Rewrite the query from the failed chunks and their grade reasons, or from the
+    ungrounded claims after a failed grounding check."""
+    started = _Clock.start()
+    o = _opts(state)
+    rewrites = state.get("rewrites", 0) + 1
+    last_attempt = max((v.attempt for v in state.get("verdicts", [])), default=0)
+    verdicts = [v for v in state.get("verdicts", []) if v.attempt == last_attempt]
+    previous = [e.detail.get("query", "") for e in state.get("events", []) if e.node == "retrieve"]
+    claims = state.get("ungrounded_claims", []) if state.get("grounded") is False else []
+    result = runtime.context.engine.rewrite(
+        state["question"], state.get("query") or state["question"], verdicts=verdicts,
+        chunks=state.get("retrieved", []), ungrounded_claims=claims, previous_queries=previous)
+    detail = {"from": state.get("query"), "query": result.query, "strategy": result.strategy,
+              "reasoning": result.reasoning, "rewrite": rewrites, "budget": o.max_rewrites,
+              "ungrounded_claims": claims}
+    # Clearing the last verdicts makes the next answer re-earn its checks.
+    return _record(state, runtime, "rewrite_query", started,
+                   f"Rewrite {rewrites} of {o.max_rewrites} ({result.strategy}): '{result.query[:80]}'",
+                   detail, {"query": result.query, "rewrites": rewrites, "grounded": None,
+                            "useful": None, "ungrounded_claims": []}, [result.meta])
+
+
+def web_search(state: GraphState, runtime: Runtime[RunContext]) -> dict:
+    """Search the web for the question and add the results to the evidence.
+
+    With no web search configured it records ``skipped: no web search configured``.
+    A failing search is recorded and routing continues.
+    """
+    started = _Clock.start()
+    searches = state.get("web_searches", 0) + 1
+    web = runtime.context.web
+    query = state["question"]
+    documents = list(state.get("documents", []))
+    if web is None:
+        note = "skipped: no web search configured"
+        results: list[Chunk] = []
+    else:
+        try:
+            results = web.search(query)
+            note = f"{len(results)} web results"
+        except WebSearchError as exc:
+            results, note = [], f"failed: {exc}"
+    seen = {c.id for c in documents}
+    documents += [c for c in results if c.id not in seen]
+    return _record(state, runtime, "web_search", started, f"Web search {note}",
+                   {"query": query, "status": note, "results": [_chunk_view(c) for c in results]},
+                   {"web_searches": searches, "documents": documents, "web_note": note})
+
+
+def generate(state: GraphState, runtime: Runtime[RunContext]) -> dict:
+    """Write a cited answer from the evidence (the retrieved chunks when grading is off)."""
+    started = _Clock.start()
+    o = _opts(state)
+    documents = state.get("documents", [])
+    answer: Answer = runtime.context.engine.generate(state["question"], documents)
+    by_id = {c.id: c for c in documents}
+    citations = [Citation(n=a.n, chunk_id=a.chunk_id, source=by_id[a.chunk_id].source,
+                          page=by_id[a.chunk_id].page, origin=by_id[a.chunk_id].origin,
+                          text=by_id[a.chunk_id].text)
+                 for a in answer.citations if a.chunk_id in by_id]
+    weak = o.grading and len(documents) < o.min_relevant
+    detail = {"answer": answer.text, "evidence": [_chunk_view(c) for c in documents],
+              "citations": [{"n": c.n, "chunk_id": c.chunk_id, "source": c.source,
+                             "page": c.page} for c in citations], "weak_evidence": weak}
+    return _record(state, runtime, "generate", started,
+                   f"Answer of {len(answer.text.split())} words citing {len(citations)} chunks",
+                   detail, {"answer": answer.text, "citations": citations, "weak_evidence": weak,
+                            "generations": state.get("generations", 0) + 1}, [answer.meta])
+
+
+def _answer_record(state: GraphState) -> Answer:
+    return Answer(text=state.get("answer", ""),
+                  citations=[AnswerCitation(n=c.n, chunk_id=c.chunk_id)
+                             for c in state.get("citations", [])])
+
+
+def check_grounding(state: GraphState, runtime: Runtime[RunContext]) -> dict:
+    """Check that each claim of the answer is supported by the chunks it cites (Self-RAG IsSup)."""
+    started = _Clock.start()
+    result = runtime.context.engine.check_grounding(_answer_record(state), state.get("documents", []))
+    verdict = "grounded" if result.grounded else f"{len(result.ungrounded_claims)} ungrounded claim(s)"
+    return _record(state, runtime, "check_grounding", started,
+                   f"{verdict} (confidence {result.confidence:.2f})",
+                   {"grounded": result.grounded, "ungrounded_claims": result.ungrounded_claims,
+                    "confidence": result.confidence, "reasoning": result.reasoning},
+                   {"grounded": result.grounded, "ungrounded_claims": result.ungrounded_claims},
+                   [result.meta])
+
+
+def grade_answer(state: GraphState, runtime: Runtime[RunContext]) -> dict:
+    """Check that the answer addresses the question (Self-RAG IsUse)."""
+    started = _Clock.start()
+    result = runtime.context.engine.grade_answer(state["question"], _answer_record(state))
+    return _record(state, runtime, "grade_answer", started,
+                   "useful" if result.useful else "not useful",
+                   {"useful": result.useful, "reasoning": result.reasoning},
+                   {"useful": result.useful}, [result.meta])
+
+
+def _checks_said(state: GraphState) -> str:
+    o = _opts(state)
+    said = []
+    if o.grounding_check and state.get("grounded"):
+        said.append("grounding check passed")
+    if o.answer_check and state.get("useful"):
+        said.append("answer check passed")
+    return ", ".join(said)
+
+
+def finalize(state: GraphState, runtime: Runtime[RunContext]) -> dict:
+    """Commit the answer: evidence was sufficient and every check that ran passed."""
+    started = _Clock.start()
+    o = _opts(state)
+    n = len(state.get("documents", []))
+    parts = [f"{n} chunks of evidence" if o.grading else f"{n} chunks retrieved (no grading)"]
+    if checks := _checks_said(state):
+        parts.append(checks)
+    if state.get("rewrites"):
+        parts.append(f"after {state['rewrites']} rewrite(s)")
+    reason = "Answered: " + "; ".join(parts) + "."
+    return _record(state, runtime, "finalize", started, reason, {"stop_reason": reason},
+                   {"final_answer": state.get("answer", ""), "stop_reason": reason})
+
+
+def finalize_with_caveat(state: GraphState, runtime: Runtime[RunContext]) -> dict:
+    """Commit the answer with a caveat that says plainly what could not be verified."""
+    started = _Clock.start()
+    o = _opts(state)
+    why = []
+    if o.rewriting and state.get("rewrites", 0) >= o.max_rewrites:
+        why.append(f"the rewrite budget ({o.max_rewrites}) was spent")
+    if state.get("weak_evidence"):
+        why.append(f"only {len(state.get('documents', []))} relevant chunk(s) were found "
+                   f"({o.min_relevant} wanted)")
+    if state.get("grounded") is False:
+        n = len(state.get("ungrounded_claims", []))
+        why.append(f"{n} claim{'s' if n != 1 else ''} could not be verified")
+    if state.get("useful") is False:
+        why.append("the answer may not fully address the question")
+    if state.get("web_note", "").startswith(("skipped", "failed")):
+        why.append(f"web search {state['web_note']}")
+    reason = "Answered with caveat: " + (" and ".join(why) if why else "evidence is limited")
+    caveat = "Caveat: " + (" and ".join(why) if why else "evidence is limited") + "."
+    final = f"{caveat}\n\n{state.get('answer', '')}"
+    return _record(state, runtime, "finalize_with_caveat", started, reason,
+                   {"stop_reason": reason, "caveat": caveat},
+                   {"final_answer": final, "stop_reason": reason})
+
+
+def fallback(state: GraphState, runtime: Runtime[RunContext]) -> dict:
+    """Abstain: no evidence good enough to answer from; say why in plain words."""
+    started = _Clock.start()
+    o = _opts(state)
+    why = []
+    if not state.get("retrieved") and not state.get("events", [])[:1]:
+        why.append("nothing was retrieved")
+    elif not state.get("retrieved"):
+        why.append("the knowledge base returned no chunks")
+    elif o.grading and not state.get("documents"):
+        why.append("no retrieved chunk was relevant")
+    elif not state.get("citations") and state.get("generations"):
+        why.append("the answer could cite no evidence")
+    if o.rewriting and state.get("rewrites"):
+        why.append(f"after {state['rewrites']} rewrite(s)")
+    if state.get("web_note"):
+        why.append(f"web search {state['web_note']}")
+    reason = "No answer: " + ("; ".join(why) if why else "no evidence")
+    return _record(state, runtime, "fallback", started, reason, {"stop_reason": reason},
+                   {"final_answer": f"{NO_ANSWER} ({'; '.join(why) or 'no evidence'}.)",
+                    "stop_reason": reason, "citations": []})

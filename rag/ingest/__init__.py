@@ -1,0 +1,1 @@
+"""Ingestion: loaders (PDF, text, Markdown -> pages), chunking, and the pipeline into the store."""

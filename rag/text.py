@@ -1,0 +1,73 @@
+"""Text analysis shared by the offline engine, the hashing embeddings and lexical statistics."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import snowballstemmer
+
+# English stop words (the classic SMART/Snowball core); they carry no topical signal.
+STOPWORDS = frozenset(
+    """
+    a about above after again against all also am an and any are aren as at be because been before
+    being below between both but by can cannot could couldn did didn do does doesn doing don down
+    during each either etc few for from further get gets had hadn has hasn have haven having he her
+    here hers herself him himself his how however i if in into is isn it its itself just let ll me
+    might more most must mustn my myself no nor not now of off on once one only or other ought our
+    ours ourselves out over own per re same shall shan she should shouldn so some such than that
+    the their theirs them themselves then there these they this those through thus to too under
+    until up upon us use used using very via was wasn we were weren what when where whether which
+    while who whom whose why will with within without won would wouldn yes yet you your yours
+    yourself yourselves s t d m ve e g eg ie
+    """.split()
+)
+
+# Words that frame a question but say nothing about its topic.
+QUESTION_WORDS = frozenset(
+    "what which who whom whose when where why how does do did is are was were can could "
+    "explain describe tell give list name".split()
+)
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+_stemmer = snowballstemmer.stemmer("english")
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens of ``text`` (letters and digits; possessives folded)."""
+    out = []
+    for match in _WORD.finditer(text.lower()):
+        token = match.group(0).replace("’", "'")
+        if token.endswith("'s"):
+            token = token[:-2]
+        out.append(token.replace("'", ""))
+    return out
+
+
+@lru_cache(maxsize=200_000)
+def stem(word: str) -> str:
+    """Snowball (Porter 2) English stem of one lower-case word."""
+    return _stemmer.stemWord(word)
+
+
+def terms(text: str, *, drop: frozenset[str] = STOPWORDS) -> list[str]:
+    """Index terms of ``text``: stems of its words, without stop words and 1-letter tokens.
+
+    Digits are kept (years and numbers matter in questions).
+    """
+    return [stem(w) for w in words(text) if w not in drop and (len(w) > 1 or w.isdigit())]
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct index terms of a question, in order, without question-framing words."""
+    seen: dict[str, None] = {}
+    for term in terms(text, drop=STOPWORDS | QUESTION_WORDS):
+        seen.setdefault(term, None)
+    return list(seen)
+
+
+def sentences(text: str) -> list[str]:
+    """Split ``text`` into sentences on terminal punctuation followed by a capital or digit."""
+    flat = re.sub(r"\s+", " ", text).strip()
+    return [s.strip() for s in _SENTENCE.split(flat) if s.strip()]
