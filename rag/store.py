@@ -103,6 +103,7 @@ class KnowledgeBase:
 
     def revision(self) -> int:
         """A counter raised on every add or delete (0 for a new knowledge base)."""
+        self.collection  # created (and its embedding checked) on first use
         meta = self.client.get_collection(self.name, embedding_function=self.embedding_function).metadata
         return int((meta or {}).get("revision", 0))
 

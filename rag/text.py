@@ -67,7 +67,32 @@ def query_terms(text: str) -> list[str]:
     return list(seen)
 
 
+_HEADING = re.compile(r"^(?:\d+(?:\.\d+)*\.?\s+)?[A-Z][^.!?:;,]{0,60}$")
+
+
 def sentences(text: str) -> list[str]:
-    """Split ``text`` into sentences on terminal punctuation followed by a capital or digit."""
-    flat = re.sub(r"\s+", " ", text).strip()
-    return [s.strip() for s in _SENTENCE.split(flat) if s.strip()]
+    """Split ``text`` into sentences on terminal punctuation followed by a capital or digit.
+
+    Short lines that look like headings ("2.4 Training") end a sentence of their own, so
+    they are not glued to the sentence that follows them in PDF text.
+    """
+    blocks: list[str] = []
+    current: list[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        if _HEADING.match(line) and len(line.split()) <= 6:
+            if current:
+                blocks.append(" ".join(current))
+                current = []
+            blocks.append(line)
+            continue
+        current.append(line)
+    if current:
+        blocks.append(" ".join(current))
+    out = []
+    for block in blocks:
+        flat = re.sub(r"\s+", " ", block).strip()
+        out.extend(s.strip() for s in _SENTENCE.split(flat) if s.strip())
+    return out

@@ -96,7 +96,10 @@ class Engine(Protocol):
     def rewrite(self, question: str, query: str, *, verdicts: Sequence[Verdict],
                 chunks: Sequence[Chunk], ungrounded_claims: Sequence[str],
                 previous_queries: Sequence[str]) -> RewrittenQuery:
-        """A new query, given the failed chunks and their grade reasons, or the ungrounded claims."""
+        """A new query, given the failed chunks and their grade reasons, or the ungrounded claims.
+
+        ``previous_queries`` are the queries already retrieved with, oldest first (the first
+        is the question itself)."""
 
     def generate(self, question: str, chunks: Sequence[Chunk]) -> Answer:
         """A cited answer from ``chunks``; citation n refers to ``chunks`` by id."""

@@ -146,7 +146,7 @@ class LocalEngine:
             strategy, base = "add_context", [question]
             why = (f"The answer made {len(ungrounded_claims)} claim(s) its sources do not support; "
                    f"searching for evidence on {_quote(extra)}.")
-        elif len(previous_queries) == 0:
+        elif len(previous_queries) <= 1:
             extra = self._feedback_terms(ranked[:3], q_stems, 4)
             strategy, base = "expand_terms", [question]
             why = (f"Retrieved chunks covered too little of the question"

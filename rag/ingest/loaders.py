@@ -25,7 +25,6 @@ from rag.ingest.types import Page
 
 SUPPORTED_SUFFIXES = (".pdf", ".txt", ".md", ".markdown")
 
-_TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 _MB = 1024 * 1024
 _BINARY_SNIFF_BYTES = 8192
 _REASON_MAX_CHARS = 160
@@ -146,7 +145,7 @@ def _load_pdf(filename: str, data: bytes, password: str | None) -> LoadedDocumen
         reader = pypdf.PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
             if not reader.decrypt(password or ""):
-                if password is None or password == "":
+                if not password:
                     raise PasswordRequired("encrypted: password required")
                 raise WrongPassword("wrong password")
         page_count = len(reader.pages)
@@ -198,4 +197,6 @@ def _load_text(filename: str, data: bytes) -> LoadedDocument:
     text = normalize_text(decoded)
     if not text:
         raise EmptyFile("no text in file")
-    return LoadedDocument(filename=filename, pages=[Page(number=1, text=text)], page_count=1, warnings=warnings)
+    return LoadedDocument(
+        filename=filename, pages=[Page(number=1, text=text)], page_count=1, warnings=warnings
+    )

@@ -1,0 +1,170 @@
+"""Documents page: upload and index files, retry encrypted PDFs with a password, browse and delete."""
+
+import math
+
+import streamlit as st
+
+from pages import _shared
+from rag.ingest.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, MIN_CHUNK_SIZE
+from rag.ingest.pipeline import ChunkSettings, FileReport, ingest_files
+from rag.store import StoreError
+
+LOCKED_CODES = ("password_required", "wrong_password")
+
+settings = _shared.settings()
+reports: list[FileReport] = st.session_state.setdefault("docs_reports", [])
+# File name -> uploaded bytes of the files waiting for a password (kept so nothing is lost).
+locked: dict[str, bytes] = st.session_state.setdefault("docs_locked", {})
+
+st.title("Documents")
+try:
+    kb = _shared.knowledge_base()
+    n_chunks = kb.count()
+    docs = kb.documents()
+except (StoreError, ValueError) as exc:
+    st.error(f"Cannot open the knowledge base '{_shared.current_kb_name()}': {exc}")
+    st.stop()
+except Exception as exc:  # Chroma unreachable or corrupt: no stack trace, say what broke
+    st.error(f"Cannot read the knowledge base '{_shared.current_kb_name()}': "
+             f"{type(exc).__name__}: {exc}")
+    st.stop()
+
+c1, c2 = st.columns(2)
+c1.metric("Documents", len(docs))
+c2.metric("Chunks in the knowledge base", n_chunks)
+
+if notice := st.session_state.pop("docs_notice", None):
+    st.success(notice)
+
+
+def _show(report: FileReport) -> None:
+    text = _shared.md_escape(report.line())
+    if report.status == "ingested":
+        st.success(text)
+        for w in report.warnings:
+            st.caption(_shared.md_escape(f"{report.filename}: {w}"))
+    elif report.status == "already indexed":
+        st.info(text)
+    else:
+        st.error(text)
+
+
+def _merge(new: list[FileReport]) -> None:
+    """Replace earlier reports of the same files by the new ones, keep the order of upload."""
+    by_name = {r.filename: r for r in new}
+    merged = [by_name.pop(r.filename, r) for r in reports]
+    reports[:] = merged + list(by_name.values())
+    for r in new:
+        if r.code not in LOCKED_CODES:
+            locked.pop(r.filename, None)
+
+
+# -- upload and index ----------------------------------------------------------------------
+st.subheader("Add documents")
+with st.expander("Chunking", expanded=False):
+    a, b = st.columns(2)
+    chunk_size = a.number_input("Chunk size (characters)", min_value=MIN_CHUNK_SIZE,
+                                max_value=20_000, value=DEFAULT_CHUNK_SIZE, step=50,
+                                key="docs_chunk_size")
+    chunk_overlap = b.number_input("Overlap (characters)", min_value=0, max_value=10_000,
+                                   value=DEFAULT_CHUNK_OVERLAP, step=10, key="docs_chunk_overlap")
+    st.caption("Chunks never span two pages. Changing these affects files indexed from now on; "
+               "a file already indexed stays as it is until you delete it and index it again.")
+
+uploaded = st.file_uploader(
+    "PDF, text or Markdown files", accept_multiple_files=True,
+    type=["pdf", "txt", "md", "markdown"], key="docs_uploader",
+    max_upload_size=max(1, math.ceil(settings.max_upload_mb)),
+    help=f"Up to {settings.max_upload_mb:g} MB per file. Re-uploading the same bytes is a no-op.")
+
+if st.button("Index files", type="primary", disabled=not uploaded, key="docs_index"):
+    files = [(f.name, f.getvalue()) for f in uploaded]
+    bar = st.progress(0.0, text="Starting…")
+
+    def on_progress(done: int, total: int, name: str) -> None:
+        label = f"Indexing {name} ({done + 1} of {total})" if name else f"Indexed {total} file(s)"
+        bar.progress(done / total if total else 1.0, text=label)
+
+    try:
+        new = ingest_files(kb, files, chunking=ChunkSettings(int(chunk_size), int(chunk_overlap)),
+                           max_bytes=settings.max_upload_bytes, on_progress=on_progress)
+    except ValueError as exc:  # invalid chunk settings, before any file is touched
+        bar.empty()
+        st.error(f"Invalid chunk settings: {exc}")
+    else:
+        data = dict(files)
+        for r in new:
+            if r.code in LOCKED_CODES:
+                locked[r.filename] = data[r.filename]
+        reports.clear()
+        _merge(new)
+        st.rerun()
+
+for report in reports:
+    _show(report)
+
+# -- encrypted PDFs ------------------------------------------------------------------------
+waiting = [r.filename for r in reports if r.code in LOCKED_CODES and r.filename in locked]
+if waiting:
+    st.markdown("**Encrypted PDFs** need their password to be read. The password is used "
+                "once for this retry and not kept.")
+    for name in waiting:
+        st.text_input(f"Password for {name}", type="password", key=f"docs_pw_{name}")
+    if st.button("Retry with password", key="docs_retry"):
+        passwords = {n: st.session_state.get(f"docs_pw_{n}", "") for n in waiting}
+        passwords = {n: pw for n, pw in passwords.items() if pw}
+        if not passwords:
+            st.warning("Type a password first.")
+        else:
+            with st.spinner("Indexing…"):
+                new = ingest_files(kb, [(n, locked[n]) for n in passwords],
+                                   chunking=ChunkSettings(int(chunk_size), int(chunk_overlap)),
+                                   passwords=passwords, max_bytes=settings.max_upload_bytes)
+            del passwords
+            for n in waiting:
+                st.session_state.pop(f"docs_pw_{n}", None)
+            _merge(new)
+            st.rerun()
+
+# -- what is indexed -----------------------------------------------------------------------
+st.subheader(f"Indexed in '{kb.name}'")
+if not docs:
+    st.info("Nothing is indexed yet. Upload files above, or load the sample knowledge base "
+            "from the Chat page.")
+    st.stop()
+
+st.dataframe(
+    [{"File": d.source, "Pages": d.pages, "Chunks": d.chunks,
+      "Size": _shared.human_size(d.size_bytes), "Added": _shared.when(d.added_at)}
+     for d in docs],
+    hide_index=True,
+    column_config={"Added": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
+
+by_sha = {d.doc_sha: d for d in docs}
+sha = st.selectbox("Preview a document", list(by_sha), key="docs_preview",
+                   format_func=lambda s: by_sha[s].source)
+doc = by_sha[sha]
+try:
+    chunks = kb.document_chunks(sha)
+except Exception as exc:
+    st.error(f"Cannot read the chunks of {doc.source}: {type(exc).__name__}: {exc}")
+    chunks = []
+if chunks:
+    st.caption(f"{doc.source}: {len(chunks)} chunks over {doc.pages} page(s)")
+    st.dataframe(
+        [{"Page": c.page, "Chunk": c.index, "Characters": len(c.text), "Text": c.text}
+         for c in chunks],
+        hide_index=True,
+        column_config={"Text": st.column_config.TextColumn(width="large")})
+
+with st.popover(f"Delete {doc.source}", icon=":material/delete:"):
+    st.warning(f"This removes {doc.source} and its {doc.chunks} chunks from '{kb.name}'. "
+               "Runs that cited it keep their trace.")
+    if st.button("Delete permanently", type="primary", key="docs_delete_confirm"):
+        try:
+            n = kb.delete_document(sha)
+        except Exception as exc:
+            st.error(f"Could not delete {doc.source}: {type(exc).__name__}: {exc}")
+        else:
+            st.session_state["docs_notice"] = f"Deleted {doc.source} ({n} chunks)."
+            st.rerun()

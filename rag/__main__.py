@@ -1,0 +1,113 @@
+"""Command line: ``python -m rag ingest PATH...`` and ``python -m rag ask "QUESTION"``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rag.config import DEFAULT_COLLECTION, PRESETS, Settings, preset_options
+
+
+def _settings(args) -> Settings:
+    return Settings.from_env(data_dir=args.data_dir)
+
+
+def _kb(args, settings: Settings):
+    from rag.store import open_knowledge_base
+
+    return open_knowledge_base(settings, args.collection)
+
+
+def cmd_ingest(args) -> int:
+    from rag.ingest.pipeline import ChunkSettings, ingest_files
+
+    settings = _settings(args)
+    kb = _kb(args, settings)
+    reports = ingest_files(kb, args.paths, password=args.password,
+                           chunking=ChunkSettings(args.chunk_size, args.chunk_overlap),
+                           max_bytes=settings.max_upload_bytes)
+    for r in reports:
+        mark = {"ingested": "ok  ", "already indexed": "same", "failed": "FAIL"}[r.status]
+        print(f"{mark} {r.line()}", flush=True)
+    failed = sum(1 for r in reports if not r.ok)
+    print(f"{len(reports) - failed} of {len(reports)} files indexed in '{kb.name}' "
+          f"({kb.count()} chunks in total)", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def cmd_ask(args) -> int:
+    from rag.runner import make_context, run_question
+
+    settings = _settings(args)
+    kb = _kb(args, settings)
+    overrides = {}
+    for flag, key in (("no_grading", "grading"), ("no_rewrite", "rewriting"),
+                      ("no_web", "web_fallback"), ("no_grounding", "grounding_check"),
+                      ("no_answer_check", "answer_check")):
+        if getattr(args, flag):
+            overrides[key] = False
+    if args.top_k:
+        overrides["top_k"] = args.top_k
+    options = preset_options(args.preset, **overrides)
+
+    def show(event) -> None:
+        if not args.json:
+            nxt = f" -> {event.route['to']}" if event.route else ""
+            print(f"  {event.step:>2}. {event.node:<20} {event.summary}{nxt}", file=sys.stderr,
+                  flush=True)
+
+    run = run_question(args.question, make_context(settings, kb), options, on_event=show)
+    if args.json:
+        print(json.dumps(run.cli_json(), indent=2, default=str))
+    else:
+        print(run.answer)
+        if run.citations:
+            print("\nSources:")
+            for c in run.citations:
+                where = c.source if c.origin == "web" else f"{c.source}, page {c.page}"
+                print(f"  [{c.n}] {where}  ({c.chunk_id})")
+        print(f"\n{run.stop_reason}  [{' > '.join(run.path)}]")
+    return 2 if run.error else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m rag",
+                                     description="Retrace: self-correcting RAG from the shell.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p):
+        p.add_argument("--data-dir", help="data directory (default: $RAG_DATA_DIR or ./data)")
+        p.add_argument("--collection", default=DEFAULT_COLLECTION, help="knowledge base name")
+
+    p = sub.add_parser("ingest", help="index PDF, .txt and .md files")
+    p.add_argument("paths", nargs="+")
+    common(p)
+    p.add_argument("--password", help="password for encrypted PDFs")
+    p.add_argument("--chunk-size", type=int, default=1000, help="characters (default 1000)")
+    p.add_argument("--chunk-overlap", type=int, default=150, help="characters (default 150)")
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("ask", help="ask a question through the graph")
+    p.add_argument("question")
+    common(p)
+    p.add_argument("--preset", choices=list(PRESETS), default="full")
+    p.add_argument("--top-k", type=int)
+    for flag in ("grading", "rewrite", "web", "grounding", "answer-check"):
+        p.add_argument(f"--no-{flag}", action="store_true")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_ask)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""The whole graph on real papers in a real Chroma: presets, paths, trace, streaming, guards."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.config import Options, preset_options
+from rag.engines.base import AnswerGrade, GroundingCheck, RelevanceGrade
+from rag.engines.local import LocalEngine
+from rag.graph.build import NODE_ORDER, build_graph
+from rag.retrieval import lexical_stats
+from rag.runner import make_context, run_question
+
+QUESTION = "What is the retrieval component of RAG and how is it trained?"
+
+
+@pytest.fixture(scope="module")
+def ctx(papers_kb):
+    return make_context(papers_kb.settings, papers_kb)
+
+
+def test_graph_has_every_designed_node():
+    nodes = set(build_graph().get_graph().nodes) - {"__start__", "__end__"}
+    assert nodes == set(NODE_ORDER) == {
+        "retrieve", "grade_documents", "rewrite_query", "web_search", "generate",
+        "check_grounding", "grade_answer", "finalize", "finalize_with_caveat", "fallback"}
+
+
+def test_naive_is_single_pass(ctx):
+    run = run_question(QUESTION, ctx, preset_options("naive"))
+    assert run.path == ["retrieve", "generate", "finalize"]
+    assert run.citations and all(c.source.endswith(".pdf") and c.page >= 1 for c in run.citations)
+    assert run.llm_calls == 0 and run.engine == "local"
+
+
+def test_full_answers_with_cited_pages_from_lewis(ctx):
+    run = run_question(QUESTION, ctx, preset_options("full"))
+    assert run.path[:3] == ["retrieve", "grade_documents", "generate"]
+    assert run.path[-1] == "finalize", run.stop_reason
+    assert {"check_grounding", "grade_answer"} <= set(run.path)
+    assert any(c.source == "2005.11401v4_lewis_rag.pdf" for c in run.citations)
+    for c in run.citations:
+        assert f"[{c.n}]" in run.answer
+        assert c.text and c.chunk_id.startswith(c.chunk_id.split("-")[0])
+    assert run.stop_reason.startswith("Answered:")
+    # every event is in the DESIGN.md shape
+    for i, e in enumerate(run.events, 1):
+        assert e.step == i and e.duration_ms >= 0 and e.started_at > 0 and e.summary
+        assert (e.route is None) == (e.node in ("finalize", "finalize_with_caveat", "fallback"))
+    grade = next(e for e in run.events if e.node == "grade_documents")
+    assert len(grade.detail["verdicts"]) == 6
+    assert all("Matched" in v["reasoning"] or "Matched no" in v["reasoning"]
+               for v in grade.detail["verdicts"])
+
+
+def test_events_stream_live_in_order(ctx):
+    seen = []
+    run = run_question(QUESTION, ctx, preset_options("crag"), on_event=seen.append)
+    assert [e.node for e in seen] == run.path
+    assert [e.step for e in seen] == list(range(1, len(seen) + 1))
+
+
+def test_off_topic_question_rewrites_then_abstains_with_plain_reason(ctx):
+    run = run_question("What is the boiling point of tungsten at sea level?", ctx,
+                       preset_options("full"))
+    assert run.path.count("rewrite_query") == 2
+    assert "web_search" in run.path
+    web = next(e for e in run.events if e.node == "web_search")
+    assert web.detail["status"] == "skipped: no web search configured"
+    assert run.path[-1] == "fallback"
+    assert run.stop_reason.startswith("No answer:")
+    assert "no web search configured" in run.stop_reason
+    assert run.citations == []
+    attempts = [e.attempt for e in run.events if e.node == "retrieve"]
+    assert attempts == [1, 2, 3]
+    strategies = [e.detail["strategy"] for e in run.events if e.node == "rewrite_query"]
+    assert strategies == ["expand_terms", "narrow_focus"]
+    queries = [e.detail["query"] for e in run.events if e.node == "retrieve"]
+    assert len(set(queries)) == 3, "a rewrite repeated an earlier query"
+
+
+def test_weak_evidence_finalizes_with_caveat(ctx):
+    run = run_question(QUESTION, ctx, preset_options("full", min_relevant=6, top_k=6))
+    assert run.path[-1] == "finalize_with_caveat"
+    assert run.stop_reason.startswith("Answered with caveat:")
+    assert "rewrite budget (2) was spent" in run.stop_reason
+    assert run.answer.startswith("Caveat:")
+
+
+def test_empty_question_is_refused(ctx):
+    with pytest.raises(ValueError):
+        run_question("   ", ctx)
+
+
+# -- loop guard: engines that never approve must still terminate --------------------------
+class RejectsChunks(LocalEngine):
+    """Finds no chunk relevant: the worst case for the retrieval loop."""
+
+    def grade(self, question, chunks):
+        return [RelevanceGrade(relevant=False, score="low", reasoning="skeptic") for _ in chunks]
+
+
+class RejectsAnswers(LocalEngine):
+    """Approves evidence but never the answer: the worst case for the answer loops."""
+
+    def check_grounding(self, answer, chunks):
+        return GroundingCheck(grounded=False, ungrounded_claims=["everything"], confidence=0.0,
+                              reasoning="skeptic")
+
+    def grade_answer(self, question, answer):
+        return AnswerGrade(useful=False, reasoning="skeptic")
+
+
+@pytest.mark.parametrize("budget", [0, 1, 3])
+def test_retrieval_loop_is_bounded_by_budgets(papers_kb, budget):
+    ctx = make_context(papers_kb.settings, papers_kb, engine=RejectsChunks(lexical_stats(papers_kb)))
+    run = run_question(QUESTION, ctx, Options(max_rewrites=budget))
+    assert run.error is None
+    assert run.path.count("rewrite_query") == budget
+    assert run.path.count("web_search") == 1
+    assert run.path[-1] == "fallback"
+
+
+@pytest.mark.parametrize("grounding", [True, False])
+@pytest.mark.parametrize("budget", [0, 2, 4])
+def test_answer_loops_are_bounded_by_budgets(papers_kb, budget, grounding):
+    ctx = make_context(papers_kb.settings, papers_kb, engine=RejectsAnswers(lexical_stats(papers_kb)))
+    options = Options(max_rewrites=budget, grounding_check=grounding)
+    run = run_question(QUESTION, ctx, options)
+    assert run.error is None
+    assert run.path.count("rewrite_query") == budget
+    assert run.path.count("web_search") == (0 if grounding else 1)
+    assert run.path[-1] == "finalize_with_caveat"
+    assert len(run.path) < options.recursion_limit()
+
+
+class Broken(LocalEngine):
+    def check_grounding(self, answer, chunks):
+        raise RuntimeError("grader exploded")
+
+
+def test_an_error_in_a_node_ends_the_run_with_a_reason(papers_kb):
+    ctx = make_context(papers_kb.settings, papers_kb, engine=Broken(lexical_stats(papers_kb)))
+    run = run_question(QUESTION, ctx, preset_options("full"))
+    assert run.error and "grader exploded" in run.error and "check_grounding" in run.error
+    assert run.stop_reason.startswith("Stopped by an error")
+    assert run.path[-1] == "generate"
+
+
+def test_empty_knowledge_base_falls_back(kb, settings):
+    run = run_question(QUESTION, make_context(settings, kb), preset_options("naive"))
+    assert run.path == ["retrieve", "fallback"]
+    assert "no chunks" in run.stop_reason

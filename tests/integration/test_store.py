@@ -1,0 +1,156 @@
+"""The Chroma store: embedded and server mode, atomic document writes, the embedding guard."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rag.config import Settings
+from rag.embeddings import HashingEmbeddingFunction
+from rag.ingest.pipeline import ingest_files
+from rag.ingest.types import ChunkRecord
+from rag.store import EmbeddingMismatch, open_knowledge_base, validate_collection_name
+from tests.conftest import DEFAULT_EMBEDDING_CALLS, LEWIS, DefaultEmbeddingCalled
+
+
+def records(sha: str, n: int) -> list[ChunkRecord]:
+    return [ChunkRecord(id=f"{sha[:16]}-{i:05d}", text=f"chunk number {i} about retrieval",
+                        source="doc.txt", page=1, index=i, doc_sha=sha,
+                        metadata={"source": "doc.txt", "page": 1, "chunk_index": i, "doc_sha": sha})
+            for i in range(n)]
+
+
+def test_default_onnx_embedding_is_never_called(kb):
+    """The guard itself works, and a full ingest + query never reaches Chroma's default."""
+    from chromadb.api.types import DefaultEmbeddingFunction
+
+    with pytest.raises(DefaultEmbeddingCalled):
+        DefaultEmbeddingFunction()(["would download a model"])
+    DEFAULT_EMBEDDING_CALLS.clear()
+    ingest_files(kb, [LEWIS])
+    assert kb.query("retriever training", 3)
+    reopened = kb.client.get_collection(kb.name)  # no embedding function passed explicitly
+    assert reopened.query(query_texts=["dense passage retrieval"], n_results=2)["ids"][0]
+    assert DEFAULT_EMBEDDING_CALLS == []
+
+
+def test_collection_records_and_reuses_our_embedding_function(kb):
+    kb.add_document(records("a" * 64, 3), pages=1, size_bytes=10)
+    col = kb.client.get_collection(kb.name)
+    assert col.metadata["embedding"] == "retrace-hashing/dim=1024"
+    assert col.configuration["embedding_function"].name() == "retrace-hashing"
+
+
+def test_add_is_all_or_nothing(kb, monkeypatch):
+    kb.add_document(records("b" * 64, 2), pages=1, size_bytes=10)
+    calls = {"n": 0}
+    real_upsert = type(kb.collection).upsert
+
+    def flaky(self, *a, **kw):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("disk full")
+        return real_upsert(self, *a, **kw)
+
+    monkeypatch.setattr(type(kb.collection), "upsert", flaky)
+    with pytest.raises(RuntimeError):
+        kb.add_document(records("c" * 64, 10), pages=1, size_bytes=10, batch_size=4)
+    assert not kb.has_document("c" * 64), "a failed document left chunks behind"
+    assert kb.has_document("b" * 64) and kb.count() == 2
+
+
+def test_documents_preview_delete_and_revision(kb):
+    r0 = kb.revision()
+    kb.add_document(records("d" * 64, 5), pages=2, size_bytes=123)
+    kb.add_document(records("e" * 64, 2), pages=1, size_bytes=45)
+    assert kb.revision() == r0 + 2
+    docs = {d.doc_sha: d for d in kb.documents()}
+    assert docs["d" * 64].chunks == 5 and docs["d" * 64].pages == 2
+    assert docs["d" * 64].size_bytes == 123
+    assert [c.index for c in kb.document_chunks("d" * 64)] == [0, 1, 2, 3, 4]
+    assert kb.delete_document("d" * 64) == 5
+    assert kb.delete_document("d" * 64) == 0
+    assert [d.doc_sha for d in kb.documents()] == ["e" * 64]
+    assert kb.revision() == r0 + 3
+
+
+def test_persists_across_clients(settings):
+    kb1 = open_knowledge_base(settings)
+    kb1.add_document(records("f" * 64, 3), pages=1, size_bytes=1)
+    kb2 = open_knowledge_base(Settings.from_env({}, data_dir=settings.data_dir))
+    assert kb2.has_document("f" * 64)
+    assert (settings.data_dir / "chroma").is_dir()
+
+
+def test_mixing_embedding_models_is_refused(settings):
+    open_knowledge_base(settings).add_document(records("1" * 64, 2), pages=1, size_bytes=1)
+    other = open_knowledge_base(settings, embedding_function=HashingEmbeddingFunction(dim=256))
+    with pytest.raises(EmbeddingMismatch, match="Re-index"):
+        other.count()
+
+
+@pytest.mark.parametrize("bad", ["", "a", "has space", "-lead", "x" * 70, "a..b"])
+def test_invalid_collection_names_are_refused(bad):
+    with pytest.raises(ValueError, match="invalid knowledge base name"):
+        validate_collection_name(bad)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def chroma_server(tmp_path):
+    """A real ``chroma run`` on 127.0.0.1, on a free port, stopped after the test."""
+    port = _free_port()
+    exe = Path(sys.executable).parent / "chroma"
+    log = open(tmp_path / "chroma.log", "w")
+    proc = subprocess.Popen([str(exe), "run", "--path", str(tmp_path / "server-data"),
+                             "--host", "127.0.0.1", "--port", str(port)],
+                            stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                break
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError((tmp_path / "chroma.log").read_text())
+            time.sleep(0.2)
+    else:
+        proc.kill()
+        raise RuntimeError("chroma run did not start in 60 s")
+    yield port
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+@pytest.mark.server
+def test_server_mode_against_real_chroma_run(chroma_server, tmp_path):
+    from chromadb.api.client import Client as _  # noqa: F401  (import check only)
+    from rag.runner import make_context, run_question
+    from rag.store import make_client
+
+    settings = Settings.from_env({"CHROMA_HOST": "127.0.0.1", "CHROMA_PORT": str(chroma_server)},
+                                 data_dir=tmp_path / "local")
+    client = make_client(settings)
+    assert type(client).__name__ != "PersistentClient"
+    kb = open_knowledge_base(settings, client=client)
+    reports = ingest_files(kb, [LEWIS])
+    assert reports[0].status == "ingested", reports[0].line()
+    again = ingest_files(open_knowledge_base(settings), [LEWIS])
+    assert again[0].status == "already indexed"
+    run = run_question("How is the retriever trained?", make_context(settings, kb))
+    assert run.citations and run.citations[0].source == LEWIS.name
+    assert not (tmp_path / "local" / "chroma").exists(), "server mode wrote a local store"
