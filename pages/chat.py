@@ -146,6 +146,9 @@ if question := st.chat_input("Ask about your documents"):
         except (StoreError, ValueError) as exc:
             st.error(f"The question could not be run: {exc}")
             messages.append({"role": "assistant", "content": f"Not run: {exc}", "run_id": None})
+        except Exception as exc:  # e.g. Chroma failing while reading term statistics
+            st.error(f"The question could not be run: {type(exc).__name__}: {exc}")
+            messages.append({"role": "assistant", "content": f"Not run: {exc}", "run_id": None})
         else:
             _shared.runs()[run.id] = run
             messages.append({"role": "assistant", "content": run.answer, "run_id": run.id})

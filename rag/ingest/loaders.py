@@ -144,7 +144,9 @@ def _load_pdf(filename: str, data: bytes, password: str | None) -> LoadedDocumen
     try:
         reader = pypdf.PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
-            if not reader.decrypt(password or ""):
+            # A password that fails on a file that opens without one (empty user or owner
+            # password) is not an error: a batch-wide password must not break such files.
+            if not reader.decrypt(password or "") and not (password and reader.decrypt("")):
                 if not password:
                     raise PasswordRequired("encrypted: password required")
                 raise WrongPassword("wrong password")

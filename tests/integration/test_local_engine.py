@@ -1,0 +1,93 @@
+"""The offline engine's judgments on real paper chunks: each one explains itself."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.engines.base import Answer, AnswerCitation
+from rag.engines.local import LocalEngine
+from rag.retrieval import lexical_stats
+
+QUESTION = "What is the retrieval component of RAG and how is it trained?"
+
+
+@pytest.fixture(scope="module")
+def engine(papers_kb):
+    return LocalEngine(lexical_stats(papers_kb))
+
+
+@pytest.fixture(scope="module")
+def retrieved(papers_kb):
+    return papers_kb.query(QUESTION, 6)
+
+
+def test_stats_cover_the_whole_knowledge_base(papers_kb, engine):
+    assert engine.stats.n_docs == papers_kb.count()
+    # rarer terms weigh more: 'tungsten' is in no chunk, 'wikipedia' in some, 'model' in most
+    df = engine.stats.df
+    assert df.get("tungsten", 0) == 0 < df["wikipedia"] < df["model"]
+    assert engine.stats.idf("tungsten") > engine.stats.idf("wikipedia") > engine.stats.idf("model")
+
+
+def test_grades_name_matched_and_missing_terms(engine, retrieved):
+    grades = engine.grade(QUESTION, retrieved)
+    assert len(grades) == len(retrieved)
+    assert any(g.relevant for g in grades)
+    for g in grades:
+        assert "Covers" in g.reasoning and "relevant at 50%" in g.reasoning
+        assert g.relevant == (g.score in ("high", "medium"))
+    off = engine.grade("boiling point of tungsten", retrieved)
+    assert not any(g.relevant for g in off)
+    assert all("Missing 'tungsten'" in g.reasoning or "'tungsten'" in g.reasoning for g in off)
+
+
+def test_rewrite_strategies_and_no_repeats(engine, retrieved):
+    q = "boiling point of tungsten in the retriever"
+    first = engine.rewrite(q, q, verdicts=[], chunks=retrieved, previous_queries=[q])
+    assert first.strategy == "expand_terms"
+    assert first.query.startswith(q) and len(first.query) > len(q)
+    assert "pseudo-relevance feedback" in first.reasoning
+    second = engine.rewrite(q, first.query, verdicts=[], chunks=retrieved,
+                            previous_queries=[q, first.query])
+    assert second.strategy == "narrow_focus"
+    assert second.query.lower() not in {q.lower(), first.query.lower()}
+    claims = engine.rewrite(q, q, verdicts=[], chunks=retrieved,
+                            ungrounded_claims=["The retriever uses FAISS indexes of Wikipedia."],
+                            previous_queries=[q])
+    assert claims.strategy == "add_context" and "faiss" in claims.query.lower()
+
+
+def test_generation_is_extractive_and_cited(engine, retrieved):
+    answer = engine.generate(QUESTION, retrieved)
+    assert answer.citations
+    ids = {c.id for c in retrieved}
+    for cite in answer.citations:
+        assert cite.chunk_id in ids and f"[{cite.n}]" in answer.text
+    for claim, numbers in engine.claims(answer.text):
+        cited = [c for c in retrieved
+                 if c.id in {a.chunk_id for a in answer.citations if a.n in numbers}]
+        assert any(claim in " ".join(c.text.split()) for c in cited), claim
+    assert engine.generate(QUESTION, []).citations == []
+
+
+def test_grounding_check_catches_an_invented_claim(engine, retrieved):
+    good = engine.generate(QUESTION, retrieved)
+    assert engine.check_grounding(good, retrieved).grounded
+    first = good.citations[0]
+    bad = Answer(text=good.text + " The retriever was trained on lunar volcano spectroscopy "
+                 f"measurements. [{first.n}]", citations=good.citations)
+    check = engine.check_grounding(bad, retrieved)
+    assert not check.grounded
+    assert check.ungrounded_claims == ["The retriever was trained on lunar volcano spectroscopy "
+                                       "measurements."]
+    assert "1 of" in check.reasoning and "lunar" in check.reasoning
+    uncited = Answer(text="Some claim about retrieval without a marker.",
+                     citations=[AnswerCitation(n=1, chunk_id=retrieved[0].id)])
+    assert not engine.check_grounding(uncited, retrieved).grounded
+
+
+def test_answer_grade_measures_question_coverage(engine, retrieved):
+    good = engine.generate(QUESTION, retrieved)
+    assert engine.grade_answer(QUESTION, good).useful
+    off = engine.grade_answer("What is the boiling point of tungsten?", good)
+    assert not off.useful and "tungsten" in off.reasoning

@@ -1,0 +1,104 @@
+"""The ingestion pipeline and the CLI on real files: batches, duplicates, passwords, failures."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from rag.ingest.pipeline import ChunkSettings, ingest_files
+from tests.conftest import LEWIS, PAPERS, ROOT, SELF_RAG, TRICKY
+
+ENCRYPTED = TRICKY / "pypdf__encryption__r4-aes-user-password.pdf"
+SCANNED = TRICKY / "ocrmypdf__c02-22.pdf"
+INVALID = TRICKY / "ocrmypdf__invalid.pdf"
+
+
+def test_one_bad_file_never_stops_the_batch(kb):
+    reports = ingest_files(kb, [SCANNED, LEWIS, INVALID, ("notes.docx", b"PK\x03\x04"),
+                                ("empty.txt", b""), ENCRYPTED])
+    by = {r.filename: r for r in reports}
+    assert by[LEWIS.name].status == "ingested" and by[LEWIS.name].pages == 19
+    assert by[LEWIS.name].chunks == kb.count()
+    assert by[SCANNED.name].code == "no_extractable_text"
+    assert "no extractable text" in by[SCANNED.name].message
+    assert by[INVALID.name].code == "corrupt_file"
+    assert by["notes.docx"].code == "unsupported_type"
+    assert by["empty.txt"].code == "empty_file"
+    assert by[ENCRYPTED.name].code == "password_required"
+    assert [d.source for d in kb.documents()] == [LEWIS.name], "a failed file left chunks"
+
+
+def test_same_bytes_again_adds_nothing(kb):
+    dup = PAPERS / "DUPLICATE_of_2312.10997v5_rag_survey.pdf"
+    original = PAPERS / "2312.10997v5_rag_survey.pdf"
+    first = ingest_files(kb, [original, dup])
+    assert first[0].status == "ingested"
+    assert first[1].status == "already indexed" and original.name in first[1].message
+    count = kb.count()
+    again = ingest_files(kb, [original])
+    assert again[0].status == "already indexed" and again[0].message == "already indexed"
+    assert kb.count() == count
+
+
+def test_password_retry_ingests_the_encrypted_file(kb):
+    assert ingest_files(kb, [ENCRYPTED], password="nope")[0].code == "wrong_password"
+    report = ingest_files(kb, [ENCRYPTED], passwords={ENCRYPTED.name: "asdfzxcv"})[0]
+    assert report.status == "ingested", report.line()
+    assert kb.has_document(report.doc_sha)
+
+
+def test_size_limit_and_chunk_settings(kb):
+    too_big = ingest_files(kb, [LEWIS], max_bytes=100_000)[0]
+    assert too_big.code == "too_large" and "limit" in too_big.message
+    small = ingest_files(kb, [SELF_RAG], chunking=ChunkSettings(400, 50))[0]
+    assert small.status == "ingested"
+    assert max(len(c.text) for c in kb.document_chunks(small.doc_sha)) <= 400
+    with pytest.raises(ValueError):
+        ingest_files(kb, [LEWIS], chunking=ChunkSettings(500, 500))
+
+
+def test_progress_is_reported_per_file(kb):
+    seen = []
+    ingest_files(kb, [("a.txt", b"alpha beta gamma"), ("b.md", b"# Title\n\ndelta")],
+                 on_progress=lambda done, total, name: seen.append((done, total, name)))
+    assert seen == [(0, 2, "a.txt"), (1, 2, "b.md"), (2, 2, "")]
+
+
+def rag_cli(*args, data_dir):
+    return subprocess.run([sys.executable, "-m", "rag", *args, "--data-dir", str(data_dir)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_cli_ingest_and_ask_json(tmp_path):
+    out = rag_cli("ingest", str(LEWIS), str(SELF_RAG), data_dir=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert f"{LEWIS.name}: ingested 19 pages" in out.stdout
+    out = rag_cli("ingest", str(LEWIS), str(SCANNED), data_dir=tmp_path)
+    assert out.returncode == 1
+    assert f"{LEWIS.name}: already indexed" in out.stdout
+    assert f"{SCANNED.name}: no extractable text" in out.stdout
+
+    out = rag_cli("ask", "What is the retrieval component of RAG and how is it trained?",
+                  "--json", data_dir=tmp_path)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert {"answer", "citations", "path", "events", "stop_reason", "llm_calls"} <= set(result)
+    assert result["path"][0] == "retrieve" and result["path"][-1] == "finalize"
+    assert result["llm_calls"] == 0
+    assert result["citations"] and {"source", "page", "chunk_id"} <= set(result["citations"][0])
+    assert any(c["source"] == LEWIS.name and c["page"] >= 1 for c in result["citations"])
+
+    out = rag_cli("ask", "What is the retrieval component of RAG?", "--preset", "naive",
+                  "--json", data_dir=tmp_path)
+    assert json.loads(out.stdout)["path"] == ["retrieve", "generate", "finalize"]
+    out = rag_cli("ask", "How is it trained?", "--no-grading", "--no-grounding",
+                  "--no-answer-check", "--json", data_dir=tmp_path)
+    assert json.loads(out.stdout)["path"] == ["retrieve", "generate", "finalize"]
+
+
+def test_cli_password_flag(tmp_path):
+    out = rag_cli("ingest", str(ENCRYPTED), "--password", "asdfzxcv", data_dir=tmp_path)
+    assert out.returncode == 0 and "ingested" in out.stdout
