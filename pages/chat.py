@@ -98,7 +98,7 @@ if n_chunks == 0:
                 st.session_state["chat_notice"] = (
                     f"Loaded {len(reports)} sample documents "
                     f"({sum(r.chunks for r in reports)} chunks). Try: "
-                    "“How does the graph decide to rewrite the query?”")
+                    "“When does the graph search the web?”")
                 st.rerun()
 else:
     st.caption(f"Asking '{kb_name}' ({n_chunks} chunks) with the "

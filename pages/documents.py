@@ -93,6 +93,7 @@ if st.button("Index files", type="primary", disabled=not uploaded, key="docs_ind
         st.error(f"Invalid chunk settings: {exc}")
     else:
         data = dict(files)
+        locked.clear()  # the reports of earlier batches are replaced below
         for r in new:
             if r.code in LOCKED_CODES:
                 locked[r.filename] = data[r.filename]

@@ -5,8 +5,6 @@ import streamlit as st
 from pages import _shared
 from rag import viz
 
-# The flow figure has eight columns of boxes; it needs the full width to stay legible.
-st.set_page_config(layout="wide")
 st.title("Trace")
 
 runs: dict = st.session_state.get("runs", {})

@@ -118,6 +118,8 @@ class Options(BaseModel):
     """Relevant chunks needed to generate without a caveat."""
     max_rewrites: int = Field(2, ge=0, le=5)
     """Rewrite budget for one run."""
+    retrieval: Literal["dense", "bm25", "hybrid"] = "hybrid"
+    """How retrieve ranks chunks: embeddings, BM25, or both fused by reciprocal rank fusion."""
 
     def recursion_limit(self) -> int:
         """A LangGraph recursion limit that no legal path can reach: every loop is budgeted."""

@@ -67,7 +67,7 @@ def query_terms(text: str) -> list[str]:
     return list(seen)
 
 
-_HEADING = re.compile(r"^(?:\d+(?:\.\d+)*\.?\s+)?[A-Z][^.!?:;,]{0,60}$")
+_HEADING = re.compile(r"^(?:\d+(?:\.\d+)*\.?\s+[A-Z][^.!?;,]{0,60}|[A-Z][^.!?:;,]{0,60})$")
 
 
 def sentences(text: str) -> list[str]:

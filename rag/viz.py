@@ -259,7 +259,8 @@ def _esc(text: Any) -> str:
 
 
 def _wrap(text: Any, width: int = HOVER_WIDTH, indent: str = "") -> str:
-    lines = textwrap.wrap(str(text), width, subsequent_indent=indent) or [""]
+    lines = textwrap.wrap(str(text), width, subsequent_indent=indent, break_long_words=False,
+                          break_on_hyphens=False) or [""]
     return "<br>".join(_esc(line) for line in lines)
 
 

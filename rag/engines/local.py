@@ -29,8 +29,11 @@ SUPPORTED_AT = 0.8
 """A claim is grounded when this share of its IDF weight appears in the chunks it cites."""
 USEFUL_AT = 0.5
 MAX_ANSWER_SENTENCES = 4
+STRONG_SENTENCE_AT = 0.5
+"""A sentence covering this share of the question is worth quoting even if it adds no new term."""
 _MARKERS = re.compile(r"((?:\s*\[\d+\])+)")
 _NUM = re.compile(r"\[(\d+)\]")
+_SOURCE_REFS = re.compile(r"\s*\[\d+(?:\s*[,–-]\s*\d+)*\]")
 
 
 def _pct(x: float) -> str:
@@ -191,23 +194,36 @@ class LocalEngine:
             return Answer(text="I found no evidence to answer this question.", citations=[])
         weights = self.weighted_terms(question)
         total = sum(w for _, w in weights.values()) or 1.0
-        candidates = []  # (chunk rank, position, sentence, stems)
+        q_seq = [t for t in terms(question) if t in weights]
+        q_pairs = set(zip(q_seq, q_seq[1:]))
+        candidates = []  # (chunk rank, position, sentence, stems, phrase bonus, length)
         for rank, chunk in enumerate(chunks):
             for pos, sent in enumerate(sentences(chunk.text)):
-                if self._readable(sent):
-                    candidates.append((rank, pos, sent, set(terms(sent))))
+                # The source's own "[26]" references would read as our citation markers.
+                sent = _SOURCE_REFS.sub("", sent).strip()
+                if self._readable(sent) and not sent[0].islower():  # lower: a cut-off fragment
+                    seq = terms(sent)
+                    pairs = q_pairs & set(zip(seq, seq[1:]))
+                    bonus = sum(weights[a][1] + weights[b][1] for a, b in pairs) / 2
+                    candidates.append((rank, pos, sent, set(seq), bonus, len(seq)))
         chosen: list[tuple[int, int, str]] = []
         covered: set[str] = set()
+
+        def gain(c) -> float:
+            # New question terms count fully, repeated ones a quarter, a question phrase found
+            # verbatim half; long sentences are diluted; later-ranked chunks lose a little.
+            new = sum(weights[s][1] for s in c[3] & weights.keys() - covered)
+            old = sum(weights[s][1] for s in c[3] & covered)
+            return ((new + 0.25 * old + 0.5 * c[4]) / total / (1 + c[5] / 40)
+                    - 0.01 * c[0])
+
         while candidates and len(chosen) < MAX_ANSWER_SENTENCES:
-            def gain(c):
-                new = sum(weights[s][1] for s in c[3] & weights.keys() - covered)
-                old = sum(weights[s][1] for s in c[3] & covered)
-                return (new + 0.25 * old) / total - 0.01 * c[0]
             best = max(candidates, key=gain)
             new_weight = sum(weights[s][1] for s in best[3] & weights.keys() - covered)
-            if new_weight <= 0 and chosen:
-                break
-            if new_weight <= 0 and not (best[3] & weights.keys()):
+            own_weight = sum(weights[s][1] for s in best[3] & weights.keys())
+            if new_weight <= 0 and chosen and own_weight / total < STRONG_SENTENCE_AT:
+                break  # nothing new, and not strongly on-topic on its own
+            if not (best[3] & weights.keys()):
                 break
             chosen.append(best[:3])
             covered |= best[3] & weights.keys()

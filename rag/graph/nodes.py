@@ -14,7 +14,7 @@ from rag.config import Options
 from rag.engines.base import Answer, AnswerCitation, CallMeta, Engine
 from rag.graph.routing import DECIDERS
 from rag.graph.state import Chunk, Citation, GraphState, TraceEvent, Verdict
-from rag.retrieval import retrieve_dense
+from rag.retrieval import retrieve as retrieve_chunks
 from rag.web import WebSearchError
 
 PREVIEW_CHARS = 240
@@ -30,8 +30,8 @@ class RunContext:
     """The KnowledgeBase to retrieve from."""
     web: Optional[Any] = None
     """A web search client (``search(query) -> list[Chunk]``), or None when not configured."""
-    retriever: Any = field(default=retrieve_dense)
-    """``retriever(kb, query, k) -> list[Chunk]``."""
+    retriever: Any = field(default=retrieve_chunks)
+    """``retriever(kb, query, k, mode) -> list[Chunk]``."""
 
 
 def _chunk_view(c: Chunk) -> dict:
@@ -94,14 +94,14 @@ def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     started = _Clock.start()
     o = _opts(state)
     query = state.get("query") or state["question"]
-    chunks = runtime.context.retriever(runtime.context.kb, query, o.top_k)
+    chunks = runtime.context.retriever(runtime.context.kb, query, o.top_k, o.retrieval)
     update: dict = {"query": query, "retrieved": chunks}
     if not o.grading:
         update["documents"] = chunks
     best = f"; best {chunks[0].label()} ({chunks[0].score:.2f})" if chunks else ""
     return _record(state, runtime, "retrieve", started,
                    f"Retrieved {len(chunks)} chunks for '{query[:80]}'{best}",
-                   {"query": query, "top_k": o.top_k, "chunks": [_chunk_view(c) for c in chunks]},
+                   {"query": query, "top_k": o.top_k, "mode": o.retrieval, "chunks": [_chunk_view(c) for c in chunks]},
                    update)
 
 

@@ -154,7 +154,8 @@ def test_chat_answers_with_citations_and_opens_trace(data_dir):
     assert not at.exception, at.exception
     assert at.session_state["trace_run_id"] == run.id
     assert len(at.chat_input) == 0  # the chat page is no longer the one rendered
-    assert "Chat" not in [t.value for t in at.title]
+    titles = [t.value for t in at.title]
+    assert "Chat" not in titles and "Trace" in titles, titles
 
 
 def test_presets_set_the_toggles_and_survive_page_switches(data_dir):

@@ -80,7 +80,7 @@ def test_off_topic_question_rewrites_then_abstains_with_plain_reason(ctx):
 
 
 def test_weak_evidence_finalizes_with_caveat(ctx):
-    run = run_question(QUESTION, ctx, preset_options("full", min_relevant=6, top_k=6))
+    run = run_question(QUESTION, ctx, preset_options("full", min_relevant=3, top_k=2))
     assert run.path[-1] == "finalize_with_caveat"
     assert run.stop_reason.startswith("Answered with caveat:")
     assert "rewrite budget (2) was spent" in run.stop_reason

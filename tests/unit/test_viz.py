@@ -1,0 +1,291 @@
+"""The trace flow figure and tables, checked from the figure's JSON on real runs (real Chroma)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from rag import viz
+from rag.config import preset_options
+from rag.engines.local import LocalEngine
+from rag.graph.build import build_graph
+from rag.retrieval import lexical_stats
+from rag.runner import Run, make_context, run_question
+
+QUESTION = "What is the retrieval component of RAG and how is it trained?"
+ABSENT = "What is the boiling point of tungsten?"
+
+
+@pytest.fixture(scope="module")
+def ctx(papers_kb):
+    return make_context(papers_kb.settings, papers_kb)
+
+
+@pytest.fixture(scope="module")
+def answered(ctx) -> Run:
+    """The full pipeline on a question the papers answer (its ending is the engine's call)."""
+    run = run_question(QUESTION, ctx, preset_options("full"))
+    assert run.error is None and run.path[-1] in ("finalize", "finalize_with_caveat"), run.path
+    return run
+
+
+@pytest.fixture(scope="module")
+def naive(ctx) -> Run:
+    """Plain single-pass RAG: retrieve, generate, finalize, whatever the engine thinks."""
+    run = run_question(QUESTION, ctx, preset_options("naive"))
+    assert run.path == ["retrieve", "generate", "finalize"], run.stop_reason
+    return run
+
+
+@pytest.fixture(scope="module")
+def rewritten(ctx) -> Run:
+    """Wants more relevant chunks than top_k can ever hold, so it always spends both rewrites,
+    tries the (unconfigured) web, and answers with a caveat."""
+    run = run_question(QUESTION, ctx, preset_options("full", top_k=6, min_relevant=7))
+    assert run.path.count("retrieve") == 3 and run.rewrites == 2, run.path
+    assert run.path[-1] == "finalize_with_caveat", run.stop_reason
+    return run
+
+
+@pytest.fixture(scope="module")
+def abstained(ctx) -> Run:
+    run = run_question(ABSENT, ctx, preset_options("full"))
+    assert run.path[-1] == "fallback", run.stop_reason
+    return run
+
+
+def figure_json(run: Run, graph=None) -> dict:
+    return json.loads(viz.flow_figure(run, graph).to_json())
+
+
+def trace(fig: dict, name: str) -> dict:
+    return next(t for t in fig["data"] if t.get("name") == name)
+
+
+def node_points(fig: dict) -> dict[str, dict]:
+    """Node name -> its label, colour and hover text, from the node trace."""
+    t = trace(fig, "nodes")
+    return {name: {"text": text, "color": color, "hover": hover, "x": x, "y": y}
+            for name, text, color, hover, x, y in zip(
+                t["customdata"], t["text"], t["marker"]["color"], t["hovertext"], t["x"], t["y"])}
+
+
+def plain(html: str) -> str:
+    """Hover pseudo-HTML back to plain text: line breaks to spaces, tags and entities out."""
+    text = re.sub(r"<[^>]+>", " ", html.replace("<br>", " "))
+    text = re.sub(r"&#(\d+);", lambda m: chr(int(m.group(1))), text)
+    return " ".join(text.split())
+
+
+def test_every_node_of_the_graph_has_a_marker_with_its_name(answered):
+    fig = figure_json(answered)
+    graph_nodes = list(build_graph().get_graph().nodes)
+    assert "__start__" in graph_nodes and "__end__" in graph_nodes
+    points = node_points(fig)
+    assert list(points) == graph_nodes
+    for name, point in points.items():
+        if name not in ("__start__", "__end__"):
+            assert name in point["text"]
+    # no two nodes share a place
+    assert len({(p["x"], p["y"]) for p in points.values()}) == len(points)
+
+
+def test_every_graph_edge_is_drawn_with_an_arrow(answered):
+    fig = figure_json(answered)
+    edges = [(e.source, e.target) for e in build_graph().get_graph().edges]
+    assert len(edges) >= 20
+    arrows = {a["name"] for a in fig["layout"]["annotations"] if a.get("showarrow")}
+    for src, dst in edges:
+        t = trace(fig, f"edge:{src}->{dst}")
+        assert t["line"]["color"] == viz.COLOR_EDGE and len(t["x"]) > 2
+        assert f"edge:{src}->{dst}" in arrows
+
+
+def test_path_is_numbered_in_the_runs_order_along_its_edges(rewritten):
+    fig = figure_json(rewritten)
+    labels = {a["name"]: a for a in fig["layout"]["annotations"]
+              if a.get("name", "").startswith("step:")}
+    n = len(rewritten.events)
+    assert sorted(labels, key=lambda s: int(s.split(":")[1])) == [f"step:{k}" for k in
+                                                                   range(1, n + 1)]
+    previous = "__start__"
+    for k, node in enumerate(rewritten.path, 1):
+        label = labels[f"step:{k}"]
+        assert re.sub(r"<[^>]+>", "", label["text"]) == str(k)
+        path = trace(fig, f"path:{previous}->{node}")  # the step sits on the edge it took
+        assert path["line"]["color"] == viz.COLOR_PATH
+        assert min(abs(x - label["x"]) + abs(y - label["y"])
+                   for x, y in zip(path["x"], path["y"])) < 0.05
+        assert f"{previous} → {node}" in plain(label["hovertext"])
+        previous = node
+    trace(fig, f"path:{previous}->__end__")
+    # repeated edges stack their labels apart, in step order (top-down on a rightward edge)
+    again = [labels[f"step:{k}"] for k, (a, b) in enumerate(
+        zip(["__start__"] + rewritten.path, rewritten.path), 1)
+        if (a, b) == ("retrieve", "grade_documents")]
+    assert len(again) == 3
+    shifts = [a.get("yshift", 0) for a in again]
+    assert shifts == sorted(shifts, reverse=True) and len(set(shifts)) == 3
+
+
+def test_repeated_nodes_are_labelled_by_visits(rewritten):
+    points = node_points(figure_json(rewritten))
+    assert "×3" in points["retrieve"]["text"]
+    assert "×3" in points["grade_documents"]["text"]
+    assert "×2" in points["rewrite_query"]["text"]
+    assert "×" not in points["generate"]["text"]
+    hover = plain(points["retrieve"]["hover"])
+    for e in (e for e in rewritten.events if e.node == "retrieve"):
+        assert f"Step {e.step} · attempt {e.attempt}" in hover
+
+
+def expected_color(event, min_relevant: int) -> str:
+    """The colour rule of the brief, restated independently of rag.viz."""
+    d, node = event.detail, event.node
+    if d.get("fallbacks"):  # an engine fallback judgment is never a clean pass
+        rest = {k: v for k, v in d.items() if k != "fallbacks"}
+        clean = expected_color(event.model_copy(update={"detail": rest}), min_relevant)
+        return viz.COLOR_WEAK if clean == viz.COLOR_OK else clean
+    if node == "retrieve":
+        return viz.COLOR_OK if d["chunks"] else viz.COLOR_FAILED
+    if node == "grade_documents":
+        return (viz.COLOR_OK if d["evidence"] >= min_relevant else
+                viz.COLOR_WEAK if d["evidence"] else viz.COLOR_FAILED)
+    if node == "web_search":
+        return viz.COLOR_OK if d["results"] else (
+            viz.COLOR_FAILED if d["status"].startswith("failed") else viz.COLOR_WEAK)
+    if node == "generate":
+        return (viz.COLOR_FAILED if not d["citations"] else
+                viz.COLOR_WEAK if d["weak_evidence"] else viz.COLOR_OK)
+    if node == "check_grounding":
+        return viz.COLOR_OK if d["grounded"] else viz.COLOR_FAILED
+    if node == "grade_answer":
+        return viz.COLOR_OK if d["useful"] else viz.COLOR_FAILED
+    return {"rewrite_query": viz.COLOR_WEAK, "finalize": viz.COLOR_OK,
+            "finalize_with_caveat": viz.COLOR_WEAK, "fallback": viz.COLOR_FAILED}[node]
+
+
+@pytest.mark.parametrize("which", ["answered", "naive", "rewritten", "abstained"])
+def test_nodes_are_coloured_by_the_verdict_of_their_last_visit(which, request):
+    run: Run = request.getfixturevalue(which)
+    points = node_points(figure_json(run))
+    last = {e.node: e for e in run.events}
+    for node, point in points.items():
+        if node in ("__start__", "__end__"):
+            continue
+        want = (expected_color(last[node], run.options.min_relevant) if node in last
+                else viz.COLOR_NOT_VISITED)
+        assert point["color"] == want, (node, last.get(node))
+
+
+def test_colours_of_known_endings(naive, rewritten, abstained):
+    ok = node_points(figure_json(naive))
+    assert [ok[n]["color"] for n in naive.path] == [viz.COLOR_OK] * 3
+    assert ok["grade_documents"]["color"] == viz.COLOR_NOT_VISITED
+
+    weak = node_points(figure_json(rewritten))
+    # never min_relevant relevant, two rewrites, a skipped web search, a caveat: amber
+    for node in ("grade_documents", "rewrite_query", "web_search", "finalize_with_caveat"):
+        assert weak[node]["color"] == viz.COLOR_WEAK, node
+    assert weak["finalize"]["color"] == viz.COLOR_NOT_VISITED
+
+    bad = node_points(figure_json(abstained))
+    assert bad["fallback"]["color"] == viz.COLOR_FAILED
+    assert bad["grade_documents"]["color"] == viz.COLOR_FAILED  # no relevant chunk at all
+    assert bad["generate"]["color"] == viz.COLOR_NOT_VISITED
+
+
+def test_hover_shows_each_visit_summary_route_and_detail(rewritten):
+    points = node_points(figure_json(rewritten))
+    for e in rewritten.events:
+        hover = plain(points[e.node]["hover"])
+        assert " ".join(e.summary.split()) in hover, e.summary
+        if e.route:
+            assert f"→ next: {e.route['to']}: {' '.join(e.route['why'].split())}" in hover
+    grade = plain(points["grade_documents"]["hover"])
+    assert "verdicts:" in grade and "relevant" in grade
+    rewrite = plain(points["rewrite_query"]["hover"])
+    first = next(e for e in rewritten.events if e.node == "rewrite_query")
+    assert f"strategy: {first.detail['strategy']}" in rewrite
+    assert "not visited" in plain(points["finalize"]["hover"])
+
+
+def test_title_is_the_stop_reason(rewritten):
+    title = json.loads(viz.flow_figure(rewritten).to_json())["layout"]["title"]["text"]
+    assert plain(title) == rewritten.stop_reason
+
+
+def test_a_run_that_errors_marks_the_node_it_stopped_in(papers_kb):
+    class BrokenGrounding(LocalEngine):
+        def check_grounding(self, answer, chunks):
+            raise RuntimeError("grounding engine down")
+
+    ctx = make_context(papers_kb.settings, papers_kb, engine=BrokenGrounding(lexical_stats(papers_kb)))
+    run = run_question(QUESTION, ctx, preset_options("full"))
+    assert run.error and "check_grounding" in run.error
+    fig = figure_json(run)
+    points = node_points(fig)
+    assert points["check_grounding"]["color"] == viz.COLOR_FAILED
+    assert "grounding engine down" in plain(points["check_grounding"]["hover"])
+    assert trace(fig, "path:generate->check_grounding")["line"]["color"] == viz.COLOR_ERROR
+    assert any(a.get("name") == "error" for a in fig["layout"]["annotations"])
+
+
+def test_an_unknown_node_gets_a_place_instead_of_crashing(answered):
+    from langgraph.graph import END, START, StateGraph
+    from typing_extensions import TypedDict
+
+    class S(TypedDict, total=False):
+        question: str
+
+    def noop(state: S) -> dict:
+        return {}
+
+    g = StateGraph(S)
+    for name in ("retrieve", "rerank", "generate", "finalize"):
+        g.add_node(name, noop)
+    g.add_edge(START, "retrieve")
+    g.add_edge("retrieve", "rerank")
+    g.add_edge("rerank", "generate")
+    g.add_edge("generate", "finalize")
+    g.add_edge("finalize", END)
+    fig = figure_json(answered, g.compile())
+    points = node_points(fig)
+    assert "rerank" in points and points["rerank"]["color"] == viz.COLOR_NOT_VISITED
+    assert points["rerank"]["y"] == viz.EXTRA_ROW_Y
+    # the run's own nodes are still shown, even those the given graph lacks
+    assert {"grade_documents", "check_grounding"} <= set(points)
+
+
+def test_verdict_rows_are_every_verdict_of_every_grading(rewritten):
+    rows = viz.verdict_rows(rewritten)
+    gradings = [e for e in rewritten.events if e.node == "grade_documents"]
+    assert len(rows) == sum(len(e.detail["verdicts"]) for e in gradings) == 18
+    assert [r["attempt"] for r in rows] == [e.attempt for e in gradings
+                                            for _ in e.detail["verdicts"]]
+    queries = [e.detail["query"] for e in rewritten.events if e.node == "retrieve"]
+    assert [r["query"] for r in rows[::6]] == queries  # the query each chunk was fetched for
+    for r in rows:
+        assert set(r) >= {"step", "attempt", "query", "source", "page", "grade", "relevant",
+                          "reasoning", "fallback"}
+        assert r["grade"] in ("high", "medium", "low") and isinstance(r["relevant"], bool)
+        assert r["source"].endswith(".pdf") and r["page"] >= 1 and r["reasoning"]
+        assert r["fallback"] is None
+
+
+def test_event_rows_are_one_per_step(rewritten):
+    rows = viz.event_rows(rewritten)
+    assert [r["step"] for r in rows] == list(range(1, len(rewritten.events) + 1))
+    assert [r["node"] for r in rows] == rewritten.path
+    for r, e in zip(rows, rewritten.events):
+        assert r["summary"] == e.summary and r["duration_ms"] == e.duration_ms
+        assert r["attempt"] == e.attempt
+        assert (r["next"], r["why"]) == ((e.route["to"], e.route["why"]) if e.route else
+                                         (None, None))
+
+
+def test_no_grading_means_no_verdicts(naive):
+    assert viz.verdict_rows(naive) == []
+    assert len(viz.event_rows(naive)) == 3
