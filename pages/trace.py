@@ -60,7 +60,8 @@ verdicts = viz.verdict_rows(run)
 if verdicts:
     st.dataframe(verdicts, hide_index=True, width="stretch",
                  column_order=["step", "attempt", "source", "page", "grade", "relevant",
-                               "reasoning", "fallback", "query"],
+                               "reasoning", "query"]
+                 + (["fallback"] if any(v["fallback"] for v in verdicts) else []),
                  column_config={
                      "step": st.column_config.NumberColumn("Step", width="small"),
                      "attempt": st.column_config.NumberColumn("Attempt", width="small"),
@@ -99,7 +100,9 @@ for c in run.citations:
 st.subheader("Events")
 for e in run.events:
     visit = f" (visit {e.attempt})" if e.attempt > 1 else ""
-    with st.expander(f"**{e.step}. {e.node}**{visit} — {_shared.md_escape(e.summary)}"):
+    with st.expander(f"**{e.step}. {_shared.md_escape(e.node)}**{visit} — "
+                     f"{_shared.md_escape(e.summary)}"):
         if e.route:
-            st.markdown(f"→ **{e.route.get('to', '?')}**: {_shared.md_escape(e.route.get('why', ''))}")
+            to, why = e.route.get("to", "?"), e.route.get("why", "")
+            st.markdown(f"→ **{_shared.md_escape(to)}**: {_shared.md_escape(why)}")
         st.json(e.model_dump(mode="json"), expanded=2)

@@ -67,6 +67,8 @@ def query_terms(text: str) -> list[str]:
     return list(seen)
 
 
+_ABBREVIATION = re.compile(
+    r"\b(?:al|e\.g|i\.e|etc|vs|cf|Fig|Figs|Eq|Eqs|Sec|Tab|No|Dr|Mr|Mrs|Ms|Prof|St|approx|resp)\.$")
 _HEADING = re.compile(r"^(?:\d+(?:\.\d+)*\.?\s+[A-Z][^.!?;,]{0,60}|[A-Z][^.!?:;,]{0,60})$")
 
 
@@ -91,8 +93,15 @@ def sentences(text: str) -> list[str]:
         current.append(line)
     if current:
         blocks.append(" ".join(current))
-    out = []
+    out: list[str] = []
     for block in blocks:
         flat = re.sub(r"\s+", " ", block).strip()
-        out.extend(s.strip() for s in _SENTENCE.split(flat) if s.strip())
+        pieces = [s.strip() for s in _SENTENCE.split(flat) if s.strip()]
+        merged: list[str] = []
+        for piece in pieces:
+            if merged and _ABBREVIATION.search(merged[-1]):
+                merged[-1] = f"{merged[-1]} {piece}"  # "et al. 2009" is not a sentence end
+            else:
+                merged.append(piece)
+        out.extend(merged)
     return out

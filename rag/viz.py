@@ -463,7 +463,7 @@ def _arrow(curve: _Curve, color: str, width: float, name: str, head: int = 2,
 
 
 def _title(text: str) -> str:
-    return "<br>".join(_esc(line) for line in textwrap.wrap(text, TITLE_WIDTH)) or "(no run)"
+    return "<br>".join(_esc(line) for line in textwrap.wrap(text, TITLE_WIDTH)) or "(no stop reason)"
 
 
 def flow_figure(run: "Run", graph=None) -> "go.Figure":

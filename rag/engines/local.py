@@ -36,6 +36,20 @@ _NUM = re.compile(r"\[(\d+)\]")
 _SOURCE_REFS = re.compile(r"\s*\[\d+(?:\s*[,–-]\s*\d+)*\]")
 
 
+_MARKDOWN = re.compile(r"^#{1,6}\s+|\*\*|__|`|\{%.*?%\}")
+
+
+def _quotable(sentence: str) -> str:
+    """A source sentence made fit to quote: without the source's own ``[26]`` references (they
+    would read as our citation markers) and without Markdown/Markdoc syntax."""
+    return _MARKDOWN.sub("", _SOURCE_REFS.sub("", sentence)).strip()
+
+
+def _same_text(a: str, b: str) -> bool:
+    a, b = " ".join(a.lower().split()), " ".join(b.lower().split())
+    return a in b or b in a
+
+
 def _pct(x: float) -> str:
     return f"{round(100 * x)}%"
 
@@ -198,10 +212,11 @@ class LocalEngine:
         q_pairs = set(zip(q_seq, q_seq[1:]))
         candidates = []  # (chunk rank, position, sentence, stems, phrase bonus, length)
         for rank, chunk in enumerate(chunks):
-            for pos, sent in enumerate(sentences(chunk.text)):
-                # The source's own "[26]" references would read as our citation markers.
-                sent = _SOURCE_REFS.sub("", sent).strip()
-                if self._readable(sent) and not sent[0].islower():  # lower: a cut-off fragment
+            sents = sentences(chunk.text)
+            for pos, sent in enumerate(sents):
+                sent = _quotable(sent)
+                cut_off = sent[:1].islower() or (pos == len(sents) - 1 and sent[-1:] not in ".!?")
+                if self._readable(sent) and not cut_off:  # chunk edges cut sentences in two
                     seq = terms(sent)
                     pairs = q_pairs & set(zip(seq, seq[1:]))
                     bonus = sum(weights[a][1] + weights[b][1] for a, b in pairs) / 2
@@ -225,12 +240,14 @@ class LocalEngine:
                 break  # nothing new, and not strongly on-topic on its own
             if not (best[3] & weights.keys()):
                 break
+            candidates.remove(best)
+            if any(_same_text(best[2], c[2]) for c in chosen):
+                continue  # overlapping chunks repeat sentences
             chosen.append(best[:3])
             covered |= best[3] & weights.keys()
-            candidates.remove(best)
         if not chosen:
-            first = next(((r, 0, s) for r, c in enumerate(chunks) for s in sentences(c.text)
-                          if self._readable(s)), None)
+            first = next(((r, 0, s) for r, c in enumerate(chunks)
+                          for s in map(_quotable, sentences(c.text)) if self._readable(s)), None)
             if first is None:
                 return Answer(text="The retrieved passages contain no readable sentence to quote.",
                               citations=[])

@@ -48,6 +48,11 @@ def decide_after_grading(state: GraphState) -> Decision:
     if relevant >= o.min_relevant:
         return Decision("generate", f"{relevant} relevant chunks (>= {o.min_relevant})")
     short = f"{relevant} relevant (< {o.min_relevant})"
+    if not state.get("retrieved"):
+        # Nothing came back at all: the index is empty, and no rewrite can change that.
+        if o.web_fallback and webs == 0:
+            return Decision("web_search", "the knowledge base returned no chunks; trying web search")
+        return Decision("fallback", "the knowledge base returned no chunks")
     if o.rewriting and rewrites < o.max_rewrites:
         return Decision("rewrite_query", f"{short}; rewrite {rewrites + 1} of {o.max_rewrites}")
     if o.web_fallback and webs == 0:

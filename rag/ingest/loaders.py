@@ -25,7 +25,7 @@ from rag.ingest.types import Page
 
 SUPPORTED_SUFFIXES = (".pdf", ".txt", ".md", ".markdown")
 
-_MB = 1024 * 1024
+_MB = 1_000_000  # MB as in Settings.max_upload_mb (10^6 bytes)
 _BINARY_SNIFF_BYTES = 8192
 _REASON_MAX_CHARS = 160
 
@@ -89,7 +89,7 @@ def load_document(
     The type comes from the file name's suffix (case-insensitive): ``.pdf``, or ``.txt``, ``.md``,
     ``.markdown`` for text (UTF-8, with a cp1252 fallback that adds a warning). ``password`` opens
     an encrypted PDF and is ignored otherwise. ``max_bytes`` is a size limit in bytes (``None``:
-    no limit); messages show sizes in MB of 1024 * 1024 bytes.
+    no limit); messages show sizes in MB of 10^6 bytes.
 
     Raises, checked in this order: :class:`UnsupportedType`, :class:`TooLarge`, :class:`EmptyFile`
     (0 bytes, or a text file with no text); then for PDFs :class:`CorruptFile`,

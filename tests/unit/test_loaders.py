@@ -361,14 +361,14 @@ def test_suffix_is_case_insensitive_and_path_tolerant() -> None:
 
 
 def test_too_large_message() -> None:
-    data = b"a" * (2 * 1024 * 1024 + 300_000)
+    data = b"a" * 2_300_000
     with pytest.raises(TooLarge, match=r"^file is 2\.3 MB, over the 1\.0 MB limit$"):
-        load_document("big.txt", data, max_bytes=1024 * 1024)
+        load_document("big.txt", data, max_bytes=1_000_000)
 
 
 def test_too_large_when_sizes_round_equal_shows_bytes() -> None:
-    with pytest.raises(TooLarge, match=r"^file is 1,048,577 bytes, over the 1,048,576-byte limit$"):
-        load_document("big.txt", b"a" * (1024 * 1024 + 1), max_bytes=1024 * 1024)
+    with pytest.raises(TooLarge, match=r"^file is 1,000,001 bytes, over the 1,000,000-byte limit$"):
+        load_document("big.txt", b"a" * 1_000_001, max_bytes=1_000_000)
 
 
 def test_exactly_at_the_limit_is_fine() -> None:

@@ -20,7 +20,8 @@ CITED = [Citation(n=1, chunk_id="c0", source="f.pdf", page=1)]
 
 
 def state(**kw):
-    base = {"question": "q", "options": Options(), "rewrites": 0, "web_searches": 0}
+    base = {"question": "q", "options": Options(), "rewrites": 0, "web_searches": 0,
+            "retrieved": chunks(6)}
     base.update(kw)
     return base
 
@@ -70,6 +71,13 @@ def test_after_web_with_one_relevant_generates_with_caveat():
 def test_nothing_relevant_and_no_correction_left_falls_back():
     s = state(documents=[], rewrites=2, web_searches=1)
     assert routing.route_after_grading(s) == "fallback"
+
+
+def test_empty_index_skips_rewrites():
+    s = state(retrieved=[], documents=[])
+    d = routing.decide_after_grading(s)
+    assert d.to == "web_search" and "no chunks" in d.why
+    assert routing.route_after_grading(state(retrieved=[], documents=[], web_searches=1)) == "fallback"
 
 
 def test_zero_rewrite_budget_skips_rewrite():

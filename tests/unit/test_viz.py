@@ -222,7 +222,8 @@ def test_a_run_that_errors_marks_the_node_it_stopped_in(papers_kb):
         def check_grounding(self, answer, chunks):
             raise RuntimeError("grounding engine down")
 
-    ctx = make_context(papers_kb.settings, papers_kb, engine=BrokenGrounding(lexical_stats(papers_kb)))
+    engine = BrokenGrounding(lexical_stats(papers_kb))
+    ctx = make_context(papers_kb.settings, papers_kb, engine=engine)
     run = run_question(QUESTION, ctx, preset_options("full"))
     assert run.error and "check_grounding" in run.error
     fig = figure_json(run)
