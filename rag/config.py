@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 DEFAULT_COLLECTION = "default"
 DEFAULT_MAX_UPLOAD_MB = 50.0
@@ -120,6 +120,13 @@ class Options(BaseModel):
     """Rewrite budget for one run."""
     retrieval: Literal["dense", "bm25", "hybrid"] = "hybrid"
     """How retrieve ranks chunks: embeddings, BM25, or both fused by reciprocal rank fusion."""
+
+    @model_validator(mode="after")
+    def _check(self) -> "Options":
+        if self.min_relevant > self.top_k:
+            raise ValueError(f"min_relevant ({self.min_relevant}) cannot exceed top_k "
+                             f"({self.top_k}): such a run could never have enough evidence")
+        return self
 
     def recursion_limit(self) -> int:
         """A LangGraph recursion limit that no legal path can reach: every loop is budgeted."""

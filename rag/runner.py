@@ -37,6 +37,8 @@ class Run(BaseModel):
     created_at: float = Field(default_factory=time.time)
     error: Optional[str] = None
     """Set when the run was stopped by an error; the answer then says so."""
+    error_node: Optional[str] = None
+    """The node that raised the error (the route target of the last event)."""
 
     @property
     def rewrites(self) -> int:
@@ -82,7 +84,7 @@ def run_question(question: str, context: RunContext, options: Options | None = N
     events: list[TraceEvent] = []
     final: dict = {}
     started = time.perf_counter()
-    error = None
+    error = error_node = None
     try:
         for mode, data in build_graph().stream(
                 {"question": question, "options": options, "query": question},
@@ -96,8 +98,8 @@ def run_question(question: str, context: RunContext, options: Options | None = N
             else:
                 final = data
     except Exception as exc:  # the run must end with a reason, whatever broke
-        node = events[-1].route["to"] if events and events[-1].route else "retrieve"
-        error = f"{type(exc).__name__} in {node}: {str(exc)[:300]}"
+        error_node = events[-1].route["to"] if events and events[-1].route else "retrieve"
+        error = f"{type(exc).__name__} in {error_node}: {str(exc)[:300]}"
     run = Run(question=question, options=options, engine=context.engine.name,
               models=dict(getattr(context.engine, "models", {}) or {}),
               knowledge_base=getattr(context.kb, "name", "default"),
@@ -107,7 +109,7 @@ def run_question(question: str, context: RunContext, options: Options | None = N
               prompt_tokens=sum(e.prompt_tokens for e in events),
               completion_tokens=sum(e.completion_tokens for e in events))
     if error:
-        run.error = error
+        run.error, run.error_node = error, error_node
         run.stop_reason = f"Stopped by an error: {error}"
         run.answer = "The run stopped because of an error; see the trace for where."
     else:

@@ -241,13 +241,8 @@ def node_statuses(run: "Run") -> dict[str, str]:
 
 
 def _error_node(run: "Run") -> Optional[str]:
-    """The node a run's error happened in (the route target of its last event), if any."""
-    if not run.error:
-        return None
-    last = run.events[-1] if run.events else None
-    if last is None:
-        return "retrieve"
-    return (last.route or {}).get("to")
+    """The node a run's error happened in, if any."""
+    return run.error_node if run.error else None
 
 
 # --------------------------------------------------------------------------- hover text
@@ -565,7 +560,7 @@ def flow_figure(run: "Run", graph=None) -> "go.Figure":
         ys.append(y)
         hovers.append(_node_hover(node, events_of.get(node, []), run))
         if node in (START, END):
-            reached = node == START and bool(run.events) or node == END and any(
+            reached = node == START and bool(transitions) or node == END and any(
                 d == END for _, d, _ in transitions)
             symbols.append("circle")
             sizes.append(14)

@@ -130,7 +130,7 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     new = [c for c, _ in ranked if c.id not in kept]
     documents = (list(kept.values()) + new)[:o.top_k]
     n_rel = sum(g.relevant for g in grades)
-    detail = {"question": question,
+    detail = {"question": question, "query": state.get("query", question),
               "verdicts": [{**_chunk_view(c), "relevant": g.relevant, "grade": g.score,
                             "reasoning": g.reasoning, "cached": g.meta.cached,
                             "fallback": g.meta.fallback} for c, g in zip(chunks, grades)],

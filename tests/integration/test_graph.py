@@ -80,11 +80,17 @@ def test_off_topic_question_rewrites_then_abstains_with_plain_reason(ctx):
 
 
 def test_weak_evidence_finalizes_with_caveat(ctx):
-    run = run_question(QUESTION, ctx, preset_options("full", min_relevant=3, top_k=2))
+    run = run_question("How does Self-RAG compare with Alpaca on biography generation?", ctx,
+                       preset_options("full"))
     assert run.path[-1] == "finalize_with_caveat"
     assert run.stop_reason.startswith("Answered with caveat:")
     assert "rewrite budget (2) was spent" in run.stop_reason
     assert run.answer.startswith("Caveat:")
+
+
+def test_min_relevant_above_top_k_is_refused():
+    with pytest.raises(ValueError, match="min_relevant"):
+        Options(top_k=3, min_relevant=4)
 
 
 def test_empty_question_is_refused(ctx):
