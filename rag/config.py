@@ -34,6 +34,10 @@ class Settings:
     embedding_model: str = "text-embedding-3-small"
     tavily_api_key: str | None = field(default=None, repr=False)
     tavily_api_base_url: str | None = None
+    llm_timeout_s: float = 20.0
+    """Per-call timeout of the LLM engine, in seconds."""
+    llm_max_retries: int = 2
+    """Retries (with exponential backoff) on 429, 5xx and connection errors."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides) -> "Settings":
@@ -41,7 +45,8 @@ class Settings:
 
         Reads RAG_DATA_DIR, CHROMA_HOST, CHROMA_PORT, RAG_MAX_UPLOAD_MB, OPENAI_API_KEY,
         OPENAI_BASE_URL, RAG_GRADER_MODEL, RAG_GENERATOR_MODEL, RAG_EMBEDDING_MODEL,
-        TAVILY_API_KEY, TAVILY_API_BASE_URL. Raises ValueError on a malformed number.
+        TAVILY_API_KEY, TAVILY_API_BASE_URL, RAG_LLM_TIMEOUT_S, RAG_LLM_MAX_RETRIES.
+        Raises ValueError on a malformed number.
         """
         env = os.environ if env is None else env
 
@@ -70,6 +75,8 @@ class Settings:
             embedding_model=get("RAG_EMBEDDING_MODEL") or "text-embedding-3-small",
             tavily_api_key=get("TAVILY_API_KEY"),
             tavily_api_base_url=get("TAVILY_API_BASE_URL"),
+            llm_timeout_s=number("RAG_LLM_TIMEOUT_S", 20.0, float),
+            llm_max_retries=number("RAG_LLM_MAX_RETRIES", 2, int),
         )
         values.update({k: v for k, v in overrides.items() if v is not None})
         if "data_dir" in overrides and overrides["data_dir"] is not None:
@@ -88,6 +95,14 @@ class Settings:
     def engine_name(self) -> str:
         """``"local"`` (offline) unless an OpenAI key is configured."""
         return "openai" if self.openai_api_key else "local"
+
+    @property
+    def embedding_backend(self) -> str:
+        """``openai`` when a key is set (unless RAG_EMBEDDING_MODEL is ``hashing``), else
+        ``hashing``, the offline embeddings."""
+        if self.openai_api_key and self.embedding_model != "hashing":
+            return "openai"
+        return "hashing"
 
     @property
     def web_search_enabled(self) -> bool:

@@ -77,11 +77,67 @@ class HashingEmbeddingFunction(EmbeddingFunction[Documents]):
         return f"{HASHING_NAME}/dim={self.dim}"
 
 
-def make_embedding_function(settings) -> EmbeddingFunction:
-    """The embedding function for ``settings``: the offline hashing one by default.
+OPENAI_NAME = "retrace-openai"
 
-    (OpenAI embeddings are added with the LLM engine.)
+
+@register_embedding_function
+class OpenAICompatibleEmbeddingFunction(EmbeddingFunction[Documents]):
+    """Embeddings from an OpenAI-compatible ``/embeddings`` endpoint via langchain-openai's
+    ``OpenAIEmbeddings`` (``check_embedding_ctx_length=False``: no tiktoken download).
+
+    Its Chroma config (persisted with the collection) holds the model and base URL, never the
+    key; ``build_from_config`` reads the key from OPENAI_API_KEY. Raises the client's errors
+    (connection, status) on failure.
     """
+
+    def __init__(self, model: str = "text-embedding-3-small", api_key: str | None = None,
+                 base_url: str | None = None, timeout_s: float = 30.0) -> None:
+        from langchain_openai import OpenAIEmbeddings
+        from pydantic import SecretStr
+
+        self.model = model
+        self.base_url = base_url
+        self._client = OpenAIEmbeddings(model=model, api_key=SecretStr(api_key or ""),
+                                        base_url=base_url, check_embedding_ctx_length=False,
+                                        timeout=timeout_s, max_retries=2)
+
+    def __repr__(self) -> str:  # never show the key
+        return f"OpenAICompatibleEmbeddingFunction(model={self.model!r}, base_url={self.base_url!r})"
+
+    def __call__(self, input: Documents) -> Embeddings:
+        return [np.asarray(v, dtype=np.float32) for v in self._client.embed_documents(list(input))]
+
+    @staticmethod
+    def name() -> str:
+        return OPENAI_NAME
+
+    def default_space(self) -> Space:
+        return "cosine"
+
+    def supported_spaces(self) -> list[Space]:
+        return ["cosine", "ip", "l2"]
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> "OpenAICompatibleEmbeddingFunction":
+        import os
+
+        return OpenAICompatibleEmbeddingFunction(model=config.get("model", "text-embedding-3-small"),
+                                                 api_key=os.environ.get("OPENAI_API_KEY"),
+                                                 base_url=config.get("base_url"))
+
+    def get_config(self) -> dict[str, Any]:
+        return {"model": self.model, "base_url": self.base_url}
+
+    def identity(self) -> str:
+        return f"openai/{self.model}"
+
+
+def make_embedding_function(settings) -> EmbeddingFunction:
+    """The embedding function for ``settings``: OpenAI-compatible embeddings when a key is
+    configured (see ``Settings.embedding_backend``), otherwise the offline hashing one."""
+    if settings.embedding_backend == "openai":
+        return OpenAICompatibleEmbeddingFunction(settings.embedding_model, settings.openai_api_key,
+                                                 settings.openai_base_url)
     return HashingEmbeddingFunction()
 
 

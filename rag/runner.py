@@ -55,25 +55,27 @@ class Run(BaseModel):
 
 
 def make_context(settings: Settings, kb, *, web=None, engine=None) -> RunContext:
-    """The run context for ``kb``: the offline engine over the KB's term statistics unless
-    ``engine`` is given; Tavily web search when a key is configured unless ``web`` is given."""
-    from rag.engines.local import LocalEngine
-    from rag.retrieval import lexical_stats
+    """The run context for ``kb``: the LLM engine when an OpenAI key is configured, else the
+    offline engine (unless ``engine`` is given); Tavily web search when a Tavily key is
+    configured (unless ``web`` is given)."""
+    from rag.engines import make_engine
     from rag.web import make_web_search
 
     if engine is None:
-        engine = LocalEngine(lexical_stats(kb))
+        engine = make_engine(settings, kb)
     if web is None:
         web = make_web_search(settings)
     return RunContext(engine=engine, kb=kb, web=web)
 
 
 def run_question(question: str, context: RunContext, options: Options | None = None, *,
-                 on_event: Callable[[TraceEvent], None] | None = None) -> Run:
+                 on_event: Callable[[TraceEvent], None] | None = None,
+                 on_token: Callable[[str], None] | None = None) -> Run:
     """Run ``question`` through the graph and return its Run. Always terminates.
 
-    ``on_event`` is called with each TraceEvent as the node that made it finishes (LangGraph's
-    custom stream mode). An error inside the graph does not raise: the Run records it in
+    ``on_event`` is called with each TraceEvent as the node that made it finishes, and
+    ``on_token`` with each piece of answer text as the generator streams it (both through
+    LangGraph's custom stream mode). An error inside the graph does not raise: the Run records it in
     ``error`` and ``stop_reason``, keeping the events so far. Raises ValueError for an empty
     question.
     """
@@ -90,8 +92,11 @@ def run_question(question: str, context: RunContext, options: Options | None = N
                 {"question": question, "options": options, "query": question},
                 config={"recursion_limit": options.recursion_limit()},
                 context=context, stream_mode=["custom", "values"]):
-            if mode == "custom":
-                event = TraceEvent.model_validate(data)
+            if mode == "custom" and data.get("kind") == "token":
+                if on_token is not None:
+                    on_token(data["text"])
+            elif mode == "custom":
+                event = TraceEvent.model_validate(data["event"])
                 events.append(event)
                 if on_event is not None:
                     on_event(event)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable, Iterator
 
 import chromadb
@@ -67,13 +68,16 @@ class KnowledgeBase:
 
     The collection's metadata records the embedding model that built it (``embedding``) and a
     ``revision`` counter raised on every change, so caches derived from its contents
-    (lexical statistics) know when to rebuild.
+    (lexical statistics) know when to rebuild. ``data_dir`` is where such derived indexes
+    persist (the BM25 index under ``bm25/<name>/``); None keeps them in memory only.
     """
 
-    def __init__(self, client: ClientAPI, name: str, embedding_function: EmbeddingFunction) -> None:
+    def __init__(self, client: ClientAPI, name: str, embedding_function: EmbeddingFunction,
+                 *, data_dir: Path | None = None) -> None:
         self.client = client
         self.name = validate_collection_name(name)
         self.embedding_function = embedding_function
+        self.data_dir = data_dir
         self._collection = None
 
     @property
@@ -84,17 +88,28 @@ class KnowledgeBase:
         """
         if self._collection is None:
             ident = embedding_identity(self.embedding_function)
-            col = self.client.get_or_create_collection(
-                self.name, embedding_function=self.embedding_function,
-                metadata={"embedding": ident, "revision": 0})
-            built_with = (col.metadata or {}).get("embedding")
-            if built_with and built_with != ident:
+            try:
+                col = self.client.get_or_create_collection(
+                    self.name, embedding_function=self.embedding_function,
+                    metadata={"embedding": ident, "revision": 0})
+                built_with = (col.metadata or {}).get("embedding")
+            except ValueError as exc:  # Chroma refuses another embedding function's name
+                if "conflict" not in str(exc).lower():
+                    raise
+                col, built_with = None, self._persisted_embedding()
+            if col is None or (built_with and built_with != ident):
                 raise EmbeddingMismatch(
                     f"knowledge base '{self.name}' was built with embeddings '{built_with}', not "
                     f"'{ident}'. Re-index it: delete the knowledge base and ingest its files "
                     "again with the current embedding model, or switch back to the old one.")
             self._collection = col
         return self._collection
+
+    def _persisted_embedding(self) -> str:
+        for col in self.client.list_collections():
+            if getattr(col, "name", col) == self.name:
+                return str((getattr(col, "metadata", None) or {}).get("embedding", "another model"))
+        return "another model"
 
     # -- state ---------------------------------------------------------------------------
     def count(self) -> int:
@@ -153,6 +168,46 @@ class KnowledgeBase:
             raise
         self._bump()
         return len(chunks)
+
+    def add_documents(self, documents: Iterable[tuple[list[ChunkRecord], int, int]], *,
+                      batch_size: int = 1024) -> int:
+        """Store many documents at once, each given as ``(chunks, pages, size_bytes)``.
+
+        Chunks go to Chroma in upserts of ``batch_size`` that may span documents, which is
+        much faster than :meth:`add_document` for many small documents (a corpus of
+        paragraphs). Each document is still stored all or not at all: on a failure the
+        documents not completely written are deleted again, the complete ones stay, and the
+        error is re-raised. Returns the number of chunks stored.
+        """
+        rows: list[tuple[ChunkRecord, int, int]] = []
+        last_row: dict[str, int] = {}  # doc_sha -> index of its last chunk in ``rows``
+        for chunks, pages, size_bytes in documents:
+            for c in chunks:
+                rows.append((c, pages, size_bytes))
+            if chunks:
+                last_row[chunks[0].doc_sha] = len(rows) - 1
+        if not rows:
+            return 0
+        now = time.time()
+        done = 0
+        try:
+            for start in range(0, len(rows), batch_size):
+                part = rows[start:start + batch_size]
+                self.collection.upsert(
+                    ids=[c.id for c, _, _ in part],
+                    documents=[c.text for c, _, _ in part],
+                    metadatas=[{**c.metadata, "pages": p, "size_bytes": b, "added_at": now}
+                               for c, p, b in part])
+                done = start + len(part)
+        except BaseException:
+            partial = [sha for sha, last in last_row.items() if last >= done]
+            for start in range(0, len(partial), 500):
+                self.collection.delete(where={"doc_sha": {"$in": partial[start:start + 500]}})
+            if done:
+                self._bump()
+            raise
+        self._bump()
+        return len(rows)
 
     def delete_document(self, doc_sha: str) -> int:
         """Delete every chunk of a document; returns how many were deleted (0 if unknown)."""
@@ -237,7 +292,7 @@ def open_knowledge_base(settings: Settings, name: str = "default",
     from rag.embeddings import make_embedding_function
 
     ef = embedding_function or make_embedding_function(settings)
-    return KnowledgeBase(client or make_client(settings), name, ef)
+    return KnowledgeBase(client or make_client(settings), name, ef, data_dir=settings.data_dir)
 
 
 def list_knowledge_bases(client: ClientAPI) -> list[str]:

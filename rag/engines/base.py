@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, Optional, Protocol, Sequence
+from typing import Callable, Literal, Optional, Protocol, Sequence
 
 from pydantic import BaseModel, Field, PrivateAttr
 
@@ -101,8 +101,10 @@ class Engine(Protocol):
         ``previous_queries`` are the queries already retrieved with, oldest first (the first
         is the question itself)."""
 
-    def generate(self, question: str, chunks: Sequence[Chunk]) -> Answer:
-        """A cited answer from ``chunks``; citation n refers to ``chunks`` by id."""
+    def generate(self, question: str, chunks: Sequence[Chunk],
+                 on_token: Callable[[str], None] | None = None) -> Answer:
+        """A cited answer from ``chunks``; citations refer to chunks by id. ``on_token``
+        receives the answer text as it is produced."""
 
     def check_grounding(self, answer: Answer, chunks: Sequence[Chunk]) -> GroundingCheck:
         """Check each claim of ``answer`` against the chunks it cites."""

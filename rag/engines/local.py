@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from typing import Sequence
+from typing import Callable, Sequence
 
 from rag.engines.base import (Answer, AnswerCitation, AnswerGrade, GroundingCheck, RelevanceGrade,
                               RewrittenQuery)
@@ -197,13 +197,21 @@ class LocalEngine:
         letters = sum(ch.isalpha() for ch in sentence)
         return letters / len(sentence) >= 0.6 and len(sentence.split()) >= 5
 
-    def generate(self, question: str, chunks: Sequence[Chunk]) -> Answer:
+    def generate(self, question: str, chunks: Sequence[Chunk],
+                 on_token: Callable[[str], None] | None = None) -> Answer:
         """Extractive answer: up to 4 sentences chosen greedily for new question-term coverage
         (maximal marginal relevance, Carbonell & Goldstein 1998), each cited ``[n]``.
 
         Citation numbers are 1-based in order of first use. An empty ``chunks`` gives an
-        answer that says there is no evidence, with no citations.
+        answer that says there is no evidence, with no citations. ``on_token`` receives the
+        answer once, whole (an extractive answer has nothing to stream).
         """
+        answer = self._extract(question, chunks)
+        if on_token is not None and answer.text:
+            on_token(answer.text)
+        return answer
+
+    def _extract(self, question: str, chunks: Sequence[Chunk]) -> Answer:
         if not chunks:
             return Answer(text="I found no evidence to answer this question.", citations=[])
         weights = self.weighted_terms(question)

@@ -81,7 +81,7 @@ def _record(state: GraphState, runtime: Runtime[RunContext], node: str, started:
         llm_calls=sum(m.llm_calls for m in metas),
         prompt_tokens=sum(m.prompt_tokens for m in metas),
         completion_tokens=sum(m.completion_tokens for m in metas))
-    runtime.stream_writer(event.model_dump())
+    runtime.stream_writer({"kind": "event", "event": event.model_dump()})
     return {**update, "events": [event]}
 
 
@@ -196,7 +196,10 @@ def generate(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     started = _Clock.start()
     o = _opts(state)
     documents = state.get("documents", [])
-    answer: Answer = runtime.context.engine.generate(state["question"], documents)
+    # The answer text streams to the UI (custom stream mode) while the checks still wait.
+    answer: Answer = runtime.context.engine.generate(
+        state["question"], documents,
+        on_token=lambda text: runtime.stream_writer({"kind": "token", "text": text}))
     by_id = {c.id: c for c in documents}
     citations = [Citation(n=a.n, chunk_id=a.chunk_id, source=by_id[a.chunk_id].source,
                           page=by_id[a.chunk_id].page, origin=by_id[a.chunk_id].origin,

@@ -1,0 +1,266 @@
+"""The LLM engine: every judgment through langchain-openai's ChatOpenAI with structured output,
+against OpenAI or any OpenAI-compatible server (Ollama, vLLM, LM Studio, llama.cpp server).
+
+Grading runs concurrently and is cached; generation streams its tokens. Any failure of a call
+(timeout, 429 after bounded retries, 5xx, connection refused, unparsable structured output)
+falls back to the offline engine's judgment for that step, recorded in the judgment's meta as,
+for example, ``grader fell back to lexical: timeout after 20 s``. Token counts come from the
+API's usage fields, never from a local tokenizer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Optional, Sequence
+
+from rag.engines import prompts
+from rag.engines.base import (Answer, AnswerCitation, AnswerGrade, GroundingCheck,
+                              Judgment, RelevanceGrade, RewrittenQuery)
+from rag.engines.local import LocalEngine
+from rag.graph.state import Chunk, Verdict
+
+_CITE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+
+
+class GradeCache:
+    """Thread-safe LRU cache of relevance grades keyed by (question, chunk text hash, model,
+    endpoint). Holds no secrets, so one instance may serve every session of the process."""
+
+    def __init__(self, maxsize: int = 20_000) -> None:
+        self.maxsize = maxsize
+        self._data: OrderedDict[tuple, RelevanceGrade] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(question: str, chunk: Chunk, model: str, endpoint: str) -> tuple:
+        return (question.strip(), hashlib.sha256(chunk.text.encode()).hexdigest(), model, endpoint)
+
+    def get(self, key: tuple) -> Optional[RelevanceGrade]:
+        with self._lock:
+            grade = self._data.get(key)
+            if grade is not None:
+                self._data.move_to_end(key)
+            return grade
+
+    def put(self, key: tuple, grade: RelevanceGrade) -> None:
+        with self._lock:
+            self._data[key] = grade
+            self._data.move_to_end(key)
+            while len(self._data) > self.maxsize:
+                self._data.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+_DEFAULT_CACHE = GradeCache()
+
+
+def describe_error(exc: BaseException, timeout_s: float) -> str:
+    """A short plain-words reason for a failed LLM call, e.g. ``timeout after 20 s``."""
+    import openai
+    from pydantic import ValidationError
+
+    if isinstance(exc, openai.APITimeoutError):
+        return f"timeout after {timeout_s:g} s"
+    if isinstance(exc, openai.RateLimitError):
+        return "rate limited (429) after retries"
+    if isinstance(exc, openai.APIStatusError):
+        return f"server error {exc.status_code}"
+    if isinstance(exc, openai.APIConnectionError):
+        return "connection failed (is the server running?)"
+    if isinstance(exc, (ValidationError, ValueError)):
+        return "unparsable structured output"
+    return f"{type(exc).__name__}: {str(exc)[:120]}"
+
+
+def _usage(message) -> tuple[int, int]:
+    usage = getattr(message, "usage_metadata", None) or {}
+    return int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
+
+
+def _sources(chunks: Sequence[Chunk]) -> str:
+    return "\n".join(f'<source n="{i}" from="{prompts.fence(c.label())}">\n{prompts.fence(c.text)}\n</source>'
+                     for i, c in enumerate(chunks, 1))
+
+
+class LLMEngine:
+    """Judgments by chat models. ``grader_model`` grades chunks and answers; ``generator_model``
+    generates, rewrites and checks grounding. ``fallback`` (the offline engine over the same
+    knowledge base) answers for any step whose call fails.
+
+    Raises nothing from its judgment methods: failures become fallbacks recorded in meta.
+    """
+
+    name = "openai"
+
+    def __init__(self, settings, fallback: LocalEngine, *, cache: GradeCache | None = None,
+                 timeout_s: float = 20.0, max_retries: int = 2, max_concurrency: int = 8) -> None:
+        from langchain_openai import ChatOpenAI
+        from pydantic import SecretStr
+
+        if not settings.openai_api_key:
+            raise ValueError("the LLM engine needs OPENAI_API_KEY (or a key typed in Settings)")
+        self.fallback = fallback
+        self.cache = cache or _DEFAULT_CACHE
+        self.timeout_s = timeout_s
+        self.max_concurrency = max_concurrency
+        self.endpoint = settings.openai_base_url or "https://api.openai.com/v1"
+        self.models = {"grader": settings.grader_model, "generator": settings.generator_model}
+
+        def chat(model: str, **kw):
+            return ChatOpenAI(model=model, api_key=SecretStr(settings.openai_api_key),
+                              base_url=settings.openai_base_url, timeout=timeout_s,
+                              max_retries=max_retries, temperature=0, **kw)
+
+        self._grader = chat(settings.grader_model)
+        self._generator = chat(settings.generator_model, stream_usage=True)
+
+    def __repr__(self) -> str:  # never show the key
+        return f"LLMEngine(models={self.models}, endpoint={self.endpoint!r})"
+
+    # -- plumbing -------------------------------------------------------------------------
+    def _structured(self, llm, schema: type[Judgment], system: str, user: str):
+        """(record, None) or (None, reason). The record's meta carries calls and tokens."""
+        runnable = llm.with_structured_output(schema, method="json_schema", include_raw=True)
+        try:
+            out = runnable.invoke([("system", system), ("user", user)])
+        except Exception as exc:  # every failure mode falls back; the reason is kept
+            return None, describe_error(exc, self.timeout_s)
+        prompt_t, completion_t = _usage(out.get("raw"))
+        parsed = out.get("parsed")
+        if out.get("parsing_error") is not None or parsed is None:
+            return None, "unparsable structured output"
+        if not isinstance(parsed, schema):
+            try:
+                parsed = schema.model_validate(parsed)
+            except Exception:
+                return None, "unparsable structured output"
+        parsed.with_meta(llm_calls=1, prompt_tokens=prompt_t, completion_tokens=completion_t)
+        return parsed, None
+
+    @staticmethod
+    def _fell_back(record: Judgment, role: str, to: str, reason: str) -> Judgment:
+        return record.with_meta(llm_calls=1, fallback=f"{role} fell back to {to}: {reason}")
+
+    # -- grade_documents --------------------------------------------------------------------
+    def _grade_one(self, question: str, chunk: Chunk) -> RelevanceGrade:
+        key = self.cache.key(question, chunk, self.models["grader"], self.endpoint)
+        cached = self.cache.get(key)
+        if cached is not None:
+            return cached.model_copy().with_meta(llm_calls=0, cached=True)
+        grade, error = self._structured(
+            self._grader, RelevanceGrade, prompts.GRADER_SYSTEM,
+            prompts.GRADER_USER.format(question=prompts.fence(question),
+                                       source=prompts.fence(chunk.source), page=chunk.page,
+                                       text=prompts.fence(chunk.text)))
+        if grade is None:
+            local = self.fallback.grade(question, [chunk])[0]
+            return self._fell_back(local, "grader", "lexical", error)
+        self.cache.put(key, grade.model_copy())
+        return grade
+
+    def grade(self, question: str, chunks: Sequence[Chunk]) -> list[RelevanceGrade]:
+        """One grade per chunk, graded concurrently (wall time about one round trip)."""
+        if not chunks:
+            return []
+        workers = max(1, min(self.max_concurrency, len(chunks)))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grade") as pool:
+            return list(pool.map(lambda c: self._grade_one(question, c), chunks))
+
+    # -- rewrite_query ----------------------------------------------------------------------
+    def rewrite(self, question: str, query: str, *, verdicts: Sequence[Verdict],
+                chunks: Sequence[Chunk], ungrounded_claims: Sequence[str] = (),
+                previous_queries: Sequence[str] = ()) -> RewrittenQuery:
+        """A new query from the failed chunks and their grade reasons (or ungrounded claims)."""
+        reasons = {v.chunk_id: v for v in verdicts}
+        graded = "\n".join(
+            f'<chunk source="{prompts.fence(c.label())}" relevant="{reasons[c.id].relevant}" '
+            f'reason="{prompts.fence(reasons[c.id].reasoning)}">{prompts.fence(c.text[:600])}</chunk>'
+            if c.id in reasons else f'<chunk source="{prompts.fence(c.label())}">'
+            f'{prompts.fence(c.text[:600])}</chunk>' for c in chunks)
+        tried = list(dict.fromkeys([*previous_queries, query]))
+        result, error = self._structured(
+            self._generator, RewrittenQuery, prompts.REWRITER_SYSTEM,
+            prompts.REWRITER_USER.format(
+                question=prompts.fence(question),
+                queries="\n".join(f"- {prompts.fence(q)}" for q in tried),
+                chunks=graded or "(none)",
+                claims="\n".join(f"- {prompts.fence(c)}" for c in ungrounded_claims) or "(none)"))
+        if result is not None and result.query.strip().lower() in {q.strip().lower() for q in tried}:
+            error, result = "the model repeated a query already tried", None
+        if result is None:
+            local = self.fallback.rewrite(question, query, verdicts=verdicts, chunks=chunks,
+                                          ungrounded_claims=ungrounded_claims,
+                                          previous_queries=previous_queries)
+            return self._fell_back(local, "rewriter", "pseudo-relevance feedback", error)
+        return result
+
+    # -- generate ---------------------------------------------------------------------------
+    def generate(self, question: str, chunks: Sequence[Chunk],
+                 on_token: Callable[[str], None] | None = None) -> Answer:
+        """Stream a cited answer; ``on_token`` receives each piece of text as it arrives.
+
+        Citation n refers to ``chunks[n-1]``; markers outside 1..len(chunks) are not cited.
+        """
+        if not chunks:
+            return Answer(text="I found no evidence to answer this question.", citations=[])
+        messages = [("system", prompts.GENERATOR_SYSTEM),
+                    ("user", prompts.GENERATOR_USER.format(question=prompts.fence(question),
+                                                           sources=_sources(chunks)))]
+        text, final = "", None
+        try:
+            for piece in self._generator.stream(messages):
+                final = piece if final is None else final + piece
+                if piece.content:
+                    text += piece.content
+                    if on_token is not None:
+                        on_token(piece.content)
+        except Exception as exc:
+            local = self.fallback.generate(question, chunks)
+            return self._fell_back(local, "generator", "extractive",
+                                   describe_error(exc, self.timeout_s))
+        prompt_t, completion_t = _usage(final)
+        used: dict[int, str] = {}
+        for group in _CITE.findall(text):
+            for n in (int(x) for x in group.split(",")):
+                if 1 <= n <= len(chunks):
+                    used.setdefault(n, chunks[n - 1].id)
+        answer = Answer(text=text.strip(),
+                        citations=[AnswerCitation(n=n, chunk_id=cid) for n, cid in sorted(used.items())])
+        return answer.with_meta(llm_calls=1, prompt_tokens=prompt_t, completion_tokens=completion_t)
+
+    # -- check_grounding --------------------------------------------------------------------
+    def check_grounding(self, answer: Answer, chunks: Sequence[Chunk]) -> GroundingCheck:
+        """The generator model checks each claim against the sources it cites."""
+        by_id = {c.id: c for c in chunks}
+        cited = [(a.n, by_id[a.chunk_id]) for a in answer.citations if a.chunk_id in by_id]
+        sources = "\n".join(f'<source n="{n}" from="{prompts.fence(c.label())}">\n'
+                            f'{prompts.fence(c.text)}\n</source>' for n, c in cited)
+        result, error = self._structured(
+            self._generator, GroundingCheck, prompts.GROUNDING_SYSTEM,
+            prompts.GROUNDING_USER.format(answer=prompts.fence(answer.text),
+                                          sources=sources or "(no source cited)"))
+        if result is None:
+            local = self.fallback.check_grounding(answer, chunks)
+            return self._fell_back(local, "grounding check", "lexical support", error)
+        if result.ungrounded_claims and result.grounded:
+            result.grounded = False  # the list decides, whatever the flag says
+        return result
+
+    # -- grade_answer -----------------------------------------------------------------------
+    def grade_answer(self, question: str, answer: Answer) -> AnswerGrade:
+        """The grader model judges whether the answer addresses the question."""
+        result, error = self._structured(
+            self._grader, AnswerGrade, prompts.ANSWER_GRADER_SYSTEM,
+            prompts.ANSWER_GRADER_USER.format(question=prompts.fence(question),
+                                              answer=prompts.fence(answer.text)))
+        if result is None:
+            local = self.fallback.grade_answer(question, answer)
+            return self._fell_back(local, "answer check", "term coverage", error)
+        return result
+
