@@ -10,6 +10,9 @@ pg = st.navigation([
     st.Page("pages/documents.py", title="Documents", icon=":material/description:"),
     st.Page("pages/chat.py", title="Chat", icon=":material/chat:", default=True),
     st.Page("pages/trace.py", title="Trace", icon=":material/account_tree:"),
+    st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
+    st.Page("pages/insights.py", title="Insights", icon=":material/insights:"),
+    st.Page("pages/settings.py", title="Settings", icon=":material/settings:"),
 ])
 
 try:
@@ -20,8 +23,9 @@ except ValueError as exc:
 
 with st.sidebar:
     st.markdown("**Engine**")
-    st.caption(_shared.engine_label(settings))
-    st.caption("Web search: Tavily" if settings.web_search_enabled
+    active = _shared.session_settings()
+    st.caption(_shared.engine_label(active))
+    st.caption("Web search: Tavily" if active.web_search_enabled
                else "Web search: off (set TAVILY_API_KEY to turn it on)")
     try:
         names = _shared.knowledge_base_names()

@@ -20,14 +20,49 @@ ENGINE_OFFLINE = "Offline engine (no keys)"
 _MD_SPECIAL = set("\\`*_[]<>#|~$")
 
 
+SECRET_NAMES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TAVILY_API_KEY", "TAVILY_API_BASE_URL")
+SESSION_KEYS = "settings_session"
+"""Session-state key of what a user typed on the Settings page (their keys, for their session
+only: never written to disk, os.environ, a trace, a log or an export)."""
+
+
+def _from_secrets(env: dict) -> dict:
+    try:
+        for name in SECRET_NAMES:
+            if name in st.secrets and not env.get(name):
+                env[name] = str(st.secrets[name])
+    except Exception:  # no secrets.toml (the usual case): the environment alone decides
+        return env
+    return env
+
+
 @st.cache_resource(show_spinner=False)
 def settings() -> Settings:
-    """Settings.from_env(), read once per process (it holds no per-user key).
+    """The server's settings: the environment, plus keys from ``.streamlit/secrets.toml``;
+    read once per process. They hold the operator's keys only, never a user's.
 
     Raises ValueError on a malformed number in the environment (not cached, so a fix is seen
     on the next rerun).
     """
-    return Settings.from_env()
+    import os
+
+    return Settings.from_env(_from_secrets(dict(os.environ)))
+
+
+def session_settings() -> Settings:
+    """This session's settings: the server's, with the keys and base URL typed on the
+    Settings page (if any) for this browser session only."""
+    base = settings()
+    typed = st.session_state.get(SESSION_KEYS) or {}
+    changes = {k: v for k, v in typed.items() if v}
+    return base.with_(**changes) if changes else base
+
+
+def key_fingerprint(secret: str | None) -> str:
+    """A short one-way fingerprint of a key, to tell cache entries apart without holding it."""
+    import hashlib
+
+    return hashlib.sha256(secret.encode()).hexdigest()[:16] if secret else ""
 
 
 @st.cache_resource(show_spinner=False)
@@ -42,8 +77,13 @@ def client() -> ClientAPI:
 
 
 def _store_key(s: Settings) -> tuple:
-    # Everything that decides which collection is opened and how it embeds; never a key.
-    return (str(s.data_dir), s.chroma_host, s.chroma_port, s.engine_name, s.embedding_model)
+    # Everything that decides which collection is opened and how it embeds. With OpenAI
+    # embeddings the cached object holds a key, so entries are told apart by the key's
+    # fingerprint: one user's key never serves another user.
+    openai = s.embedding_backend == "openai"
+    return (str(s.data_dir), s.chroma_host, s.chroma_port, s.embedding_backend,
+            s.embedding_model if openai else "", s.openai_base_url if openai else "",
+            key_fingerprint(s.openai_api_key) if openai else "")
 
 
 @st.cache_resource(show_spinner=False)
@@ -55,8 +95,9 @@ def _knowledge_base(name: str, store_key: tuple, _settings: Settings) -> Knowled
 
 def knowledge_base(name: str | None = None) -> KnowledgeBase:
     """The KnowledgeBase ``name`` (default: the one selected in the sidebar), cached per
-    name and store. Raises ValueError for an invalid name."""
-    s = settings()
+    name and store. Raises ValueError for an invalid name, EmbeddingMismatch when the
+    collection was built with another embedding model."""
+    s = session_settings()
     return _knowledge_base(name or current_kb_name(), _store_key(s), s)
 
 

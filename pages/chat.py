@@ -3,7 +3,7 @@
 import streamlit as st
 from pydantic import ValidationError
 
-from pages import _shared
+from pages import _runs, _shared
 from rag.config import PRESETS, Options
 from rag.runner import Run, make_context, run_question
 from rag.samples import load_samples
@@ -137,12 +137,25 @@ if question := st.chat_input("Ask about your documents"):
         st.markdown(_shared.md_escape(question))
     with st.chat_message("assistant"):
         try:
-            context = make_context(_shared.settings(), kb)
-            with st.status("Running the graph…", expanded=True) as status:
-                run = run_question(question, context, options,
-                                   on_event=lambda e: st.markdown(_shared.event_line(e)))
-                status.update(label=_shared.md_escape(run.stop_reason) or "Done",
-                              state="error" if run.error else "complete", expanded=False)
+            context = make_context(_shared.session_settings(), kb)
+            status = st.status("Running the graph…", expanded=True)
+            answer_box = st.empty()
+            streamed: list[str] = []
+            checks = [n for n, on in (("grounding check", options.grounding_check),
+                                      ("answer check", options.answer_check)) if on]
+
+            def show_tokens(text: str) -> None:
+                # The answer streams in, visibly unverified until the checks have passed.
+                streamed.append(text)
+                note = f"\n\n*verifying: {' and '.join(checks)}…*" if checks else ""
+                answer_box.markdown(_shared.md_escape("".join(streamed)) + note)
+
+            run = run_question(question, context, options,
+                               on_event=lambda e: status.markdown(_shared.event_line(e)),
+                               on_token=show_tokens)
+            answer_box.empty()
+            status.update(label=_shared.md_escape(run.stop_reason) or "Done",
+                          state="error" if run.error else "complete", expanded=False)
         except (StoreError, ValueError) as exc:
             st.error(f"The question could not be run: {exc}")
             messages.append({"role": "assistant", "content": f"Not run: {exc}", "run_id": None})
@@ -150,6 +163,7 @@ if question := st.chat_input("Ask about your documents"):
             st.error(f"The question could not be run: {type(exc).__name__}: {exc}")
             messages.append({"role": "assistant", "content": f"Not run: {exc}", "run_id": None})
         else:
-            _shared.runs()[run.id] = run
+            if problem := _runs.keep(run):  # in this session and in the run history
+                st.warning(problem)
             messages.append({"role": "assistant", "content": run.answer, "run_id": run.id})
             show_run(run)

@@ -91,6 +91,9 @@ if st.button("Index files", type="primary", disabled=not uploaded, key="docs_ind
     except ValueError as exc:  # invalid chunk settings, before any file is touched
         bar.empty()
         st.error(f"Invalid chunk settings: {exc}")
+    except StoreError as exc:  # e.g. built with another embedding model; nothing was touched
+        bar.empty()
+        st.error(str(exc))
     else:
         data = dict(files)
         locked.clear()  # the reports of earlier batches are replaced below

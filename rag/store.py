@@ -84,7 +84,8 @@ class KnowledgeBase:
     def collection(self):
         """The Chroma collection, created on first use.
 
-        Raises EmbeddingMismatch when it was built with another embedding model.
+        Raises EmbeddingMismatch when it holds chunks embedded by another model (an empty
+        collection is simply rebuilt for the current one).
         """
         if self._collection is None:
             ident = embedding_identity(self.embedding_function)
@@ -97,6 +98,12 @@ class KnowledgeBase:
                 if "conflict" not in str(exc).lower():
                     raise
                 col, built_with = None, self._persisted_embedding()
+            if (col is None or (built_with and built_with != ident)) and self._is_empty():
+                # Nothing is stored yet, so nothing can be mixed: rebuild it for this model.
+                self.client.delete_collection(self.name)
+                col, built_with = self.client.create_collection(
+                    self.name, embedding_function=self.embedding_function,
+                    metadata={"embedding": ident, "revision": 0}), ident
             if col is None or (built_with and built_with != ident):
                 raise EmbeddingMismatch(
                     f"knowledge base '{self.name}' was built with embeddings '{built_with}', not "
@@ -104,6 +111,9 @@ class KnowledgeBase:
                     "again with the current embedding model, or switch back to the old one.")
             self._collection = col
         return self._collection
+
+    def _is_empty(self) -> bool:
+        return self.client.get_collection(self.name).count() == 0
 
     def _persisted_embedding(self) -> str:
         for col in self.client.list_collections():

@@ -11,6 +11,7 @@ from typing import Callable, Iterable, Literal, Optional, Union
 from rag.ingest.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, chunk_document
 from rag.ingest.errors import IngestError
 from rag.ingest.loaders import load_document
+from rag.ingest.parallel import PrefetchingLoader
 
 Status = Literal["ingested", "already indexed", "failed"]
 FileInput = Union[str, Path, tuple[str, bytes]]
@@ -61,32 +62,44 @@ def _read(item: FileInput) -> tuple[str, Optional[bytes], Optional[str]]:
 def ingest_files(kb, files: Iterable[FileInput], *, chunking: ChunkSettings = ChunkSettings(),
                  passwords: dict[str, str] | None = None, password: str | None = None,
                  max_bytes: int | None = None,
-                 on_progress: Callable[[int, int, str], None] | None = None) -> list[FileReport]:
+                 on_progress: Callable[[int, int, str], None] | None = None,
+                 workers: int | None = None) -> list[FileReport]:
     """Ingest each file into ``kb`` and report on each; one bad file never stops the batch.
 
     ``files`` are paths or ``(name, bytes)`` pairs. ``passwords`` maps file names to PDF
     passwords; ``password`` is tried for any encrypted file without its own. A file's chunks
     are stored all or not at all. The same bytes twice (even under another name) are
     ``already indexed``. ``on_progress(done, total, filename)`` is called before each file.
-    Raises ValueError only for invalid chunk settings (before touching any file).
+    PDFs are parsed ahead in ``workers`` processes (default: one per core; 1 parses here) while
+    earlier files are chunked and stored; re-ingesting unchanged files costs only hashing.
+    Raises ValueError for invalid chunk settings and StoreError (EmbeddingMismatch) when the
+    knowledge base cannot take these files, both before touching any file.
     """
     items = list(files)
+    kb.collection  # raises StoreError (e.g. EmbeddingMismatch) before any file is touched
     chunk_document(_probe_doc(), doc_sha="0" * 64, chunk_size=chunking.chunk_size,
                    chunk_overlap=chunking.chunk_overlap)  # validates the settings up front
     reports: list[FileReport] = []
     seen: dict[str, str] = {}
-    for i, item in enumerate(items):
-        name, data, read_error = _read(item)
-        if on_progress:
-            on_progress(i, len(items), name)
-        started = time.perf_counter()
-        if read_error:
-            reports.append(FileReport(name, "failed", read_error, code="unreadable"))
-            continue
-        report = _ingest_one(kb, name, data, chunking,
-                             (passwords or {}).get(name) or password, max_bytes, seen)
-        report.seconds = round(time.perf_counter() - started, 3)
-        reports.append(report)
+    reads = [_read(item) for item in items]
+
+    def password_for(name: str) -> str | None:
+        return (passwords or {}).get(name) or password
+
+    with PrefetchingLoader([(name, data) for name, data, _ in reads if data is not None],
+                           password_for, kb.has_document, workers=workers,
+                           max_bytes=max_bytes) as loader:
+        for i, (name, data, read_error) in enumerate(reads):
+            if on_progress:
+                on_progress(i, len(items), name)
+            started = time.perf_counter()
+            if read_error:
+                reports.append(FileReport(name, "failed", read_error, code="unreadable"))
+                continue
+            report = _ingest_one(kb, name, data, chunking, password_for(name), max_bytes, seen,
+                                 loader.load)
+            report.seconds = round(time.perf_counter() - started, 3)
+            reports.append(report)
     if on_progress:
         on_progress(len(items), len(items), "")
     return reports
@@ -100,7 +113,7 @@ def _probe_doc():
 
 
 def _ingest_one(kb, name: str, data: bytes, chunking: ChunkSettings, password: str | None,
-                max_bytes: int | None, seen: dict[str, str]) -> FileReport:
+                max_bytes: int | None, seen: dict[str, str], load=load_document) -> FileReport:
     sha = hashlib.sha256(data).hexdigest()
     if sha in seen:
         return FileReport(name, "already indexed",
@@ -109,7 +122,7 @@ def _ingest_one(kb, name: str, data: bytes, chunking: ChunkSettings, password: s
         if kb.has_document(sha):
             seen[sha] = name
             return FileReport(name, "already indexed", "already indexed", doc_sha=sha)
-        doc = load_document(name, data, password=password, max_bytes=max_bytes)
+        doc = load(name, data, password=password, max_bytes=max_bytes)
         chunks = chunk_document(doc, doc_sha=sha, chunk_size=chunking.chunk_size,
                                 chunk_overlap=chunking.chunk_overlap)
         if not chunks:

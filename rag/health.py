@@ -1,0 +1,76 @@
+"""Connection checks for the Settings page and the CLI: the LLM server, embeddings, web search
+and the vector store. Each returns (ok, one line a person can read) and never raises."""
+
+from __future__ import annotations
+
+import time
+
+from rag.config import Settings
+
+
+def _ms(started: float) -> str:
+    return f"{(time.perf_counter() - started) * 1000:.0f} ms"
+
+
+def check_llm(settings: Settings) -> tuple[bool, str]:
+    """Ask the grader model for a one-word reply through ChatOpenAI."""
+    if not settings.openai_api_key:
+        return False, "No OpenAI key: the offline engine is in use."
+    from langchain_openai import ChatOpenAI
+    from pydantic import SecretStr
+
+    from rag.engines.llm import describe_error
+
+    where = settings.openai_base_url or "api.openai.com"
+    started = time.perf_counter()
+    try:
+        reply = ChatOpenAI(model=settings.grader_model, api_key=SecretStr(settings.openai_api_key),
+                           base_url=settings.openai_base_url, timeout=settings.llm_timeout_s,
+                           max_retries=0, max_tokens=5).invoke("Reply with the word OK.")
+    except Exception as exc:
+        return False, f"{where}: {describe_error(exc, settings.llm_timeout_s)}"
+    return True, (f"{where}: {settings.grader_model} replied "
+                  f"'{str(reply.content).strip()[:20]}' in {_ms(started)}")
+
+
+def check_embeddings(settings: Settings) -> tuple[bool, str]:
+    """Embed one short text with the configured embedding function."""
+    from rag.embeddings import embedding_identity, make_embedding_function
+    from rag.engines.llm import describe_error
+
+    started = time.perf_counter()
+    try:
+        ef = make_embedding_function(settings)
+        vector = ef(["connection test"])[0]
+    except Exception as exc:
+        return False, f"embeddings: {describe_error(exc, settings.llm_timeout_s)}"
+    return True, f"{embedding_identity(ef)}: {len(vector)} dimensions in {_ms(started)}"
+
+
+def check_web(settings: Settings) -> tuple[bool, str]:
+    """Run one Tavily search (only when a Tavily key is set)."""
+    from rag.web import WebSearchError, make_web_search
+
+    web = make_web_search(settings)
+    if web is None:
+        return False, "No Tavily key: web search is off (web_search records it as skipped)."
+    started = time.perf_counter()
+    try:
+        results = web.search("retrieval-augmented generation")
+    except WebSearchError as exc:
+        return False, f"Tavily: {exc}"
+    return True, f"Tavily: {len(results)} results in {_ms(started)}"
+
+
+def check_store(settings: Settings) -> tuple[bool, str]:
+    """Open the Chroma client (embedded or server) and list its collections."""
+    from rag.store import list_knowledge_bases, make_client
+
+    where = (f"Chroma server {settings.chroma_host}:{settings.chroma_port}" if settings.chroma_host
+             else f"Chroma at {settings.data_dir / 'chroma'}")
+    started = time.perf_counter()
+    try:
+        names = list_knowledge_bases(make_client(settings))
+    except Exception as exc:
+        return False, f"{where}: {type(exc).__name__}: {str(exc)[:160]}"
+    return True, f"{where}: {len(names)} knowledge base(s) in {_ms(started)}"

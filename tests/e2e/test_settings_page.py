@@ -1,0 +1,123 @@
+"""Settings page through AppTest: keys typed for one session run the graph on the LLM engine
+(a local fake OpenAI-compatible server), never reach os.environ or disk, and never serve
+another session."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import LEWIS, ROOT
+from tests.fakes.servers import FakeOpenAI, FakeTavily
+
+APP = str(ROOT / "app.py")
+KEY = "sk-session-typed-SECRET-9d1e"
+TAVILY_KEY = "tvly-session-SECRET-3c"
+QUESTION = "What is the retrieval component of RAG and how is it trained?"
+
+
+def plain(text: str) -> str:
+    return re.sub(r"\\(.)", r"\1", text)
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch):
+    d = tmp_path / "data"
+    monkeypatch.setenv("RAG_DATA_DIR", str(d))
+    st.cache_resource.clear()
+    yield d
+    st.cache_resource.clear()
+
+
+@pytest.fixture
+def fake():
+    server = FakeOpenAI().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def tavily():
+    server = FakeTavily().start()
+    yield server
+    server.stop()
+
+
+def settings_page() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page("pages/settings.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def table_text(at: AppTest) -> str:
+    return " ".join(str(t.value.to_dict()) for t in at.table)
+
+
+def test_offline_by_default_and_tests_say_why(data_dir):
+    at = settings_page()
+    assert "Offline engine (no keys)" in table_text(at)
+    at.button(key="settings_test_LLM server").click().run()
+    assert "No OpenAI key" in plain(at.error[0].value)
+    at.button(key="settings_test_Vector store (Chroma)").click().run()
+    assert "knowledge base(s)" in plain(at.success[0].value)
+
+
+def test_session_keys_run_the_llm_engine_and_stay_in_the_session(data_dir, fake, tavily):
+    at = settings_page()
+    at.text_input[0].input(KEY)
+    at.text_input[1].input(fake.base_url)
+    at.text_input[2].input(TAVILY_KEY)
+    at.button[0].click().run()  # "Use for this session"
+    assert not at.exception, at.exception
+    assert f"OpenAI at {fake.base_url}" in table_text(at)
+    assert "Tavily" in table_text(at)
+
+    at.button(key="settings_test_LLM server").click().run()
+    assert "replied 'The retriever is" in plain(at.success[0].value)
+    assert fake.headers[-1]["authorization"] == f"Bearer {KEY}"
+
+    # the same session asks a question: every judgment goes to the server
+    at.switch_page("pages/documents.py").run()
+    at.switch_page("pages/chat.py").run()
+    from rag.ingest.pipeline import ingest_files
+    from pages import _shared
+
+    # index through the session's own knowledge base (OpenAI-compatible embeddings)
+    with_keys = _shared.settings().with_(openai_api_key=KEY, openai_base_url=fake.base_url)
+    from rag.store import open_knowledge_base
+
+    report = ingest_files(open_knowledge_base(with_keys), [LEWIS])[0]
+    assert report.status == "ingested", report.line()
+    fake.requests.clear()
+    at.chat_input[0].set_value(QUESTION).run()
+    assert not at.exception, at.exception
+    run = next(iter(at.session_state["runs"].values()))
+    assert run.engine == "openai" and run.llm_calls == len(fake.kinds()) > 0
+    assert "The retriever is a DPR bi-encoder" in run.answer
+
+    # the key went nowhere but the server
+    assert KEY not in os.environ.values() and TAVILY_KEY not in os.environ.values()
+    for path in Path(data_dir).rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+    assert KEY not in run.model_dump_json()
+
+    # another browser session sees the offline engine, not this session's key
+    other = settings_page()
+    assert "Offline engine (no keys)" in table_text(other)
+
+
+def test_forget_session_keys(data_dir, fake):
+    at = settings_page()
+    at.text_input[0].input(KEY)
+    at.text_input[1].input(fake.base_url)
+    at.button[0].click().run()
+    assert "OpenAI" in table_text(at)
+    at.button[1].click().run()  # "Forget session keys"
+    assert "Offline engine (no keys)" in table_text(at)
