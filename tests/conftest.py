@@ -89,3 +89,23 @@ def papers_kb(tmp_path_factory):
     assert [r.status for r in reports] == ["ingested", "ingested"], [r.line() for r in reports]
     base.settings = s
     return base
+
+
+@pytest.fixture
+def fake():
+    """A fake OpenAI-compatible server on 127.0.0.1 (tests/fakes/servers.py), scripted per test."""
+    from tests.fakes.servers import FakeOpenAI
+
+    server = FakeOpenAI().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def tavily():
+    """A fake Tavily server on 127.0.0.1, reached through ``api_base_url``."""
+    from tests.fakes.servers import FakeTavily
+
+    server = FakeTavily().start()
+    yield server
+    server.stop()

@@ -13,7 +13,6 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import LEWIS, ROOT
-from tests.fakes.servers import FakeOpenAI, FakeTavily
 
 APP = str(ROOT / "app.py")
 KEY = "sk-session-typed-SECRET-9d1e"
@@ -32,20 +31,6 @@ def data_dir(tmp_path, monkeypatch):
     st.cache_resource.clear()
     yield d
     st.cache_resource.clear()
-
-
-@pytest.fixture
-def fake():
-    server = FakeOpenAI().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def tavily():
-    server = FakeTavily().start()
-    yield server
-    server.stop()
 
 
 def settings_page() -> AppTest:

@@ -22,25 +22,11 @@ from rag.runner import make_context, run_question
 from rag.store import EmbeddingMismatch, open_knowledge_base
 from rag.web import make_web_search
 from tests.conftest import LEWIS, ROOT
-from tests.fakes.servers import FakeOpenAI, FakeTavily, Reply, default_script, free_port
+from tests.fakes.servers import Reply, default_script, free_port
 
 KEY = "sk-test-DO-NOT-LEAK-4f9c2e"
 TAVILY_KEY = "tvly-test-DO-NOT-LEAK-77ab"
 QUESTION = "What is the retrieval component of RAG and how is it trained?"
-
-
-@pytest.fixture
-def fake():
-    server = FakeOpenAI().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def tavily():
-    server = FakeTavily().start()
-    yield server
-    server.stop()
 
 
 def llm_settings(tmp_path, fake, **env) -> Settings:
