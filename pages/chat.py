@@ -10,6 +10,8 @@ from rag.samples import load_samples
 from rag.store import StoreError
 
 TOGGLES = {
+    "decomposition": ("Decompose the question", "Split multi-hop and comparison questions into "
+                                                "sub-questions, each retrieved on its own."),
     "grading": ("Grade chunks", "Grade every retrieved chunk for relevance."),
     "rewriting": ("Rewrite the query", "Rewrite the query when the evidence is weak."),
     "web_fallback": ("Web fallback", "Search the web when the documents are not enough "

@@ -62,6 +62,7 @@ STATUS_LABELS = {OK: "passed", WEAK: "weak / retried / caveat", FAILED: "failed 
 # web_search -> fallback edge crosses the main line between two boxes, not through one.
 POSITIONS: dict[str, tuple[float, float]] = {
     START: (-0.95, 0.0),
+    "decompose_query": (-0.75, 1.25),
     "retrieve": (0.0, 0.0),
     "grade_documents": (1.5, 0.0),
     "generate": (3.0, 0.0),
@@ -154,7 +155,7 @@ def verdict_rows(run: "Run") -> list[dict]:
     """One row per document verdict, across every grade_documents visit of ``run``, in order.
 
     Keys: ``step`` (1-based), ``attempt`` (nth grade_documents visit, 1-based), ``query`` (the
-    retrieval query the chunk was fetched for), ``source``, ``page`` (1-based; 0 for web),
+    query or sub-question the chunk was fetched for and graded against), ``source``, ``page`` (1-based; 0 for web),
     ``grade`` (``high``/``medium``/``low``), ``relevant`` (bool), ``reasoning``, ``fallback``
     (why a fallback judgment was used, or None), ``chunk_id``.
     """
@@ -167,7 +168,7 @@ def verdict_rows(run: "Run") -> list[dict]:
             continue
         for v in event.detail.get("verdicts", []):
             rows.append({"step": event.step, "attempt": event.attempt,
-                         "query": event.detail.get("query", query),
+                         "query": v.get("query") or event.detail.get("query", query),
                          "source": v.get("source", ""), "page": v.get("page", 0),
                          "grade": v.get("grade", v.get("score", "")),
                          "relevant": bool(v.get("relevant")),
@@ -203,6 +204,8 @@ def event_status(event: "TraceEvent", min_relevant: int = 2) -> str:
     node = event.node
     if node == "retrieve":
         status = OK if d.get("chunks") else FAILED
+    elif node == "decompose_query":
+        status = OK  # a plan, single-hop or not, is never a failure
     elif node == "grade_documents":
         evidence = d.get("evidence", d.get("relevant", 0)) or 0
         status = OK if evidence >= min_relevant else WEAK if evidence > 0 else FAILED

@@ -82,6 +82,17 @@ class AnswerGrade(Judgment):
     reasoning: str
 
 
+class Decomposition(Judgment):
+    """Sub-questions for a multi-hop or comparison question, each retrieved on its own."""
+
+    kind: Literal["single", "bridge", "comparison"] = Field(
+        description="single: one retrieval suffices; bridge: a second hop needs an entity found "
+                    "by the first; comparison: two or more entities compared.")
+    sub_questions: list[str] = Field(
+        description="2 to 4 self-contained search questions (empty for single).")
+    reasoning: str = Field(description="Why, naming the entities or bridge terms used.")
+
+
 class Engine(Protocol):
     """Makes every judgment of the graph. Implementations: LocalEngine (offline), LLMEngine."""
 
@@ -111,3 +122,6 @@ class Engine(Protocol):
 
     def grade_answer(self, question: str, answer: Answer) -> AnswerGrade:
         """Does ``answer`` address ``question``?"""
+
+    def decompose(self, question: str, first_hop: Sequence[Chunk]) -> Decomposition:
+        """Sub-questions for ``question``, given the chunks a first retrieval returned."""

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Optional, Sequence
 
 from rag.engines import prompts
-from rag.engines.base import (Answer, AnswerCitation, AnswerGrade, GroundingCheck,
+from rag.engines.base import (Answer, AnswerCitation, AnswerGrade, Decomposition, GroundingCheck,
                               Judgment, RelevanceGrade, RewrittenQuery)
 from rag.engines.local import LocalEngine
 from rag.graph.state import Chunk, Verdict
@@ -264,3 +264,20 @@ class LLMEngine:
             return self._fell_back(local, "answer check", "term coverage", error)
         return result
 
+    # -- decompose_query --------------------------------------------------------------------
+    def decompose(self, question: str, first_hop: Sequence[Chunk]) -> Decomposition:
+        """The generator model plans sub-questions from the question and the first hop."""
+        result, error = self._structured(
+            self._generator, Decomposition, prompts.DECOMPOSER_SYSTEM,
+            prompts.DECOMPOSER_USER.format(question=prompts.fence(question),
+                                           sources=_sources(first_hop[:4])))
+        if result is not None:
+            subs = [q.strip() for q in result.sub_questions if q.strip()][:4]
+            if result.kind != "single" and len(subs) < 2:
+                error, result = "fewer than 2 sub-questions for a multi-hop question", None
+            else:
+                result.sub_questions = subs if result.kind != "single" else []
+        if result is None:
+            local = self.fallback.decompose(question, first_hop)
+            return self._fell_back(local, "decomposer", "bridge terms", error)
+        return result

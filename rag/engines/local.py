@@ -16,8 +16,8 @@ import re
 from collections import Counter, defaultdict
 from typing import Callable, Sequence
 
-from rag.engines.base import (Answer, AnswerCitation, AnswerGrade, GroundingCheck, RelevanceGrade,
-                              RewrittenQuery)
+from rag.engines.base import (Answer, AnswerCitation, AnswerGrade, Decomposition, GroundingCheck,
+                              RelevanceGrade, RewrittenQuery)
 from rag.graph.state import Chunk, Verdict
 from rag.retrieval import LexicalStats
 from rag.text import STOPWORDS, QUESTION_WORDS, sentences, stem, terms, words
@@ -48,6 +48,35 @@ def _quotable(sentence: str) -> str:
 def _same_text(a: str, b: str) -> bool:
     a, b = " ".join(a.lower().split()), " ".join(b.lower().split())
     return a in b or b in a
+
+
+_ENTITY = re.compile(
+    r"(?:[\"“]([^\"”]{2,80})[\"”])"  # a quoted title
+    r"|\b([A-Z][\w'’.&-]*(?:\s+(?:(?:of|de|van|von|la|le|du|da|del)\s+(?:the\s+)?)?"
+    r"[A-Z0-9][\w'’.&-]*)*)")
+_COMPARISON = re.compile(
+    r"\b(both|same|either|neither|compare|comparison|older|younger|earlier|later|first|"
+    r"larger|largest|smaller|bigger|longer|shorter|taller|higher|lower|more|less|fewer|"
+    r"closer|farther|before|after)\b|\bor\b", re.IGNORECASE)
+MAX_SUB_QUESTIONS = 4
+
+
+def entities(text: str) -> list[str]:
+    """Capitalised spans and quoted titles in ``text`` (a light, rule-based entity finder),
+    in order of appearance, without duplicates; single stop words ("The", "In") are dropped."""
+    found: dict[str, None] = {}
+    for quoted, span in _ENTITY.findall(text):
+        name = (quoted or span).strip(" .,'’-")
+        if span:  # a sentence-initial "Were", "Which" or "The" is no part of a name
+            parts = name.split()
+            while len(parts) > 1 and parts[0].lower() in STOPWORDS | QUESTION_WORDS:
+                parts = parts[1:]
+            name = " ".join(parts)
+        if not name or (len(name.split()) == 1 and (name.lower() in STOPWORDS | QUESTION_WORDS
+                                                      or len(name) < 3)):
+            continue
+        found.setdefault(name, None)
+    return list(found)
 
 
 def _pct(x: float) -> str:
@@ -317,6 +346,55 @@ class LocalEngine:
                          f"(lowest support {_pct(min(supports))}, needs {_pct(SUPPORTED_AT)}).")
         return GroundingCheck(grounded=not bad, ungrounded_claims=bad, confidence=conf,
                               reasoning=reasoning)
+
+    # -- decompose_query --------------------------------------------------------------------
+    def decompose(self, question: str, first_hop: Sequence[Chunk]) -> Decomposition:
+        """Sub-questions by rule, in the style of IRCoT (Trivedi et al. 2023) without an LLM.
+
+        Comparison questions (two or more named entities and a comparing word such as "both",
+        "same", "older", "or") get one sub-question per entity with the compared attribute.
+        Otherwise bridge entities are taken from the first hop's best chunks: named entities
+        and titles that the question does not mention, found in the sentences that match the
+        question best; each becomes a sub-question with the question's unmatched terms.
+        Returns kind ``single`` with no sub-questions when neither applies.
+        """
+        q_weights = self.weighted_terms(question)
+        q_all = set(terms(question))
+        q_entities = [e for e in entities(question)
+                      if not (len(e.split()) == 1 and stem(e.lower()) in QUESTION_WORDS)]
+        entity_terms = {t for e in q_entities for t in terms(e)}
+        attribute = [w for s, (w, _) in q_weights.items() if s not in entity_terms]
+
+        if len(q_entities) >= 2 and _COMPARISON.search(question):
+            subs = [f"{e} {' '.join(attribute)}".strip() for e in q_entities[:MAX_SUB_QUESTIONS]]
+            return Decomposition(kind="comparison", sub_questions=subs, reasoning=(
+                f"Compares {_quote(q_entities[:MAX_SUB_QUESTIONS])}: one retrieval per entity"
+                + (f", each asking about {_quote(attribute)}." if attribute else ".")))
+
+        # Bridge entities: named in the first hop's best-matching sentences, absent from the question.
+        score: Counter[str] = Counter()
+        for rank, chunk in enumerate(first_hop[:3]):
+            own = set(terms(f"{chunk.source} {chunk.title}"))
+            best = max(sentences(chunk.text) or [chunk.text],
+                       key=lambda sent: self.coverage(q_weights, set(terms(sent)))[0])
+            for pos, e in enumerate(entities(best)):
+                e_terms = set(terms(e))
+                if not e_terms or e_terms <= q_all or e_terms <= own:
+                    continue  # already asked, or the chunk's own title
+                rarity = sum(self.stats.idf(t) for t in e_terms) / len(e_terms)
+                score[e] += rarity / (1 + rank) / (1 + 0.1 * pos)
+        bridges = [e for e, _ in score.most_common(MAX_SUB_QUESTIONS - 1)]
+        if not bridges:
+            return Decomposition(kind="single", sub_questions=[], reasoning=(
+                "No second entity to follow: the first hop's best sentences name nothing the "
+                "question does not already say."))
+        matched = set().union(*(set(terms(c.text)) for c in first_hop[:1])) if first_hop else set()
+        missing = [w for s, (w, _) in q_weights.items() if s not in matched] or attribute
+        subs = [question] + [f"{b} {' '.join(missing)}".strip() for b in bridges]
+        return Decomposition(kind="bridge", sub_questions=subs[:MAX_SUB_QUESTIONS], reasoning=(
+            f"The first hop's best chunks name {_quote(bridges)}, which the question does not; "
+            f"following each with the terms the first hop did not cover"
+            + (f" ({_quote(missing)})." if missing else ".")))
 
     # -- grade_answer -----------------------------------------------------------------------
     def grade_answer(self, question: str, answer: Answer) -> AnswerGrade:

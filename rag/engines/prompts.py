@@ -80,3 +80,16 @@ ANSWER_GRADER_USER = """<question>{question}</question>
 def fence(text: str) -> str:
     """``text`` made safe to place inside our XML-like tags: it cannot close or open one."""
     return text.replace("<", "‹").replace(">", "›")
+
+DECOMPOSER_SYSTEM = (
+    "You plan retrieval for a question over a document collection. Decide whether it is "
+    "single (one search suffices), bridge (a second search needs an entity that the first "
+    "search's results reveal, as in 'the director of film X was born where?') or comparison "
+    "(two or more named things compared). For bridge and comparison, write 2 to 4 short, "
+    "self-contained search questions; for bridge, use the entities named in the first "
+    "results. Leave sub_questions empty for single. " + DATA_RULE)
+
+DECOMPOSER_USER = """<question>{question}</question>
+<first_results>
+{sources}
+</first_results>"""

@@ -10,6 +10,7 @@ from rag.graph import nodes, routing
 from rag.graph.nodes import RunContext
 from rag.graph.state import GraphState
 
+DECOMPOSE_QUERY = "decompose_query"
 RETRIEVE = "retrieve"
 GRADE_DOCUMENTS = "grade_documents"
 REWRITE_QUERY = "rewrite_query"
@@ -21,7 +22,7 @@ FINALIZE = "finalize"
 FINALIZE_WITH_CAVEAT = "finalize_with_caveat"
 FALLBACK = "fallback"
 
-NODE_ORDER = (RETRIEVE, GRADE_DOCUMENTS, REWRITE_QUERY, WEB_SEARCH, GENERATE, CHECK_GROUNDING,
+NODE_ORDER = (DECOMPOSE_QUERY, RETRIEVE, GRADE_DOCUMENTS, REWRITE_QUERY, WEB_SEARCH, GENERATE, CHECK_GROUNDING,
               GRADE_ANSWER, FINALIZE, FINALIZE_WITH_CAVEAT, FALLBACK)
 """Every node, in the order a run meets them first."""
 TERMINALS = (FINALIZE, FINALIZE_WITH_CAVEAT, FALLBACK)
@@ -29,11 +30,12 @@ TERMINALS = (FINALIZE, FINALIZE_WITH_CAVEAT, FALLBACK)
 
 def _builder() -> StateGraph:
     builder = StateGraph(GraphState, context_schema=RunContext)
-    for fn in (nodes.retrieve, nodes.grade_documents, nodes.rewrite_query, nodes.web_search,
+    for fn in (nodes.decompose_query, nodes.retrieve, nodes.grade_documents, nodes.rewrite_query, nodes.web_search,
                nodes.generate, nodes.check_grounding, nodes.grade_answer, nodes.finalize,
                nodes.finalize_with_caveat, nodes.fallback):
         builder.add_node(fn)
-    builder.add_edge(START, RETRIEVE)
+    builder.add_conditional_edges(START, routing.route_start)
+    builder.add_edge(DECOMPOSE_QUERY, RETRIEVE)
     builder.add_conditional_edges(RETRIEVE, routing.route_after_retrieve)
     builder.add_conditional_edges(GRADE_DOCUMENTS, routing.route_after_grading)
     builder.add_edge(REWRITE_QUERY, RETRIEVE)

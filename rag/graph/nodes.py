@@ -89,50 +89,105 @@ def _opts(state: GraphState) -> Options:
     return state.get("options") or Options()
 
 
+def decompose_query(state: GraphState, runtime: Runtime[RunContext]) -> dict:
+    """Split a multi-hop or comparison question into 2-4 sub-questions, each to be retrieved
+    on its own. A first retrieval for the question shows the engine the bridge entities."""
+    started = _Clock.start()
+    o = _opts(state)
+    question = state["question"]
+    first_hop = runtime.context.retriever(runtime.context.kb, question, o.top_k, o.retrieval)
+    plan = runtime.context.engine.decompose(question, first_hop)
+    subs = list(plan.sub_questions) if plan.kind != "single" else []
+    summary = (f"{plan.kind}: {len(subs)} sub-questions" if subs
+               else "single-hop: no sub-questions needed")
+    return _record(state, runtime, "decompose_query", started, summary,
+                   {"kind": plan.kind, "sub_questions": subs, "reasoning": plan.reasoning,
+                    "first_hop": [_chunk_view(c) for c in first_hop]},
+                   {"sub_queries": subs}, [plan.meta])
+
+
+def _interleave(lists: list[list[Chunk]]) -> list[Chunk]:
+    """Round-robin over ranked lists, first occurrence of each chunk kept: every sub-question
+    keeps its best chunks near the top."""
+    out: dict[str, Chunk] = {}
+    for rank in range(max((len(x) for x in lists), default=0)):
+        for ranked in lists:
+            if rank < len(ranked):
+                out.setdefault(ranked[rank].id, ranked[rank])
+    return list(out.values())
+
+
 def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
-    """Fetch the top_k chunks for the current query."""
+    """Fetch the top_k chunks for the current query, or top_k for each sub-question."""
     started = _Clock.start()
     o = _opts(state)
     query = state.get("query") or state["question"]
-    chunks = runtime.context.retriever(runtime.context.kb, query, o.top_k, o.retrieval)
-    update: dict = {"query": query, "retrieved": chunks}
+    queries = state.get("sub_queries") or [query]
+    per_query = [runtime.context.retriever(runtime.context.kb, q, o.top_k, o.retrieval)
+                 for q in queries]
+    chunks = _interleave(per_query)
+    query_of: dict[str, str] = {}
+    for q, found in zip(queries, per_query):
+        for c in found:
+            query_of.setdefault(c.id, q)
+    update: dict = {"query": query, "retrieved": chunks, "query_of": query_of}
     if not o.grading:
-        update["documents"] = chunks
+        update["documents"] = chunks[:o.top_k]
     best = f"; best {chunks[0].label()} ({chunks[0].score:.2f})" if chunks else ""
-    return _record(state, runtime, "retrieve", started,
-                   f"Retrieved {len(chunks)} chunks for '{query[:80]}'{best}",
-                   {"query": query, "top_k": o.top_k, "mode": o.retrieval, "chunks": [_chunk_view(c) for c in chunks]},
-                   update)
+    detail = {"query": query, "top_k": o.top_k, "mode": o.retrieval,
+              "chunks": [_chunk_view(c) for c in chunks]}
+    if len(queries) > 1:
+        detail["sub_queries"] = [{"query": q, "chunks": [c.id for c in found]}
+                                 for q, found in zip(queries, per_query)]
+        summary = (f"Retrieved {len(chunks)} chunks for {len(queries)} sub-questions"
+                   f"{best}")
+    else:
+        summary = f"Retrieved {len(chunks)} chunks for '{query[:80]}'{best}"
+    return _record(state, runtime, "retrieve", started, summary, detail, update)
 
 
 _RANK = {"high": 0, "medium": 1, "low": 2}
 
 
 def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
-    """Grade every retrieved chunk against the question; keep the relevant ones as evidence.
+    """Grade every retrieved chunk against the question (or the sub-question that retrieved
+    it); keep the relevant ones as evidence.
 
-    Evidence accumulates over attempts (deduplicated by chunk id) and is capped at top_k,
-    best grades first.
+    Evidence accumulates over attempts (deduplicated by chunk id) and is capped at top_k:
+    best grades first, taken in turn from each sub-question so every hop is represented.
     """
     started = _Clock.start()
     o = _opts(state)
     question = state["question"]
     chunks = state.get("retrieved", [])
-    grades = runtime.context.engine.grade(question, chunks) if chunks else []
+    query_of = state.get("query_of") or {}
+    fetched_for = {c.id: query_of.get(c.id, state.get("query", question)) for c in chunks}
+    # Sub-question chunks are judged against their sub-question; otherwise against the
+    # user's question, whatever query a rewrite retrieved them with.
+    asked = {c.id: fetched_for[c.id] if state.get("sub_queries") else question for c in chunks}
+    by_query: dict[str, list[Chunk]] = {}
+    for c in chunks:
+        by_query.setdefault(asked[c.id], []).append(c)
+    graded: dict[str, object] = {}
+    for q, group in by_query.items():
+        graded.update({c.id: g for c, g in zip(group, runtime.context.engine.grade(q, group))})
+    grades = [graded[c.id] for c in chunks]
     attempt = 1 + sum(1 for e in state.get("events", []) if e.node == "grade_documents")
-    verdicts = [Verdict(chunk_id=c.id, source=c.source, page=c.page, query=state.get("query", ""),
+    verdicts = [Verdict(chunk_id=c.id, source=c.source, page=c.page, query=fetched_for[c.id],
                         relevant=g.relevant, score=g.score, reasoning=g.reasoning,
                         attempt=attempt, fallback=g.meta.fallback)
                 for c, g in zip(chunks, grades)]
     kept = {c.id: c for c in state.get("documents", [])}
-    ranked = sorted(((c, g) for c, g in zip(chunks, grades) if g.relevant),
-                    key=lambda cg: _RANK[cg[1].score])
-    new = [c for c, _ in ranked if c.id not in kept]
-    documents = (list(kept.values()) + new)[:o.top_k]
+    relevant_per_query = [
+        [c for c in sorted(group, key=lambda c: _RANK[graded[c.id].score])
+         if graded[c.id].relevant and c.id not in kept]
+        for group in by_query.values()]
+    documents = (list(kept.values()) + _interleave(relevant_per_query))[:o.top_k]
     n_rel = sum(g.relevant for g in grades)
     detail = {"question": question, "query": state.get("query", question),
-              "verdicts": [{**_chunk_view(c), "relevant": g.relevant, "grade": g.score,
-                            "reasoning": g.reasoning, "cached": g.meta.cached,
+              "verdicts": [{**_chunk_view(c), "query": fetched_for[c.id],
+                            "graded_against": asked[c.id], "relevant": g.relevant,
+                            "grade": g.score, "reasoning": g.reasoning, "cached": g.meta.cached,
                             "fallback": g.meta.fallback} for c, g in zip(chunks, grades)],
               "relevant": n_rel, "evidence": len(documents)}
     return _record(state, runtime, "grade_documents", started,
@@ -161,7 +216,8 @@ def rewrite_query(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     return _record(state, runtime, "rewrite_query", started,
                    f"Rewrite {rewrites} of {o.max_rewrites} ({result.strategy}): '{result.query[:80]}'",
                    detail, {"query": result.query, "rewrites": rewrites, "grounded": None,
-                            "useful": None, "ungrounded_claims": []}, [result.meta])
+                            "useful": None, "ungrounded_claims": [], "sub_queries": []},
+                   [result.meta])
 
 
 def web_search(state: GraphState, runtime: Runtime[RunContext]) -> dict:

@@ -32,6 +32,12 @@ def _finish(state: GraphState, why: str) -> Decision:
     return Decision("finalize", why)
 
 
+def decide_start(state: GraphState) -> Decision:
+    if _opts(state).decomposition:
+        return Decision("decompose_query", "decomposition is on")
+    return Decision("retrieve", "decomposition is off")
+
+
 def decide_after_retrieve(state: GraphState) -> Decision:
     o = _opts(state)
     if o.grading:
@@ -109,6 +115,10 @@ def decide_after_answer_check(state: GraphState) -> Decision:
                                             "no correction left")
 
 
+def route_start(state: GraphState) -> Literal["decompose_query", "retrieve"]:
+    return decide_start(state).to  # type: ignore[return-value]
+
+
 def route_after_retrieve(state: GraphState) -> Literal["grade_documents", "generate", "fallback"]:
     return decide_after_retrieve(state).to  # type: ignore[return-value]
 
@@ -138,6 +148,8 @@ def route_after_answer_check(state: GraphState) -> Literal[
 
 
 DECIDERS = {
+    "decompose_query": lambda state: Decision("retrieve", "retrieve each sub-question"
+                                              if state.get("sub_queries") else "retrieve"),
     "retrieve": decide_after_retrieve,
     "grade_documents": decide_after_grading,
     "rewrite_query": lambda state: Decision("retrieve", "retrieve with the new query"),

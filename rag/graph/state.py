@@ -91,8 +91,12 @@ class GraphState(TypedDict, total=False):
     """The per-run switches and budgets."""
     query: str
     """The current retrieval query; rewrite_query replaces it."""
+    sub_queries: list[str]
+    """Sub-questions from decompose_query, each retrieved on its own; cleared by a rewrite."""
     retrieved: list[Chunk]
-    """The chunks the last retrieve returned (top_k)."""
+    """The chunks the last retrieve returned (top_k per query, deduplicated)."""
+    query_of: dict[str, str]
+    """Chunk id -> the (sub-)query that retrieved it; chunks are graded against it."""
     verdicts: Annotated[list[Verdict], operator.add]
     """Every relevance verdict of the run, in order."""
     documents: list[Chunk]

@@ -16,7 +16,7 @@ from rag.runner import Run, make_context, run_question
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "trace.py")
 QUESTION = "What is the retrieval component of RAG and how is it trained?"
 # Only one chunk of the papers is relevant to this: two rewrites, web search, caveat.
-WEAK_QUESTION = "How does Self-RAG compare with Alpaca on biography generation?"
+WEAK_QUESTION = "What corpus did the authors use for the Jeopardy question generation task?"
 ABSENT = "What is the boiling point of tungsten?"
 
 
@@ -28,7 +28,7 @@ def ctx(papers_kb):
 @pytest.fixture(scope="module")
 def rewritten(ctx) -> Run:
     """More relevant chunks wanted than top_k holds: two rewrites, then a caveat."""
-    run = run_question(WEAK_QUESTION, ctx, preset_options("full"))
+    run = run_question(WEAK_QUESTION, ctx, preset_options("full", decomposition=False))
     assert run.path[-1] == "finalize_with_caveat", run.stop_reason
     return run
 
@@ -56,9 +56,10 @@ def open_page(runs: dict[str, Run] | None, run_id: str | None = None) -> AppTest
     return at.run()
 
 
-def figure_of(at: AppTest) -> dict:
-    charts = at.get("plotly_chart")
-    assert len(charts) == 1, charts
+def figure_of(at: AppTest, key: str = "trace_flow") -> dict:
+    """The figure of the chart ``key`` (the flow with its replay, by default)."""
+    charts = [c for c in at.get("plotly_chart") if c.key.startswith(key)]
+    assert len(charts) == 1, at.get("plotly_chart")
     return json.loads(charts[0].proto.spec)
 
 
@@ -110,7 +111,8 @@ def test_stop_reason_is_shown_by_how_the_run_ended(which, kind, request):
     at = open_page({run.id: run}, run.id)
     assert not at.exception, at.exception
     assert [e.value for e in getattr(at, kind)] == [md_escape(run.stop_reason)]
-    assert len(at.get("plotly_chart")) == 1
+    assert [c.key for c in at.get("plotly_chart")] == ["trace_flow_0", "trace_path",
+                                                       "trace_timeline"]
 
 
 def test_several_runs_can_be_chosen_and_follow_trace_run_id(naive, rewritten, abstained):

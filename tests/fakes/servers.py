@@ -192,6 +192,9 @@ def default_script(kind: str, body: dict) -> Reply:
     if kind == "GroundingCheck":
         return Reply(json.dumps({"grounded": True, "ungrounded_claims": [], "confidence": 0.9,
                                  "reasoning": "Every claim is in the cited chunk."}))
+    if kind == "Decomposition":
+        return Reply(json.dumps({"kind": "single", "sub_questions": [],
+                                 "reasoning": "One search answers it."}))
     if kind == "AnswerGrade":
         return Reply(json.dumps({"useful": True, "reasoning": "It answers the question."}))
     if kind in ("stream", "text"):

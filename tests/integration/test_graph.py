@@ -22,7 +22,7 @@ def ctx(papers_kb):
 def test_graph_has_every_designed_node():
     nodes = set(build_graph().get_graph().nodes) - {"__start__", "__end__"}
     assert nodes == set(NODE_ORDER) == {
-        "retrieve", "grade_documents", "rewrite_query", "web_search", "generate",
+        "decompose_query", "retrieve", "grade_documents", "rewrite_query", "web_search", "generate",
         "check_grounding", "grade_answer", "finalize", "finalize_with_caveat", "fallback"}
 
 
@@ -35,7 +35,7 @@ def test_naive_is_single_pass(ctx):
 
 def test_full_answers_with_cited_pages_from_lewis(ctx):
     run = run_question(QUESTION, ctx, preset_options("full"))
-    assert run.path[:3] == ["retrieve", "grade_documents", "generate"]
+    assert run.path[:4] == ["decompose_query", "retrieve", "grade_documents", "generate"]
     assert run.path[-1] == "finalize", run.stop_reason
     assert {"check_grounding", "grade_answer"} <= set(run.path)
     assert any(c.source == "2005.11401v4_lewis_rag.pdf" for c in run.citations)
@@ -48,7 +48,8 @@ def test_full_answers_with_cited_pages_from_lewis(ctx):
         assert e.step == i and e.duration_ms >= 0 and e.started_at > 0 and e.summary
         assert (e.route is None) == (e.node in ("finalize", "finalize_with_caveat", "fallback"))
     grade = next(e for e in run.events if e.node == "grade_documents")
-    assert len(grade.detail["verdicts"]) == 6
+    retrieved = next(e for e in run.events if e.node == "retrieve")
+    assert len(grade.detail["verdicts"]) == len(retrieved.detail["chunks"]) >= 6
     assert all("Matched" in v["reasoning"] or "Matched no" in v["reasoning"]
                for v in grade.detail["verdicts"])
 
@@ -80,8 +81,8 @@ def test_off_topic_question_rewrites_then_abstains_with_plain_reason(ctx):
 
 
 def test_weak_evidence_finalizes_with_caveat(ctx):
-    run = run_question("How does Self-RAG compare with Alpaca on biography generation?", ctx,
-                       preset_options("full"))
+    run = run_question("What corpus did the authors use for the Jeopardy question generation task?",
+                       ctx, preset_options("full"))
     assert run.path[-1] == "finalize_with_caveat"
     assert run.stop_reason.startswith("Answered with caveat:")
     assert "rewrite budget (2) was spent" in run.stop_reason

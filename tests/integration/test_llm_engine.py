@@ -49,22 +49,24 @@ def llm_kb(tmp_path, fake):
 def test_every_node_runs_through_the_llm(llm_kb, fake):
     settings, kb = llm_kb
     tokens: list[str] = []
+    assert any("input" in r for r in fake.requests), "ingest did not embed through the server"
     fake.requests.clear()
     run = run_question(QUESTION, make_context(settings, kb), preset_options("full"),
                        on_token=tokens.append)
     assert run.engine == "openai"
     assert run.models == {"grader": "grader-mini", "generator": "generator-big"}
-    assert run.path == ["retrieve", "grade_documents", "generate", "check_grounding",
-                        "grade_answer", "finalize"], run.stop_reason
+    assert run.path == ["decompose_query", "retrieve", "grade_documents", "generate",
+                        "check_grounding", "grade_answer", "finalize"], run.stop_reason
     kinds = fake.kinds()
     assert kinds.count("RelevanceGrade") == 6 and kinds.count("stream") == 1
     assert kinds.count("GroundingCheck") == 1 and kinds.count("AnswerGrade") == 1
-    assert run.llm_calls == len(kinds) == 9
+    assert kinds.count("Decomposition") == 1
+    assert run.llm_calls == len(kinds) == 10
     by_node = {e.node: e for e in run.events}
     assert by_node["grade_documents"].llm_calls == 6
     assert by_node["grade_documents"].prompt_tokens == 6 * 11
     assert by_node["generate"].completion_tokens == 17  # from the stream's usage chunk
-    assert run.prompt_tokens == 9 * 11
+    assert run.prompt_tokens == 10 * 11
     # streamed word by word, and the answer cites chunk [1] with file and page
     assert len(tokens) > 5 and "".join(tokens).strip() == run.answer
     assert run.citations and run.citations[0].source == LEWIS.name and run.citations[0].page >= 1
@@ -72,8 +74,6 @@ def test_every_node_runs_through_the_llm(llm_kb, fake):
     assert set(models) == {"grader-mini", "generator-big"}
     grade_models = {r["model"] for r in fake.requests if fake._kind(r) == "RelevanceGrade"}
     assert grade_models == {"grader-mini"}
-    # embeddings came from the server too, never from Chroma's default
-    assert any("input" in r for r in fake.requests)
 
 
 def test_rewrite_sees_failed_chunks_and_reasons_then_web_search_cites_urls(tmp_path, fake, tavily):
@@ -108,6 +108,29 @@ def test_rewrite_sees_failed_chunks_and_reasons_then_web_search_cites_urls(tmp_p
     assert tavily.requests[0]["query"] == "What is the boiling point of tungsten?"
     assert run.citations[0].origin == "web"
     assert run.citations[0].source == "https://example.org/tungsten"
+
+
+def test_decomposition_through_the_llm_retrieves_each_sub_question(llm_kb, fake):
+    settings, kb = llm_kb
+    subs = ["How is the DPR retriever trained?", "What document index does RAG use?"]
+
+    def script(kind, body):
+        if kind == "Decomposition":
+            return Reply(json.dumps({"kind": "bridge", "sub_questions": subs,
+                                     "reasoning": "Two hops: retriever, then index."}))
+        return default_script(kind, body)
+
+    fake.script = script
+    run = run_question(QUESTION, make_context(settings, kb), preset_options("full"))
+    plan = run.events[0]
+    assert plan.node == "decompose_query" and plan.detail["sub_questions"] == subs
+    assert plan.llm_calls == 1 and "fallbacks" not in plan.detail
+    retrieve = run.events[1]
+    assert [s["query"] for s in retrieve.detail["sub_queries"]] == subs
+    graded_against = {v["graded_against"] for v in run.events[2].detail["verdicts"]}
+    assert graded_against == set(subs)
+    body = next(r for r in fake.requests if fake._kind(r) == "Decomposition")
+    assert "<first_results>" in body["messages"][1]["content"]
 
 
 def test_retrieved_text_is_fenced_as_data(fake):
@@ -298,9 +321,9 @@ def test_cli_ask_json_runs_every_node_through_the_server(tmp_path, fake):
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["engine"] == "openai"
-    assert result["llm_calls"] == 9
+    assert result["llm_calls"] == 10
     llm_nodes = [e for e in result["events"] if e["llm_calls"]]
-    assert {e["node"] for e in llm_nodes} == {"grade_documents", "generate", "check_grounding",
-                                              "grade_answer"}
+    assert {e["node"] for e in llm_nodes} == {"decompose_query", "grade_documents", "generate",
+                                              "check_grounding", "grade_answer"}
     assert all(e["prompt_tokens"] > 0 and e["completion_tokens"] > 0 for e in llm_nodes)
     assert KEY not in out.stdout and KEY not in out.stderr

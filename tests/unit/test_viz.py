@@ -16,7 +16,7 @@ from rag.runner import Run, make_context, run_question
 
 QUESTION = "What is the retrieval component of RAG and how is it trained?"
 # Only one chunk of the papers is relevant to this: two rewrites, web search, caveat.
-WEAK_QUESTION = "How does Self-RAG compare with Alpaca on biography generation?"
+WEAK_QUESTION = "What corpus did the authors use for the Jeopardy question generation task?"
 ABSENT = "What is the boiling point of tungsten?"
 
 
@@ -45,7 +45,7 @@ def naive(ctx) -> Run:
 def rewritten(ctx) -> Run:
     """Wants more relevant chunks than top_k can ever hold, so it always spends both rewrites,
     tries the (unconfigured) web, and answers with a caveat."""
-    run = run_question(WEAK_QUESTION, ctx, preset_options("full"))
+    run = run_question(WEAK_QUESTION, ctx, preset_options("full", decomposition=False))
     assert run.path.count("retrieve") == 3 and run.rewrites == 2, run.path
     assert run.path[-1] == "finalize_with_caveat", run.stop_reason
     return run
@@ -165,7 +165,7 @@ def expected_color(event, min_relevant: int) -> str:
         return viz.COLOR_OK if d["grounded"] else viz.COLOR_FAILED
     if node == "grade_answer":
         return viz.COLOR_OK if d["useful"] else viz.COLOR_FAILED
-    return {"rewrite_query": viz.COLOR_WEAK, "finalize": viz.COLOR_OK,
+    return {"decompose_query": viz.COLOR_OK, "rewrite_query": viz.COLOR_WEAK, "finalize": viz.COLOR_OK,
             "finalize_with_caveat": viz.COLOR_WEAK, "fallback": viz.COLOR_FAILED}[node]
 
 
