@@ -101,8 +101,10 @@ class Engine(Protocol):
     models: dict[str, str]
     """Role -> model name (empty for the offline engine)."""
 
-    def grade(self, question: str, chunks: Sequence[Chunk]) -> list[RelevanceGrade]:
-        """One grade per chunk, in order."""
+    def grade(self, question: str, chunks: Sequence[Chunk], *,
+              partial: bool = False) -> list[RelevanceGrade]:
+        """One grade per chunk, in order. ``partial``: the question is one hop of a
+        decomposed multi-hop question, so a chunk answering part of it is relevant."""
 
     def rewrite(self, question: str, query: str, *, verdicts: Sequence[Verdict],
                 chunks: Sequence[Chunk], ungrounded_claims: Sequence[str],

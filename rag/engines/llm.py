@@ -148,29 +148,31 @@ class LLMEngine:
         return record.with_meta(llm_calls=1, fallback=f"{role} fell back to {to}: {reason}")
 
     # -- grade_documents --------------------------------------------------------------------
-    def _grade_one(self, question: str, chunk: Chunk) -> RelevanceGrade:
-        key = self.cache.key(question, chunk, self.models["grader"], self.endpoint)
+    def _grade_one(self, question: str, chunk: Chunk, partial: bool = False) -> RelevanceGrade:
+        key = self.cache.key(question, chunk, self.models["grader"], self.endpoint) + (partial,)
         cached = self.cache.get(key)
         if cached is not None:
             return cached.model_copy().with_meta(llm_calls=0, cached=True)
+        system = prompts.GRADER_SYSTEM + (prompts.GRADER_PARTIAL if partial else "")
         grade, error = self._structured(
-            self._grader, RelevanceGrade, prompts.GRADER_SYSTEM,
+            self._grader, RelevanceGrade, system,
             prompts.GRADER_USER.format(question=prompts.fence(question),
                                        source=prompts.fence(chunk.source), page=chunk.page,
                                        text=prompts.fence(chunk.text)))
         if grade is None:
-            local = self.fallback.grade(question, [chunk])[0]
+            local = self.fallback.grade(question, [chunk], partial=partial)[0]
             return self._fell_back(local, "grader", "lexical", error)
         self.cache.put(key, grade.model_copy())
         return grade
 
-    def grade(self, question: str, chunks: Sequence[Chunk]) -> list[RelevanceGrade]:
+    def grade(self, question: str, chunks: Sequence[Chunk], *,
+              partial: bool = False) -> list[RelevanceGrade]:
         """One grade per chunk, graded concurrently (wall time about one round trip)."""
         if not chunks:
             return []
         workers = max(1, min(self.max_concurrency, len(chunks)))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grade") as pool:
-            return list(pool.map(lambda c: self._grade_one(question, c), chunks))
+            return list(pool.map(lambda c: self._grade_one(question, c, partial), chunks))
 
     # -- rewrite_query ----------------------------------------------------------------------
     def rewrite(self, question: str, query: str, *, verdicts: Sequence[Verdict],

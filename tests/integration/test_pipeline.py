@@ -86,7 +86,8 @@ def test_cli_ingest_and_ask_json(tmp_path):
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert {"answer", "citations", "path", "events", "stop_reason", "llm_calls"} <= set(result)
-    assert result["path"][0] == "retrieve" and result["path"][-1] == "finalize"
+    assert result["path"][:2] == ["decompose_query", "retrieve"]
+    assert result["path"][-1] == "finalize", result["stop_reason"]
     assert result["llm_calls"] == 0
     assert result["citations"] and {"source", "page", "chunk_id"} <= set(result["citations"][0])
     assert any(c["source"] == LEWIS.name and c["page"] >= 1 for c in result["citations"])
@@ -95,7 +96,7 @@ def test_cli_ingest_and_ask_json(tmp_path):
                   "--json", data_dir=tmp_path)
     assert json.loads(out.stdout)["path"] == ["retrieve", "generate", "finalize"]
     out = rag_cli("ask", "How is it trained?", "--no-grading", "--no-grounding",
-                  "--no-answer-check", "--json", data_dir=tmp_path)
+                  "--no-answer-check", "--no-decomposition", "--json", data_dir=tmp_path)
     assert json.loads(out.stdout)["path"] == ["retrieve", "generate", "finalize"]
 
 

@@ -16,7 +16,7 @@ from rag.runner import Run, make_context, run_question
 
 QUESTION = "What is the retrieval component of RAG and how is it trained?"
 # Only one chunk of the papers is relevant to this: two rewrites, web search, caveat.
-WEAK_QUESTION = "What corpus did the authors use for the Jeopardy question generation task?"
+WEAK_QUESTION = "How many parameters does the Jeopardy retriever index use in Swahili?"
 ABSENT = "What is the boiling point of tungsten?"
 
 
