@@ -1,0 +1,101 @@
+"""Insights page: what the saved runs show, with charts (rewrites, hallucination detection,
+strategies, paths, stop reasons, latency, LLM calls and tokens)."""
+
+import streamlit as st
+
+from pages import _runs, _shared
+from rag import figures, insights
+from rag.pricing import DEFAULT_PRICES, format_cost
+from rag.runs import preset_label, preset_of
+
+st.title("Insights")
+try:
+    prices = _runs.prices()
+except ValueError as exc:
+    st.error(f"{exc}. Costs use the built-in prices.")
+    prices = dict(DEFAULT_PRICES)
+
+all_sessions = st.toggle("All sessions", key="ins_w_all",
+                         help="Include runs made by other browser sessions, earlier sessions "
+                              "and the command line.")
+sid = _runs.session_id()
+try:
+    runs = _runs.store().load(None if all_sessions else sid)
+except Exception as exc:  # unreadable history: this session's runs still count
+    st.caption(f"The run history is unavailable ({type(exc).__name__}: {exc}); counting this "
+               "session's runs only.")
+    runs = []
+seen = {r.id for r in runs}
+runs += [r for r in _shared.runs().values() if r.id not in seen]
+
+if not runs:
+    st.info("No saved runs yet. Ask questions on the Chat page or compare pipelines on the "
+            "Compare page" + ("" if all_sessions else ", or switch on **All sessions** to "
+                              "include runs kept from earlier sessions") + ".")
+    st.stop()
+
+ins = insights.compute(runs, prices)
+presets = st.multiselect("Pipelines", list(ins.presets), key="ins_w_presets",
+                         placeholder="every pipeline",
+                         format_func=lambda p: f"{p} ({ins.presets[p]} runs)")
+if presets:
+    runs = [r for r in runs if preset_label(preset_of(r.options)) in presets]
+    ins = insights.compute(runs, prices)
+
+
+def pct(x) -> str:
+    return "–" if x is None else f"{x:.0%}"
+
+
+def num(x, fmt: str = "{:.1f}") -> str:
+    return "–" if x is None else fmt.format(x)
+
+
+st.caption(f"Over {ins.runs} run(s), {ins.answered} answered "
+           f"({'all sessions' if all_sessions else 'this session'}).")
+m = st.columns(4)
+m[0].metric("Rewrite rate", pct(ins.rewrite_rate), help="Share of runs that rewrote the query.")
+m[1].metric("Rewrites per answered question", num(ins.mean_rewrites_answered, "{:.2f}"))
+m[2].metric("Hallucination detection rate", pct(ins.hallucination_rate),
+            help=f"Grounding checks that failed: {ins.grounding_failures} of "
+                 f"{ins.grounding_checks}.")
+m[3].metric("Grounding checks", ins.grounding_checks)
+m = st.columns(4)
+m[0].metric("Latency p50", num(ins.latency_p50_ms, "{:.0f} ms"))
+m[1].metric("Latency p95", num(ins.latency_p95_ms, "{:.0f} ms"))
+m[2].metric("LLM calls per question", num(ins.llm_calls_per_question))
+m[3].metric("Tokens per question", num(ins.tokens_per_question, "{:.0f}"),
+            help=f"Cost per question: {format_cost(ins.cost_per_question)}")
+
+left, right = st.columns(2)
+with left:
+    st.plotly_chart(figures.bar_figure(ins.stop_kinds, title="How runs ended"),
+                    width="stretch", key="ins_stop", config={"displaylogo": False})
+with right:
+    if ins.strategies:
+        st.plotly_chart(figures.bar_figure(ins.strategies, title="Rewrite strategies",
+                                           value_label="rewrites"),
+                        width="stretch", key="ins_strategies", config={"displaylogo": False})
+    else:
+        st.caption("No query was rewritten in these runs.")
+st.markdown("**Most frequent paths**")
+top = max((count for _, count in ins.paths), default=1)
+st.dataframe([{"path": path, "runs": count} for path, count in ins.paths], hide_index=True,
+             width="stretch", row_height=56,
+             column_config={"path": st.column_config.TextColumn("Path (repeated rounds folded)",
+                                                                width=760),
+                            "runs": st.column_config.ProgressColumn(
+                                "Runs", format="%d", width="small", min_value=0, max_value=top)})
+st.markdown("**By pipeline**")
+st.dataframe(insights.by_pipeline(runs, prices), hide_index=True, width="stretch",
+             column_config={
+                 "pipeline": st.column_config.TextColumn("Pipeline"),
+                 "rewrite_rate": st.column_config.NumberColumn("Rewrite rate", format="percent"),
+                 "hallucination_rate": st.column_config.NumberColumn(
+                     "Failed grounding checks", format="percent"),
+                 "llm_calls": st.column_config.NumberColumn("LLM calls / question",
+                                                            format="%.1f"),
+                 "tokens": st.column_config.NumberColumn("Tokens / question", format="%.0f"),
+                 "p50_ms": st.column_config.NumberColumn("Latency p50 (ms)", format="%.0f")})
+st.plotly_chart(figures.latency_figure(ins.latencies_ms, ins.latency_p50_ms, ins.latency_p95_ms),
+                width="stretch", key="ins_latency", config={"displaylogo": False})

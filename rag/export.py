@@ -1,0 +1,269 @@
+"""Exports for stakeholders: a run or a comparison as JSON, or as one self-contained HTML file
+(plotly.js embedded once, the flow with its replay, the verdicts and the answer) that opens with
+no network and no server. All text is HTML-escaped; keys never appear (a Run holds none, and any
+secret passed in ``secrets`` is redacted as a second guard)."""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+from typing import TYPE_CHECKING, Iterable, Mapping, Optional
+
+from rag import story
+from rag.pricing import format_cost, load_prices, run_cost
+
+if TYPE_CHECKING:
+    from rag.compare import Comparison
+    from rag.pricing import Price
+    from rag.runner import Run
+
+REDACTED = "[redacted]"
+RUN_FORMAT = "retrace.run/1"
+COMPARISON_FORMAT = "retrace.comparison/1"
+PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1f2937;margin:0;
+background:#f7f8fa}
+main{max-width:1280px;margin:0 auto;padding:24px 32px 48px}
+h1{font-size:1.6rem;margin:0 0 4px}h2{font-size:1.25rem;margin:32px 0 8px;border-bottom:1px solid
+#e5e7eb;padding-bottom:4px}h3{font-size:1.02rem;margin:18px 0 6px}h4{font-size:.95rem;margin:14px 0 4px}
+.muted{color:#6b7280;font-size:.9rem}.q{font-size:1.1rem;margin:8px 0}
+.stop{padding:10px 14px;border-radius:8px;margin:10px 0;font-weight:600}
+.stop.answered{background:#e7f6ed;color:#1d6b3f}.stop.caveat{background:#fff5db;color:#7a5600}
+.stop.abstained,.stop.error{background:#fde8e8;color:#9b2c2c}.stop.unfinished{background:#eef0f3}
+table{border-collapse:collapse;width:100%;background:#fff;font-size:.9rem;margin:6px 0}
+th,td{border:1px solid #e5e7eb;padding:6px 8px;text-align:left;vertical-align:top}
+th{background:#f3f4f6}td.reason{white-space:pre-wrap}
+.tag{display:inline-block;padding:1px 7px;border-radius:10px;font-size:.8rem;font-weight:600}
+.yes{background:#e7f6ed;color:#1d6b3f}.no{background:#fde8e8;color:#9b2c2c}
+.fallback{background:#fff5db;color:#7a5600}
+.card{background:#fff;border:1px solid #e5e7eb;border-radius:8px;padding:12px 16px;margin:8px 0}
+.answer{white-space:pre-wrap;line-height:1.5}
+ol.steps li{margin:4px 0}.why{color:#4b5563}
+.grid{display:grid;gap:14px}.grid .card{margin:0}
+.facts td:first-child{width:180px;color:#6b7280}
+details{margin:4px 0}summary{cursor:pointer}
+footer{margin-top:40px;color:#9ca3af;font-size:.8rem}
+"""
+
+
+def redact(text: str, secrets: Iterable[Optional[str]] = ()) -> str:
+    """``text`` with every secret of 4 or more characters replaced by ``[redacted]``."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def _e(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def _run_record(run: "Run", prices) -> dict:
+    from rag.runs import preset_label, preset_of
+
+    return {"stop_kind": story.stop_kind(run), "preset": preset_label(preset_of(run.options)),
+            "cost_usd": run_cost(run, prices), "run": run.model_dump(mode="json")}
+
+
+def run_json(run: "Run", *, prices: Mapping[str, "Price"] | None = None,
+             secrets: Iterable[Optional[str]] = ()) -> str:
+    """``run`` as an indented JSON document: ``format`` (``retrace.run/1``), ``exported_at``
+    (UNIX s), ``stop_kind``, ``preset``, ``cost_usd`` (null when a model has no price) and
+    ``run`` (every field of the Run, events included)."""
+    prices = load_prices() if prices is None else prices
+    doc = {"format": RUN_FORMAT, "exported_at": time.time(), **_run_record(run, prices)}
+    return redact(json.dumps(doc, indent=2, ensure_ascii=False, default=str), secrets)
+
+
+def comparison_json(cmp: "Comparison", *, prices: Mapping[str, "Price"] | None = None,
+                    secrets: Iterable[Optional[str]] = ()) -> str:
+    """A comparison as JSON: ``format`` (``retrace.comparison/1``), ``id``, ``question``,
+    ``created_at``, ``exported_at`` and ``pipelines`` (each ``label`` plus the fields of
+    :func:`run_json`)."""
+    prices = load_prices() if prices is None else prices
+    doc = {"format": COMPARISON_FORMAT, "id": cmp.id, "question": cmp.question,
+           "created_at": cmp.created_at, "exported_at": time.time(),
+           "pipelines": [{"label": label, **_run_record(run, prices)}
+                         for label, run in zip(cmp.labels, cmp.runs)]}
+    return redact(json.dumps(doc, indent=2, ensure_ascii=False, default=str), secrets)
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+class _Figures:
+    """Figures to HTML, plotly.js inlined with the first one only."""
+
+    def __init__(self) -> None:
+        self.first = True
+
+    def __call__(self, fig, div_id: str) -> str:
+        out = fig.to_html(full_html=False, include_plotlyjs=self.first, div_id=div_id,
+                          config=PLOTLY_CONFIG, auto_play=False)
+        self.first = False
+        return out
+
+
+def _page(title: str, body: str) -> str:
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{_e(title)}</title><style>{_CSS}</style></head><body><main>{body}"
+            f"<footer>Exported by Retrace on {_e(time.strftime('%Y-%m-%d %H:%M'))}. "
+            f"Self-contained: plotly.js is embedded, nothing is loaded from the network."
+            f"</footer></main></body></html>\n")
+
+
+def _tag(ok: bool, yes: str, no: str) -> str:
+    return f'<span class="tag {"yes" if ok else "no"}">{_e(yes if ok else no)}</span>'
+
+
+def _facts(run: "Run", prices) -> str:
+    from rag.runs import preset_label, preset_of
+
+    o = run.options
+    from rag.compare import TOGGLES
+
+    switches = ", ".join(f"{k.replace('_', ' ')} {'on' if getattr(o, k) else 'off'}"
+                         for k in TOGGLES)
+    models = ", ".join(f"{k} {v}" for k, v in sorted(run.models.items())) or "none (offline)"
+    rows = [("Run id", run.id), ("When", time.strftime("%Y-%m-%d %H:%M:%S",
+                                                        time.localtime(run.created_at))),
+            ("Pipeline", f"{preset_label(preset_of(o))}: {switches}"),
+            ("Budgets", f"top_k {o.top_k}, min_relevant {o.min_relevant}, "
+                        f"max_rewrites {o.max_rewrites}, retrieval {o.retrieval}"),
+            ("Engine", f"{run.engine}; models: {models}"),
+            ("Knowledge base", run.knowledge_base),
+            ("Totals", story.totals_line(run, run_cost(run, prices)))]
+    return ('<table class="facts">' + "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>"
+                                              for k, v in rows) + "</table>")
+
+
+def _answer(run: "Run", h: int = 3) -> str:
+    parts = [f'<div class="card answer">{_e(run.answer or "(no answer)")}</div>']
+    if run.citations:
+        items = []
+        for c in run.citations:
+            where = f"{c.source} (web)" if c.origin == "web" else f"{c.source}, p. {c.page}"
+            text = (f"<details><summary>chunk text</summary><div class=\"answer\">{_e(c.text)}"
+                    f"</div></details>" if c.text else "")
+            items.append(f"<li><b>[{c.n}]</b> {_e(where)} <span class=\"muted\">"
+                         f"{_e(c.chunk_id)}</span>{text}</li>")
+        parts.append(f"<h{h}>Sources</h{h}><ul>" + "".join(items) + "</ul>")
+    return "".join(parts)
+
+
+def _steps(run: "Run", h: int = 3) -> str:
+    out = []
+    for r in story.rounds(run):
+        items = []
+        for s in r.steps:
+            nxt = f" → <b>{_e(s.next)}</b>: " if s.next else " · "
+            extra = (f"<div class=\"why\">reasoning: {_e(s.reasoning)}</div>" if s.reasoning
+                     else "")
+            extra += "".join(f' <span class="tag fallback">fallback: {_e(f)}</span>'
+                             for f in s.fallbacks)
+            items.append(f'<li value="{s.step}"><b>{_e(s.label)}</b> — {_e(s.decided)}'
+                         f'<span class="why">{nxt}{_e(s.why)}</span>{extra}</li>')
+        out.append(f"<h{h}>{_e(r.title)}</h{h}><ol class=\"steps\">{''.join(items)}</ol>")
+    return "".join(out)
+
+
+def _verdicts(run: "Run", h: int = 3) -> str:
+    out = []
+    for e in run.events:
+        if e.node != "grade_documents":
+            continue
+        rows = []
+        for v in story.chunk_verdicts(e):
+            fb = f'<span class="tag fallback">fallback: {_e(v["fallback"])}</span>' \
+                if v["fallback"] else ""
+            rows.append(f"<tr><td>{_tag(v['relevant'], 'relevant', 'not relevant')}</td>"
+                        f"<td>{_e(v['grade'])}</td><td>{_e(v['source'])}</td>"
+                        f"<td>{_e(v['page'] or '')}</td><td class=\"reason\">{_e(v['reasoning'])}"
+                        f" {fb}</td></tr>")
+        out.append(f"<h{h}>Step {e.step}: grading {e.attempt} — query "
+                   f"“{_e(e.detail.get('query', ''))}”</h{h}><table><tr><th>Verdict</th><th>Score</th><th>File</th><th>Page</th>"
+                   f"<th>Reason</th></tr>{''.join(rows)}</table>")
+    for c in story.checks(run):
+        name = "Grounding check" if c.kind == "grounding" else "Answer check"
+        ok = _tag(c.passed, "grounded" if c.kind == "grounding" else "useful",
+                  "not grounded" if c.kind == "grounding" else "not useful")
+        conf = f" · confidence {c.confidence:.2f}" if c.confidence is not None else ""
+        claims = ("<div>Ungrounded claims:<ul>" + "".join(f"<li>{_e(x)}</li>" for x in c.claims)
+                  + "</ul></div>") if c.claims else ""
+        fb = f' <span class="tag fallback">fallback: {_e(c.fallback)}</span>' if c.fallback else ""
+        out.append(f'<div class="card"><b>Step {c.step}: {name}</b> {ok}{conf}{fb}'
+                   f'<div class="reason why">{_e(c.reasoning)}</div>{claims}</div>')
+    return "".join(out) or "<p class=\"muted\">No chunk was graded and no check ran in this run.</p>"
+
+
+def _run_body(run: "Run", prices, figures: _Figures, graph, prefix: str, h: int = 2) -> str:
+    from rag.figures import replay_figure, timeline_figure
+
+    kind = story.stop_kind(run)
+    return (f'<p class="q"><b>Question:</b> {_e(run.question)}</p>'
+            f'<div class="stop {kind}">{_e(story.headline(run))}</div>'
+            f"{_facts(run, prices)}"
+            f"<h{h}>Flow and replay</h{h}><p class=\"muted\">Press ▶ Play or drag the slider: "
+            f"each step rings its node and says what it decided and why. Hover a box for every "
+            f"visit.</p>{figures(replay_figure(run, graph), f'{prefix}-flow')}"
+            f"<h{h}>Step by step</h{h}>{_steps(run, h + 1)}"
+            f"<h{h}>Verdicts</h{h}>{_verdicts(run, h + 1)}"
+            f"<h{h}>Timeline</h{h}>{figures(timeline_figure(run, prices), f'{prefix}-timeline')}"
+            f"<h{h}>Answer</h{h}>{_answer(run, h + 1)}")
+
+
+def run_html(run: "Run", *, prices: Mapping[str, "Price"] | None = None,
+             secrets: Iterable[Optional[str]] = (), graph=None) -> str:
+    """One self-contained HTML page for ``run``: the question and stop reason, the facts
+    (pipeline, engine, totals and cost), the flow with its replay (slider and Play), every step
+    unrolled by attempt, every verdict with its reason in full, the timeline, and the answer
+    with its sources. plotly.js is embedded inline once; nothing loads from the network."""
+    prices = load_prices() if prices is None else prices
+    body = (f"<h1>Retrace run report</h1>"
+            + _run_body(run, prices, _Figures(), graph, "run"))
+    return redact(_page(f"Retrace: {run.question[:80]}", body), secrets)
+
+
+def comparison_html(cmp: "Comparison", *, prices: Mapping[str, "Price"] | None = None,
+                    secrets: Iterable[Optional[str]] = (), graph=None) -> str:
+    """One self-contained HTML page for a comparison: the pipelines side by side (answer,
+    citations, path, LLM calls, tokens, cost, latency, grounded and useful verdicts), then each
+    run in full as in :func:`run_html`. plotly.js is embedded inline once."""
+    from rag.compare import grounded_verdict, useful_verdict
+    from rag.figures import path_figure
+
+    prices = load_prices() if prices is None else prices
+    figures = _Figures()
+    cols = []
+    for i, (label, run) in enumerate(zip(cmp.labels, cmp.runs)):
+        tokens = run.prompt_tokens + run.completion_tokens
+        kind = story.stop_kind(run)
+        cites = "".join(f"<li>[{c.n}] {_e(c.source)}{'' if c.origin == 'web' else f', p. {c.page}'}"
+                        f"</li>" for c in run.citations)
+        cols.append(
+            f'<div class="card"><h3>{_e(label)}</h3><div class="stop {kind}">'
+            f"{_e(story.headline(run))}</div>"
+            f"<table class=\"facts\"><tr><td>LLM calls</td><td>{run.llm_calls}</td></tr>"
+            f"<tr><td>Tokens</td><td>{tokens}</td></tr>"
+            f"<tr><td>Cost</td><td>{_e(format_cost(run_cost(run, prices)))}</td></tr>"
+            f"<tr><td>Latency</td><td>{run.duration_ms:.0f} ms</td></tr>"
+            f"<tr><td>Grounded</td><td>{_e(grounded_verdict(run))}</td></tr>"
+            f"<tr><td>Useful</td><td>{_e(useful_verdict(run))}</td></tr></table>"
+            f'<div class="answer">{_e(run.answer)}</div><ul>{cites}</ul>'
+            f"{figures(path_figure(run), f'cmp-path-{i}')}</div>")
+    body = (f"<h1>Retrace comparison</h1><p class=\"q\"><b>Question:</b> {_e(cmp.question)}</p>"
+            f"<p class=\"muted\">{len(cmp.runs)} pipelines run at the same time on one "
+            f"question · comparison {_e(cmp.id)}</p>"
+            f'<div class="grid" style="grid-template-columns:repeat({max(1, len(cols))},'
+            f'minmax(0,1fr))">{"".join(cols)}</div>')
+    for i, (label, run) in enumerate(zip(cmp.labels, cmp.runs)):
+        body += (f"<h2 style=\"margin-top:48px\">{_e(label)}: the whole run</h2>"
+                 + _run_body(run, prices, figures, graph, f"cmp-{i}", h=3))
+    return redact(_page(f"Retrace comparison: {cmp.question[:80]}", body), secrets)

@@ -1,0 +1,273 @@
+"""Run history: every Run (and every comparison) persisted in SQLite at ``data_dir/runs.sqlite``.
+
+Each run belongs to the session that made it (a random id per browser session, ``cli`` for the
+command line). Any session can read any run; only its own session may overwrite or delete it.
+Runs are stored as their JSON (``Run.model_dump_json()``) plus indexed columns for listing and
+filtering. A Run holds no key (keys live only in Settings, which is never stored).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing, contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator, Optional
+
+from rag.config import PRESETS, Options
+from rag.story import stop_kind
+
+if TYPE_CHECKING:
+    from rag.compare import Comparison
+    from rag.runner import Run
+
+DB_NAME = "runs.sqlite"
+CLI_SESSION = "cli"
+"""The session id of runs made by ``python -m rag``."""
+CUSTOM = "custom"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    question TEXT NOT NULL,
+    engine TEXT NOT NULL,
+    stop_kind TEXT NOT NULL,
+    preset TEXT NOT NULL,
+    knowledge_base TEXT NOT NULL DEFAULT '',
+    comparison_id TEXT,
+    steps INTEGER NOT NULL DEFAULT 0,
+    llm_calls INTEGER NOT NULL DEFAULT 0,
+    duration_ms REAL NOT NULL DEFAULT 0,
+    data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_session ON runs (session_id, created_at);
+CREATE INDEX IF NOT EXISTS runs_by_time ON runs (created_at);
+CREATE TABLE IF NOT EXISTS comparisons (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    question TEXT NOT NULL,
+    run_ids TEXT NOT NULL,
+    labels TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS comparisons_by_session ON comparisons (session_id, created_at);
+"""
+
+
+def preset_of(options: Options) -> str:
+    """The preset key whose toggles ``options`` has (``naive``, ``crag``, ``self-rag``,
+    ``full``), or ``custom``."""
+    for key, (_, toggles) in PRESETS.items():
+        if all(getattr(options, k) == v for k, v in toggles.items()):
+            return key
+    return CUSTOM
+
+
+def preset_label(key: str) -> str:
+    """``Corrective RAG (CRAG)`` for ``crag``; ``Custom`` for anything not a preset."""
+    return PRESETS[key][0] if key in PRESETS else "Custom"
+
+
+class RunOwnedElsewhere(PermissionError):
+    """The run belongs to another session: it may be read, not overwritten or deleted."""
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One row of the history: what a list shows without loading the whole run."""
+
+    id: str
+    session_id: str
+    created_at: float
+    """UNIX seconds."""
+    question: str
+    engine: str
+    stop_kind: str
+    """See :func:`rag.story.stop_kind`."""
+    preset: str
+    """A preset key or ``custom``."""
+    knowledge_base: str
+    comparison_id: Optional[str]
+    steps: int
+    llm_calls: int
+    duration_ms: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ComparisonSummary:
+    id: str
+    session_id: str
+    created_at: float
+    question: str
+    run_ids: list[str]
+    labels: list[str]
+
+
+class RunStore:
+    """Runs in SQLite at ``path`` (created with its directory on first use). Safe to share
+    across threads: every call opens its own connection. Raises OSError when the file cannot
+    be created or is not a run history."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with self._db() as db:
+                db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise OSError(f"cannot open the run history {self.path}: {exc}") from None
+
+    @classmethod
+    def for_settings(cls, settings) -> "RunStore":
+        """The store under ``settings.data_dir``. Raises OSError if it cannot be created."""
+        return cls(Path(settings.data_dir) / DB_NAME)
+
+    @contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        with closing(sqlite3.connect(self.path, timeout=15)) as db:
+            db.row_factory = sqlite3.Row
+            with db:  # one transaction, committed on success
+                yield db
+
+    # ----------------------------------------------------------------- runs
+
+    def save(self, run: "Run", session_id: str, *, comparison_id: str | None = None) -> None:
+        """Save ``run`` for ``session_id`` (insert, or replace that session's own copy).
+
+        Raises RunOwnedElsewhere if a run with this id belongs to another session, and
+        ValueError for an empty session id.
+        """
+        if not session_id:
+            raise ValueError("a run must be saved with a session id")
+        with self._db() as db:
+            row = db.execute("SELECT session_id FROM runs WHERE id = ?", (run.id,)).fetchone()
+            if row is not None and row["session_id"] != session_id:
+                raise RunOwnedElsewhere(f"run {run.id} belongs to another session")
+            db.execute(
+                "INSERT OR REPLACE INTO runs (id, session_id, created_at, question, engine, "
+                "stop_kind, preset, knowledge_base, comparison_id, steps, llm_calls, duration_ms, "
+                "data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (run.id, session_id, run.created_at, run.question, run.engine, stop_kind(run),
+                 preset_of(run.options), run.knowledge_base, comparison_id, len(run.events),
+                 run.llm_calls, run.duration_ms, run.model_dump_json()))
+
+    def get(self, run_id: str) -> Optional["Run"]:
+        """The run ``run_id`` (from any session), or None."""
+        from rag.runner import Run
+
+        with self._db() as db:
+            row = db.execute("SELECT data FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return Run.model_validate_json(row["data"]) if row else None
+
+    def owner(self, run_id: str) -> Optional[str]:
+        """The session id that owns ``run_id``, or None when there is no such run."""
+        with self._db() as db:
+            row = db.execute("SELECT session_id FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return row["session_id"] if row else None
+
+    def list(self, session_id: str | None = None, *, query: str | None = None,
+             stop_kinds: Optional[list[str]] = None, limit: int = 200) -> list[RunSummary]:
+        """Runs newest first: of ``session_id`` only, or of every session when None; whose
+        question contains ``query`` (case-insensitive); ending in one of ``stop_kinds``."""
+        where, args = [], []
+        if session_id is not None:
+            where.append("session_id = ?")
+            args.append(session_id)
+        if query:
+            escaped = query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            where.append("question LIKE ? ESCAPE '\\'")
+            args.append(f"%{escaped}%")
+        if stop_kinds:
+            where.append(f"stop_kind IN ({', '.join('?' * len(stop_kinds))})")
+            args += list(stop_kinds)
+        sql = ("SELECT id, session_id, created_at, question, engine, stop_kind, preset, "
+               "knowledge_base, comparison_id, steps, llm_calls, duration_ms FROM runs"
+               + (f" WHERE {' AND '.join(where)}" if where else "")
+               + " ORDER BY created_at DESC, rowid DESC LIMIT ?")
+        with self._db() as db:
+            rows = db.execute(sql, (*args, max(0, int(limit)))).fetchall()
+        return [RunSummary(**dict(r)) for r in rows]
+
+    def load(self, session_id: str | None = None, *, limit: int = 5000) -> list["Run"]:
+        """Whole runs, newest first (of one session, or all when None), for Insights."""
+        from rag.runner import Run
+
+        sql = "SELECT data FROM runs" + (" WHERE session_id = ?" if session_id is not None
+                                         else "") + " ORDER BY created_at DESC LIMIT ?"
+        args = ((session_id,) if session_id is not None else ()) + (max(0, int(limit)),)
+        with self._db() as db:
+            rows = db.execute(sql, args).fetchall()
+        return [Run.model_validate_json(r["data"]) for r in rows]
+
+    def delete(self, run_id: str, session_id: str) -> bool:
+        """Delete ``run_id`` if ``session_id`` owns it. Returns False when there is no such run;
+        raises RunOwnedElsewhere when another session owns it."""
+        with self._db() as db:
+            row = db.execute("SELECT session_id FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                return False
+            if row["session_id"] != session_id:
+                raise RunOwnedElsewhere(f"run {run_id} belongs to another session; "
+                                        "a session may delete only its own runs")
+            db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+        return True
+
+    def count(self, session_id: str | None = None) -> int:
+        with self._db() as db:
+            if session_id is None:
+                return db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+            return db.execute("SELECT COUNT(*) FROM runs WHERE session_id = ?",
+                              (session_id,)).fetchone()[0]
+
+    # ----------------------------------------------------------------- comparisons
+
+    def save_comparison(self, cmp: "Comparison", session_id: str) -> None:
+        """Save a comparison and each of its runs for ``session_id``. Raises RunOwnedElsewhere
+        if it (or one of its runs) belongs to another session."""
+        if not session_id:
+            raise ValueError("a comparison must be saved with a session id")
+        with self._db() as db:
+            row = db.execute("SELECT session_id FROM comparisons WHERE id = ?",
+                             (cmp.id,)).fetchone()
+            if row is not None and row["session_id"] != session_id:
+                raise RunOwnedElsewhere(f"comparison {cmp.id} belongs to another session")
+        for run in cmp.runs:
+            self.save(run, session_id, comparison_id=cmp.id)
+        with self._db() as db:
+            db.execute("INSERT OR REPLACE INTO comparisons (id, session_id, created_at, question, "
+                       "run_ids, labels) VALUES (?, ?, ?, ?, ?, ?)",
+                       (cmp.id, session_id, cmp.created_at, cmp.question,
+                        json.dumps([r.id for r in cmp.runs]), json.dumps(cmp.labels)))
+
+    def get_comparison(self, cmp_id: str) -> Optional["Comparison"]:
+        """The comparison ``cmp_id`` with the runs of it that still exist, or None."""
+        from rag.compare import Comparison
+
+        with self._db() as db:
+            row = db.execute("SELECT * FROM comparisons WHERE id = ?", (cmp_id,)).fetchone()
+        if row is None:
+            return None
+        pairs = [(label, self.get(rid)) for rid, label in
+                 zip(json.loads(row["run_ids"]), json.loads(row["labels"]))]
+        pairs = [(label, run) for label, run in pairs if run is not None]
+        return Comparison(id=row["id"], question=row["question"], created_at=row["created_at"],
+                          labels=[p[0] for p in pairs], runs=[p[1] for p in pairs])
+
+    def list_comparisons(self, session_id: str | None = None, *,
+                         limit: int = 100) -> list[ComparisonSummary]:
+        """Comparisons newest first, of ``session_id`` or of every session when None."""
+        sql = "SELECT * FROM comparisons" + (" WHERE session_id = ?" if session_id is not None
+                                              else "") + " ORDER BY created_at DESC LIMIT ?"
+        args = ((session_id,) if session_id is not None else ()) + (max(0, int(limit)),)
+        with self._db() as db:
+            rows = db.execute(sql, args).fetchall()
+        return [ComparisonSummary(id=r["id"], session_id=r["session_id"],
+                                  created_at=r["created_at"], question=r["question"],
+                                  run_ids=json.loads(r["run_ids"]), labels=json.loads(r["labels"]))
+                for r in rows]
