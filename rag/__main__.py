@@ -1,4 +1,6 @@
-"""Command line: ``python -m rag ingest PATH...`` and ``python -m rag ask "QUESTION"``."""
+"""Command line: ``python -m rag ingest PATH...``, ``python -m rag ask "QUESTION"``,
+``python -m rag compare "QUESTION"``, ``python -m rag runs list|export`` and
+``python -m rag bench qa|retrieval|ingest|scale``."""
 
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ def cmd_ingest(args) -> int:
 
 
 def cmd_ask(args) -> int:
+    from rag.cli_history import save_cli_run
     from rag.runner import make_context, run_question
 
     settings = _settings(args)
@@ -44,7 +47,7 @@ def cmd_ask(args) -> int:
     overrides = {}
     for flag, key in (("no_grading", "grading"), ("no_rewrite", "rewriting"),
                       ("no_web", "web_fallback"), ("no_grounding", "grounding_check"),
-                      ("no_answer_check", "answer_check")):
+                      ("no_answer_check", "answer_check"), ("no_decomposition", "decomposition")):
         if getattr(args, flag):
             overrides[key] = False
     if args.top_k:
@@ -58,6 +61,8 @@ def cmd_ask(args) -> int:
                   flush=True)
 
     run = run_question(args.question, make_context(settings, kb), options, on_event=show)
+    if problem := save_cli_run(settings, run):  # the run id printed below opens it later
+        print(f"warning: {problem}", file=sys.stderr)
     if args.json:
         print(json.dumps(run.cli_json(), indent=2, default=str))
     else:
@@ -93,10 +98,18 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.add_argument("--preset", choices=list(PRESETS), default="full")
     p.add_argument("--top-k", type=int)
-    for flag in ("grading", "rewrite", "web", "grounding", "answer-check"):
+    for flag in ("grading", "rewrite", "web", "grounding", "answer-check", "decomposition"):
         p.add_argument(f"--no-{flag}", action="store_true")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_ask)
+
+    from rag.cli_history import add_commands
+
+    add_commands(sub, common)  # runs list, runs export, compare
+
+    from rag.bench_cli import add_bench_commands
+
+    add_bench_commands(sub)  # bench qa | retrieval | ingest | scale
     return parser
 
 

@@ -1,13 +1,19 @@
 """Retrieval over a knowledge base: dense (Chroma), BM25 (bm25s) and hybrid by reciprocal rank
-fusion; plus the corpus statistics the offline engine needs."""
+fusion; plus the corpus statistics the offline engine needs. The BM25 index persists under the
+data directory and is rebuilt only when the knowledge base changes."""
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import shutil
 import threading
+import uuid
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable, Literal
+from pathlib import Path
+from typing import Iterable, Literal, Optional
 
 from rag.graph.state import Chunk
 from rag.text import terms
@@ -15,6 +21,9 @@ from rag.text import terms
 RetrievalMode = Literal["dense", "bm25", "hybrid"]
 RRF_K = 60
 """The rank constant of reciprocal rank fusion (Cormack, Clarke & Buettcher 2009)."""
+INDEX_FORMAT = 1
+"""Version of the on-disk BM25 layout and of the tokenizer (:func:`rag.text.terms`) it was
+built with: an index saved under another version is rebuilt."""
 
 
 @dataclass(frozen=True)
@@ -47,41 +56,151 @@ class LexicalStats:
 
 
 class LexicalIndex:
-    """A BM25 index (bm25s, Lucene variant, k1=1.5, b=0.75) over every chunk of a knowledge
-    base, with its term statistics. Built in memory from the store's contents."""
+    """A BM25 index (bm25s, Lucene variant, k1=1.5, b=0.75) over chunk ids, with its term
+    statistics. It holds ids and token statistics only; the chunks themselves are read back
+    from the knowledge base for each hit, so the store stays the one source of text."""
 
-    def __init__(self, chunks: list[Chunk]) -> None:
+    def __init__(self, ids: list[str], bm25, stats: LexicalStats) -> None:
+        self.ids = ids
+        self.stats = stats
+        self._bm25 = bm25
+
+    @classmethod
+    def build(cls, rows: Iterable[tuple[str, str]]) -> "LexicalIndex":
+        """Index ``(chunk id, text)`` rows; tokens are :func:`rag.text.terms` (stemmed, no stop
+        words). An empty ``rows`` gives an index that finds nothing."""
         import bm25s
 
-        self.chunks = chunks
-        tokens = [terms(c.text) for c in chunks]
-        self.stats = LexicalStats.from_terms(tokens)
-        self._bm25 = None
-        if chunks:
-            self._bm25 = bm25s.BM25()
-            self._bm25.index(tokens, show_progress=False)
+        ids: list[str] = []
+        tokens: list[list[str]] = []
+        for cid, text in rows:
+            ids.append(cid)
+            tokens.append(terms(text or ""))
+        stats = LexicalStats.from_terms(tokens)
+        bm25 = None
+        if ids:
+            bm25 = bm25s.BM25()
+            bm25.index(tokens, show_progress=False)
+        return cls(ids, bm25, stats)
 
-    def search(self, query: str, k: int) -> list[Chunk]:
-        """The ``k`` best chunks by BM25, best first; ``score`` is the raw BM25 score (>= 0)."""
+    def search_ids(self, query: str, k: int) -> list[tuple[str, float]]:
+        """The ``k`` best ``(chunk id, BM25 score)`` pairs for ``query``, best first; only
+        scores > 0 (chunks sharing at least one term with the query)."""
         q = [t for t in terms(query) if t in self.stats.df]
         if self._bm25 is None or not q or k <= 0:
             return []
-        docs, scores = self._bm25.retrieve([q], k=min(k, len(self.chunks)), show_progress=False)
-        return [self.chunks[int(i)].model_copy(update={"score": round(float(s), 4)})
-                for i, s in zip(docs[0], scores[0]) if s > 0]
+        docs, scores = self._bm25.retrieve([q], k=min(k, len(self.ids)), show_progress=False)
+        return [(self.ids[int(i)], round(float(s), 4)) for i, s in zip(docs[0], scores[0]) if s > 0]
+
+    def search(self, kb, query: str, k: int) -> list[Chunk]:
+        """The ``k`` best chunks of ``kb`` by BM25, best first; ``score`` is the raw BM25
+        score (> 0). Chunks deleted from ``kb`` since the index was built are left out."""
+        hits = self.search_ids(query, k)
+        if not hits:
+            return []
+        scores = dict(hits)
+        return [c.model_copy(update={"score": scores[c.id]}) for c in kb.get_chunks(scores)]
+
+    # -- persistence ---------------------------------------------------------------------
+    def save(self, path: Path, key: dict) -> None:
+        """Write the index to the directory ``path`` (replaced whole, atomically enough that a
+        reader sees the old index, the new one, or none), tagged with ``key``."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}.tmp"
+        tmp.mkdir()
+        try:
+            if self._bm25 is not None:
+                self._bm25.save(str(tmp / "bm25s"), show_progress=False)
+            (tmp / "ids.json").write_text(json.dumps(self.ids))
+            (tmp / "meta.json").write_text(json.dumps({**key, "n_docs": self.stats.n_docs}))
+            old = None
+            if path.exists():
+                old = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}.old"
+                os.replace(path, old)
+            os.replace(tmp, path)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    @classmethod
+    def load(cls, path: Path, key: dict) -> Optional["LexicalIndex"]:
+        """The index saved at ``path`` if it was saved with exactly ``key``, else None (also
+        when it is missing or unreadable: the caller rebuilds). Document frequencies come
+        from the BM25 matrix itself (non-zero entries per term column)."""
+        import bm25s
+        import numpy as np
+
+        path = Path(path)
+        try:
+            meta = json.loads((path / "meta.json").read_text())
+            if {k: meta.get(k) for k in key} != key:
+                return None
+            ids = json.loads((path / "ids.json").read_text())
+            if not ids:
+                return cls([], None, LexicalStats(0, {}))
+            bm25 = bm25s.BM25.load(str(path / "bm25s"), show_progress=False)
+            df_by_col = np.diff(bm25.scores["indptr"])
+            df = {t: int(df_by_col[i]) for t, i in bm25.vocab_dict.items()
+                  if t and i < len(df_by_col)}
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if len(ids) != int(meta.get("n_docs", -1)):
+            return None
+        return cls(ids, bm25, LexicalStats(n_docs=len(ids), df=df))
 
 
 _lock = threading.Lock()
 
 
+def _index_key(kb) -> dict:
+    name, revision, count = kb.fingerprint()
+    return {"format": INDEX_FORMAT, "collection_id": str(kb.collection.id), "name": name,
+            "revision": revision, "count": count}
+
+
+def index_path(kb) -> Optional[Path]:
+    """Where ``kb``'s BM25 index persists: ``<data_dir>/bm25/<name>/``, or None when the
+    knowledge base has no data directory."""
+    data_dir = getattr(kb, "data_dir", None)
+    return None if data_dir is None else Path(data_dir) / "bm25" / kb.name
+
+
+def _read_rows(kb) -> Iterable[tuple[str, str]]:
+    from rag.store import PAGE_SIZE
+
+    offset = 0
+    while True:
+        got = kb.collection.get(limit=PAGE_SIZE, offset=offset, include=["documents"])
+        if not got["ids"]:
+            return
+        yield from zip(got["ids"], got["documents"])
+        offset += len(got["ids"])
+
+
 def lexical_index(kb) -> LexicalIndex:
-    """``kb``'s lexical index, cached on the knowledge base until its contents change."""
-    key = kb.fingerprint()
+    """``kb``'s BM25 index, consistent with its current contents.
+
+    Kept in memory on the knowledge base object and on disk (:func:`index_path`), both
+    tagged with the collection's id, revision and chunk count: a new process loads the saved
+    index instead of rebuilding it; any add or delete (from any process) changes the tag,
+    and the next call rebuilds from the whole collection and saves again.
+    """
+    key = _index_key(kb)
     with _lock:
         cached = getattr(kb, "_lexical_index", None)
         if cached and cached[0] == key:
             return cached[1]
-    index = LexicalIndex(list(kb.iter_chunks()))
+    path = index_path(kb)
+    index = LexicalIndex.load(path, key) if path is not None else None
+    if index is None:
+        index = LexicalIndex.build(_read_rows(kb))
+        if path is not None:
+            try:
+                index.save(path, key)
+            except OSError:
+                pass  # a read-only data dir costs a rebuild per process, never a wrong answer
     with _lock:
         kb._lexical_index = (key, index)
     return index
@@ -107,7 +226,7 @@ def reciprocal_rank_fusion(rankings: list[list[Chunk]], k: int, *, rrf_k: int = 
     return [first[cid].model_copy(update={"score": round(fused[cid] / best, 4)}) for cid in order]
 
 
-def retrieve(kb, query: str, k: int, mode: RetrievalMode = "hybrid") -> list[Chunk]:
+def retrieve(kb, query: str, k: int, mode: RetrievalMode = "bm25") -> list[Chunk]:
     """The ``k`` best chunks for ``query``, best first (fewer when the KB is small).
 
     ``dense``: cosine similarity in Chroma. ``bm25``: lexical BM25. ``hybrid``: both, each
@@ -117,8 +236,8 @@ def retrieve(kb, query: str, k: int, mode: RetrievalMode = "hybrid") -> list[Chu
     if mode == "dense":
         return kb.query(query, k)
     if mode == "bm25":
-        return lexical_index(kb).search(query, k)
+        return lexical_index(kb).search(kb, query, k)
     if mode == "hybrid":
         n = max(20, 4 * k)
-        return reciprocal_rank_fusion([kb.query(query, n), lexical_index(kb).search(query, n)], k)
+        return reciprocal_rank_fusion([kb.query(query, n), lexical_index(kb).search(kb, query, n)], k)
     raise ValueError(f"unknown retrieval mode {mode!r}; use dense, bm25 or hybrid")

@@ -7,6 +7,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import Iterable
 
 import pypdf
 from pypdf.errors import DependencyError
@@ -141,6 +142,18 @@ def _missing_crypto(exc: DependencyError) -> MissingDependency:
 
 
 def _load_pdf(filename: str, data: bytes, password: str | None) -> LoadedDocument:
+    reader = open_pdf(data, password)
+    page_count = len(reader.pages)
+    pages, warnings = extract_pages(reader, range(1, page_count + 1))
+    return assemble_pdf(filename, pages, page_count, warnings)
+
+
+def open_pdf(data: bytes, password: str | None = None) -> pypdf.PdfReader:
+    """Open (and decrypt) a PDF from its bytes.
+
+    Raises :class:`CorruptFile`, :class:`PasswordRequired`, :class:`WrongPassword` or
+    :class:`MissingDependency`, as :func:`load_document` documents.
+    """
     try:
         reader = pypdf.PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
@@ -150,31 +163,47 @@ def _load_pdf(filename: str, data: bytes, password: str | None) -> LoadedDocumen
                 if not password:
                     raise PasswordRequired("encrypted: password required")
                 raise WrongPassword("wrong password")
-        page_count = len(reader.pages)
+        len(reader.pages)  # a broken page tree fails here, not in the page loop
     except DependencyError as exc:
         raise _missing_crypto(exc) from exc
     except (PasswordRequired, WrongPassword):
         raise
     except Exception as exc:  # pypdf raises many types on broken files (PdfReadError, ValueError, ...)
         raise CorruptFile(f"corrupt or unreadable PDF: {_short_reason(exc)}") from exc
+    return reader
 
+
+def extract_pages(reader: pypdf.PdfReader, numbers: Iterable[int]) -> tuple[list[Page], list[str]]:
+    """Normalised text of the pages ``numbers`` (1-based) of an opened PDF: the pages that
+    have text, in order, and one warning per page whose extraction failed (one bad page
+    must not lose the whole file). Raises :class:`MissingDependency` (AES without
+    ``cryptography``)."""
     pages: list[Page] = []
     warnings: list[str] = []
-    for number in range(1, page_count + 1):
+    for number in numbers:
         try:
             raw = reader.pages[number - 1].extract_text() or ""
         except DependencyError as exc:
             raise _missing_crypto(exc) from exc
-        except Exception as exc:  # one bad page must not lose the whole file
+        except Exception as exc:
             warnings.append(f"page {number}: text extraction failed: {_short_reason(exc)}")
             continue
         text = normalize_text(raw)
         if text:
             pages.append(Page(number=number, text=text))
+    return pages, warnings
 
+
+def assemble_pdf(filename: str, pages: list[Page], page_count: int,
+                 warnings: list[str]) -> LoadedDocument:
+    """The :class:`LoadedDocument` of a PDF from its extracted ``pages`` (in page order).
+
+    Raises :class:`NoExtractableText` when no page has text.
+    """
     if not pages:
         noun = "page" if page_count == 1 else "pages"
         raise NoExtractableText(f"no extractable text ({page_count} {noun}; scanned? run OCR first)")
+    warnings = list(warnings)
     empty = page_count - len(pages)
     if empty:
         warnings.append(f"{empty} of {page_count} pages have no extractable text (scanned? run OCR first)")

@@ -1,0 +1,137 @@
+"""The benchmark harness on small real subsets: scoring by hand, recall through the graph,
+the qa CLI's JSON on HotpotQA, the ingest benchmark on two papers, the scale benchmark on a
+small store. Figures are checked for shape and range, never for speed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from rag.bench import (BeirData, answer_hit, bench_ingest, bench_scale, fill_store, index_corpus,
+                       load_beir, normalize_answer, read_jsonl, recall, run_qa, summarize_qa)
+from rag.config import preset_options
+from rag.store import open_knowledge_base
+from tests.conftest import DATA, LEWIS, ROOT, SELF_RAG
+
+HOTPOT = DATA / "hotpotqa"
+BEIR_ARGS = ["--corpus", str(HOTPOT / "corpus.jsonl"), "--queries", str(HOTPOT / "queries.jsonl"),
+             "--qrels", str(HOTPOT / "qrels" / "test.tsv")]
+QA_KEYS = {"questions", "k", "preset", "recall_all", "recall_any", "answer_hit", "llm_calls_mean",
+           "rewrites_mean", "latency_ms_p50", "latency_ms_p95", "graph_overhead_ms_per_step"}
+
+
+def test_scoring_by_hand():
+    assert normalize_answer("The  Chief-of-Protocol!") == "chiefofprotocol"
+    assert normalize_answer("An Animorphs series") == "animorphs series"
+    assert answer_hit("She served as Chief of Protocol [1] of the United States.", ["Chief of Protocol"])
+    assert not answer_hit("It was not released.", ["no"])  # whole words only
+    assert answer_hit("No, it was not. [2]", ["no"])
+    assert not answer_hit("", ["Animorphs"])
+    assert recall(["a", "b", "c"], ["a", "d"]) == (False, True, 0.5)
+    assert recall(["d", "a"], ["a", "d"]) == (True, True, 1.0)
+    assert recall([], ["a"]) == (False, False, 0.0)
+
+
+def test_load_beir_reads_the_shared_layout():
+    data = load_beir(HOTPOT / "corpus.jsonl", HOTPOT / "queries.jsonl", HOTPOT / "qrels" / "test.tsv",
+                     limit=3)
+    assert len(data.corpus) == 4858 and len(data.queries) == 3
+    first = data.queries[0]
+    assert first["answers"] == ["Chief of Protocol"]
+    assert data.qrels[first["_id"]] == {"hp_fcc3127cdbde", "hp_0839406d6994"}
+
+
+def test_recall_counts_the_chunks_given_to_the_generator(settings):
+    """Hand-checked: the two supporting paragraphs of a HotpotQA question (each shares words
+    with it) and one paragraph that shares none. Naive RAG with k=2 hands both supporting
+    ones to the generator; with k=1 only one."""
+    full = load_beir(HOTPOT / "corpus.jsonl", HOTPOT / "queries.jsonl", HOTPOT / "qrels" / "test.tsv",
+                     limit=3)
+    rows = {r["_id"]: r for r in full.corpus}
+    question = full.queries[2]
+    assert question["text"].startswith('The director of the romantic comedy "Big Stone Gap"')
+    gold = sorted(full.qrels[question["_id"]])
+    assert sorted(rows[g]["title"] for g in gold) == ["Adriana Trigiani", "Big Stone Gap (film)"]
+    unrelated = next(r for r in rows.values() if r["title"] == "Animorphs")
+    data = BeirData(corpus=[rows[g] for g in gold] + [unrelated], queries=[question],
+                    qrels={question["_id"]: frozenset(gold)})
+    kb = open_knowledge_base(settings, "tiny")
+    index = index_corpus(kb, data.corpus)
+    assert index.added == 3 and kb.count() == 3
+    assert set(index.chunk_to_doc.values()) == set(gold) | {unrelated["_id"]}
+
+    [two] = run_qa(kb, data, index.chunk_to_doc, preset_options("naive", top_k=2, min_relevant=1),
+                   settings=settings)
+    assert sorted(two.evidence) == sorted(gold)
+    assert (two.recall_all, two.recall_any) == (True, True)
+    assert two.steps == 3 and two.latency_ms >= two.engine_ms + two.retrieval_ms - 1e-6
+    assert "based in Greenwich Village, New York City. [2]" in two.answer and two.answer_hit
+
+    [one] = run_qa(kb, data, index.chunk_to_doc, preset_options("naive", top_k=1, min_relevant=1),
+                   settings=settings)
+    assert len(one.evidence) == 1 and one.evidence[0] in gold
+    assert (one.recall_all, one.recall_any) == (False, True)
+
+    again = index_corpus(kb, data.corpus)
+    assert (again.added, again.already) == (0, 3)
+    summary = summarize_qa([two, one], preset="naive", options=preset_options("naive"))
+    assert summary["recall_all"] == 0.5 and summary["recall_any"] == 1.0 and summary["questions"] == 2
+
+
+def test_cli_bench_qa_json_on_ten_hotpotqa_questions(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "rag", "bench", "qa", *BEIR_ARGS, "--limit", "10",
+                           "--preset", "full", "--json", "--data-dir", str(tmp_path)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    assert QA_KEYS <= out.keys()
+    assert out["questions"] == 10 and out["k"] == 6 and out["preset"] == "full"
+    assert out["baseline"] == "naive" and out["engine"] == "local" and out["errors"] == 0
+    for key in ("recall_all", "recall_any", "answer_hit"):
+        assert 0.0 <= out[key] <= 1.0
+    assert out["recall_all"] <= out["recall_any"]
+    assert 0 < out["latency_ms_p50"] <= out["latency_ms_p95"]
+    assert out["llm_calls_mean"] == 0  # the offline engine calls no LLM
+    assert out["graph_overhead_ms_per_step"] > 0 and out["steps_mean"] >= 3
+    table = proc.stderr.splitlines()
+    assert any(line.startswith("| naive ") for line in table)
+    assert any(line.startswith("| full ") for line in table)
+
+
+def test_bench_ingest_on_two_papers(tmp_path):
+    result = bench_ingest([LEWIS, SELF_RAG, LEWIS], workdir=tmp_path)
+    assert result["files"] == 2 and result["pages"] == 49 and result["chunks"] == 88 + 133
+    assert result["skipped_duplicates"] == [LEWIS.name]
+    assert set(result["stages"]) == {"parse", "chunk", "embed", "upsert"}
+    for rate in [*result["stages"].values(), result["pipeline"],
+                 *result["baselines"].values()]:
+        assert rate["seconds"] > 0 and rate["pages_per_s"] > 0
+    ref = result["baselines"]["langchain_reference"]
+    assert ref["pages"] == 49 and ref["chunks"] > 150
+    assert result["pipeline"]["failed"] == [] and result["reingest"]["all_already_indexed"]
+    assert result["ratios"]["vs_langchain_reference"] > 0 and result["ratios"]["vs_pypdf_parse"] > 0
+    assert list(tmp_path.iterdir()) == []  # the temporary stores are gone
+
+
+def test_bench_scale_on_a_small_store(settings):
+    kb = open_knowledge_base(settings, "scale")
+    corpus = read_jsonl(HOTPOT / "corpus.jsonl")[:200]
+    filled = fill_store(kb, corpus, 300)
+    assert filled["added"] == 300 and kb.count() == 300
+    assert fill_store(kb, corpus, 300)["added"] == 0  # a filled store is reused
+    queries = [q["text"] for q in read_jsonl(HOTPOT / "queries.jsonl")[:8]]
+    result = bench_scale(kb, queries, k=6, reopen=lambda: open_knowledge_base(settings, "scale"))
+    assert result["chunks"] == 300 and result["queries"] == 8
+    assert set(result["modes"]) == {"dense", "bm25", "hybrid"}
+    assert result["modes"]["dense"]["p50_vs_dense"] == 1.0
+    for row in result["modes"].values():
+        assert 0 < row["latency_ms_p50"] <= row["latency_ms_p95"]
+    assert result["bm25_build_s"] >= 0 and result["bm25_load_s"] > 0
+
+
+def test_cli_bench_qa_refuses_an_unknown_preset(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "rag", "bench", "qa", *BEIR_ARGS, "--limit", "1",
+                           "--preset", "naive,nonsense", "--data-dir", str(tmp_path)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "unknown preset" in proc.stderr
