@@ -31,15 +31,6 @@ def upload(path: Path) -> tuple[str, bytes, str]:
     return (path.name, path.read_bytes(), PDF)
 
 
-@pytest.fixture
-def data_dir(tmp_path, monkeypatch):
-    """A fresh data dir per test; cached settings, clients and knowledge bases are dropped so
-    the app opens this one."""
-    d = tmp_path / "data"
-    monkeypatch.setenv("RAG_DATA_DIR", str(d))
-    st.cache_resource.clear()
-    yield d
-    st.cache_resource.clear()
 
 
 def open_app() -> AppTest:

@@ -9,76 +9,16 @@ Screenshots go to test-artifacts/demo-*.png.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import LEWIS, ROOT, SELF_RAG
-from tests.e2e.test_browser import CHROMIUM, _free_port
+from tests.conftest import LEWIS, SELF_RAG
+from tests.e2e.conftest import ARTIFACTS, Server, needs_chromium
 
-ARTIFACTS = ROOT / "test-artifacts"
 QUESTION = "What is the retrieval component of RAG and how is it trained?"
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed "
-                       "(python3 run.py test installs it)"),
-]
-
-
-class Server:
-    """`streamlit run app.py` on a free port over ``data_dir``; stop() ends only this process."""
-
-    def __init__(self, data_dir: Path, log: Path) -> None:
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = open(log, "a")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(self.port),
-             "--server.address", "127.0.0.1", "--server.headless", "true",
-             "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-            cwd=ROOT, env={**os.environ, "RAG_DATA_DIR": str(data_dir)},
-            stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 90
-        while time.time() < deadline:
-            try:
-                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                if self.proc.poll() is not None:
-                    raise RuntimeError(log.read_text())
-                time.sleep(0.3)
-        self.stop()
-        raise RuntimeError("streamlit did not start in 90 s")
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        self.log.close()
-
-
-@pytest.fixture
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync"])
-        yield b
-        b.close()
+pytestmark = [pytest.mark.browser, needs_chromium]
 
 
 def shot(page, name: str, height: int | None = None) -> None:

@@ -24,13 +24,6 @@ def plain(text: str) -> str:
     return re.sub(r"\\(.)", r"\1", text)
 
 
-@pytest.fixture
-def data_dir(tmp_path, monkeypatch):
-    d = tmp_path / "data"
-    monkeypatch.setenv("RAG_DATA_DIR", str(d))
-    st.cache_resource.clear()
-    yield d
-    st.cache_resource.clear()
 
 
 def settings_page() -> AppTest:

@@ -1,0 +1,90 @@
+"""Fixtures for the end-to-end tests: a fresh data dir for AppTest, a real `streamlit run`
+server, and Debian's chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import streamlit as st
+
+from tests.conftest import ROOT
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = ROOT / "test-artifacts"
+needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(), reason=(
+    "Debian chromium is not installed (python3 run.py test installs it)"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch):
+    """A fresh data dir per test; cached settings, clients and knowledge bases are dropped so
+    the app opens this one."""
+    d = tmp_path / "data"
+    monkeypatch.setenv("RAG_DATA_DIR", str(d))
+    st.cache_resource.clear()
+    yield d
+    st.cache_resource.clear()
+
+
+class Server:
+    """`streamlit run app.py` on a free port over ``data_dir``; stop() ends only this process."""
+
+    def __init__(self, data_dir: Path, log: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = open(log, "a")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(self.port),
+             "--server.address", "127.0.0.1", "--server.headless", "true",
+             "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, env={**os.environ, "RAG_DATA_DIR": str(data_dir)},
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(log.read_text())
+                time.sleep(0.3)
+        self.stop()
+        raise RuntimeError("streamlit did not start in 90 s")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+@pytest.fixture
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync"])
+        yield b
+        b.close()
+
+
