@@ -226,7 +226,7 @@ def run_html(run: "Run", *, prices: Mapping[str, "Price"] | None = None,
     unrolled by attempt, every verdict with its reason in full, the timeline, and the answer
     with its sources. plotly.js is embedded inline once; nothing loads from the network."""
     prices = load_prices() if prices is None else prices
-    body = (f"<h1>Retrace run report</h1>"
+    body = ("<h1>Retrace run report</h1>"
             + _run_body(run, prices, _Figures(), graph, "run"))
     return redact(_page(f"Retrace: {run.question[:80]}", body), secrets)
 

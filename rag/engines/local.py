@@ -219,7 +219,7 @@ class LocalEngine:
         elif len(previous_queries) <= 1:
             extra = self._feedback_terms(ranked[:3], q_stems, 4)
             strategy, base = "expand_terms", [question]
-            why = (f"Retrieved chunks covered too little of the question"
+            why = ("Retrieved chunks covered too little of the question"
                    + (f" (no chunk matched {_quote(missing)})" if missing else "")
                    + f"; added {_quote(extra)} from the best-ranked chunks (pseudo-relevance feedback).")
         else:

@@ -8,8 +8,6 @@ import os
 import re
 from pathlib import Path
 
-import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import LEWIS, ROOT

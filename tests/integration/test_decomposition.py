@@ -9,7 +9,7 @@ import pytest
 from rag.config import preset_options
 from rag.engines.local import LocalEngine, entities
 from rag.graph.state import Chunk
-from rag.retrieval import LexicalStats, lexical_stats
+from rag.retrieval import LexicalStats
 from rag.runner import make_context, run_question
 from tests.conftest import DATA
 

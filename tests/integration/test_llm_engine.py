@@ -17,7 +17,6 @@ from rag.engines.llm import GradeCache, LLMEngine
 from rag.engines.local import LocalEngine
 from rag.graph.state import Chunk
 from rag.ingest.pipeline import ingest_files
-from rag.retrieval import lexical_stats
 from rag.runner import make_context, run_question
 from rag.store import EmbeddingMismatch, open_knowledge_base
 from rag.web import make_web_search
