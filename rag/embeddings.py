@@ -83,7 +83,8 @@ OPENAI_NAME = "retrace-openai"
 @register_embedding_function
 class OpenAICompatibleEmbeddingFunction(EmbeddingFunction[Documents]):
     """Embeddings from an OpenAI-compatible ``/embeddings`` endpoint via langchain-openai's
-    ``OpenAIEmbeddings`` (``check_embedding_ctx_length=False``: no tiktoken download).
+    ``OpenAIEmbeddings`` with ``check_embedding_ctx_length=False``, so no tokenizer encodings
+    are downloaded.
 
     Its Chroma config (persisted with the collection) holds the model and base URL, never the
     key; ``build_from_config`` reads the key from OPENAI_API_KEY. Raises the client's errors
