@@ -109,3 +109,25 @@ def tavily():
     server = FakeTavily().start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def runs(papers_kb):
+    """Real offline runs over the papers (tests/run_fixtures.py): answered, naive, rewritten,
+    abstained. Built once; tests copy a run before changing it."""
+    from tests.run_fixtures import offline_runs
+
+    return offline_runs(papers_kb)
+
+
+@pytest.fixture(scope="session")
+def llm(papers_kb, tmp_path_factory):
+    """One real run on the LLM engine against a fake OpenAI-compatible server."""
+    from tests.fakes.servers import FakeOpenAI
+    from tests.run_fixtures import llm_run
+
+    server = FakeOpenAI().start()
+    try:
+        yield llm_run(server, papers_kb, tmp_path_factory.mktemp("llm"))
+    finally:
+        server.stop()

@@ -15,7 +15,7 @@ from rag import insights, story
 from rag.config import Settings
 from rag.runs import RunStore
 from tests.conftest import LEWIS, ROOT, SELF_RAG
-from tests.run_fixtures import CLAIM, QUESTION, llm_run, offline_runs
+from tests.run_fixtures import CLAIM, QUESTION, llm_run
 
 APP = str(ROOT / "app.py")
 ME = "session-me"
@@ -47,11 +47,6 @@ def data_dir(papers_dir, tmp_path, monkeypatch):
     st.cache_resource.clear()
     yield d
     st.cache_resource.clear()
-
-
-@pytest.fixture(scope="module")
-def runs(papers_kb):
-    return offline_runs(papers_kb)
 
 
 def open_app(session_id: str | None = ME) -> AppTest:

@@ -12,12 +12,9 @@ from pages._shared import md_escape
 from rag import viz
 from rag.config import preset_options
 from rag.runner import Run, make_context, run_question
+from tests.run_fixtures import ABSENT, QUESTION, WEAK_QUESTION
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "trace.py")
-QUESTION = "What is the retrieval component of RAG and how is it trained?"
-# Only one chunk of the papers is relevant to this: two rewrites, web search, caveat.
-WEAK_QUESTION = "How many parameters does the Jeopardy retriever index use in Swahili?"
-ABSENT = "What is the boiling point of tungsten?"
 
 
 @pytest.fixture(scope="module")

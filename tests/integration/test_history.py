@@ -18,23 +18,7 @@ from rag.export import comparison_html, comparison_json, run_html, run_json
 from rag.runner import make_context, run_question
 from rag.runs import CLI_SESSION, RunOwnedElsewhere, RunStore, preset_of
 from tests.conftest import LEWIS, ROOT, SELF_RAG
-from tests.run_fixtures import CLAIM, KEY, PRICES, QUESTION, llm_run, offline_runs
-
-
-@pytest.fixture(scope="module")
-def runs(papers_kb):
-    return offline_runs(papers_kb)
-
-
-@pytest.fixture(scope="module")
-def llm(papers_kb, tmp_path_factory):
-    from tests.fakes.servers import FakeOpenAI
-
-    server = FakeOpenAI().start()
-    try:
-        yield llm_run(server, papers_kb, tmp_path_factory.mktemp("llm"))
-    finally:
-        server.stop()
+from tests.run_fixtures import CLAIM, KEY, PRICES, QUESTION
 
 
 # --------------------------------------------------------------------------- the store

@@ -10,7 +10,6 @@ from rag.graph.state import TraceEvent
 from rag.pricing import (DEFAULT_PRICES, Price, event_cost, format_cost, load_prices,
                          node_totals, price_of, run_cost, unpriced_models)
 from rag.runner import Run
-from tests.run_fixtures import offline_runs
 
 
 def test_prices_default_and_override_from_json():
@@ -83,11 +82,6 @@ def test_percentile_is_linear_between_ranks():
     assert insights.percentile(list(range(1, 101)), 95) == pytest.approx(95.05)
     with pytest.raises(ValueError):
         insights.percentile([1], 101)
-
-
-@pytest.fixture(scope="module")
-def runs(papers_kb):
-    return offline_runs(papers_kb)
 
 
 def test_paths_fold_repeated_rounds(runs):

@@ -10,23 +10,7 @@ import pytest
 
 from rag import figures, story, viz
 from rag.pricing import event_cost
-from tests.run_fixtures import CLAIM, PRICES, llm_run, offline_runs
-
-
-@pytest.fixture(scope="module")
-def runs(papers_kb):
-    return offline_runs(papers_kb)
-
-
-@pytest.fixture(scope="module")
-def llm(papers_kb, tmp_path_factory):
-    from tests.fakes.servers import FakeOpenAI
-
-    server = FakeOpenAI().start()
-    try:
-        yield llm_run(server, papers_kb, tmp_path_factory.mktemp("llm"))
-    finally:
-        server.stop()
+from tests.run_fixtures import CLAIM, PRICES
 
 
 def as_json(fig) -> dict:

@@ -13,11 +13,7 @@ from rag.engines.local import LocalEngine
 from rag.graph.build import build_graph
 from rag.retrieval import lexical_stats
 from rag.runner import Run, make_context, run_question
-
-QUESTION = "What is the retrieval component of RAG and how is it trained?"
-# Only one chunk of the papers is relevant to this: two rewrites, web search, caveat.
-WEAK_QUESTION = "How many parameters does the Jeopardy retriever index use in Swahili?"
-ABSENT = "What is the boiling point of tungsten?"
+from tests.run_fixtures import ABSENT, QUESTION, WEAK_QUESTION
 
 
 @pytest.fixture(scope="module")
