@@ -1,6 +1,6 @@
 """Command line: ``python -m rag ingest PATH...``, ``python -m rag ask "QUESTION"``,
 ``python -m rag compare "QUESTION"``, ``python -m rag runs list|export`` and
-``python -m rag bench qa|retrieval|ingest|scale``."""
+``python -m rag bench qa|retrieval|ingest|scale|grader`` and ``python -m rag eval FILE``."""
 
 from __future__ import annotations
 
@@ -109,7 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     from rag.bench_cli import add_bench_commands
 
-    add_bench_commands(sub)  # bench qa | retrieval | ingest | scale
+    add_bench_commands(sub)  # bench qa | retrieval | ingest | scale | grader
+
+    from rag.cli_eval import add_eval_command
+
+    add_eval_command(sub)  # eval FILE
     return parser
 
 

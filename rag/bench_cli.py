@@ -1,4 +1,4 @@
-"""``python -m rag bench qa|retrieval|ingest|scale``: run the benchmarks of :mod:`rag.bench`
+"""``python -m rag bench qa|retrieval|ingest|scale|grader``: run the benchmarks of :mod:`rag.bench`
 with a progress bar on stderr, then print a table (or JSON with ``--json``)."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ import hashlib
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from rag.config import PRESETS, Settings
@@ -14,6 +15,8 @@ from rag.config import PRESETS, Settings
 SHARED_HOTPOTQA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hotpotqa"
 """The shared HotpotQA sample (../shared/data/hotpotqa from the project root): the default
 text source of ``bench scale``."""
+SHARED_RGB = SHARED_HOTPOTQA.parent / "rgb" / "rgb_en_fact.jsonl"
+"""The shared RGB file: the default of ``bench grader``."""
 
 
 def _bar(desc: str, total: int | None = None):
@@ -64,9 +67,10 @@ def _index(args, settings):
     return data, kb, index
 
 
-QA_COLUMNS = [("preset", "preset"), ("retrieval", "retrieval"), ("questions", "questions"),
+QA_COLUMNS = [("half", "half"), ("preset", "preset"), ("retrieval", "retrieval"), ("questions", "questions"),
               ("recall_all", "recall_all"), ("recall_any", "recall_any"),
-              ("answer_hit", "answer_hit"), ("llm_calls_mean", "llm calls"),
+              ("answer_hit", "answer_hit"), ("abstained", "abstained"), ("caveat", "caveat"),
+              ("llm_calls_mean", "llm calls"),
               ("rewrites_mean", "rewrites"), ("steps_mean", "steps"),
               ("latency_ms_p50", "p50 ms"), ("latency_ms_p95", "p95 ms"),
               ("graph_overhead_ms_per_step", "graph ms/step"),
@@ -101,7 +105,10 @@ def cmd_bench_qa(args) -> int:
         if not sep or not key.strip():
             raise ValueError(f"--option wants KEY=VALUE, got {item!r}")
         overrides[key.strip()] = value.strip()  # Options validates and converts (pydantic)
-    qa = QaRun(index=index)
+    halves = _halves(args.half, args.dev_size, len(data.queries))
+    lo, hi = min(h[1] for h in halves), max(h[2] for h in halves)
+    data = replace(data, queries=data.queries[lo:hi])  # only the questions some half needs
+    per_half = {name: QaRun(index=index) for name, _, _ in halves}
     started = time.perf_counter()
     for name in presets:
         options = preset_options(name, **overrides)
@@ -109,21 +116,41 @@ def cmd_bench_qa(args) -> int:
         with _bar(name, len(data.queries)) as bar:
             results = run_qa(kb, data, index.chunk_to_doc, options, settings=settings,
                              on_progress=_progress(bar))
-        summary = summarize_qa(results, preset=name, options=options, engine=settings.engine_name)
-        summary["seconds"] = round(time.perf_counter() - t, 1)
-        summary["options"] = {k: getattr(options, k) for k in overrides}
-        qa.summaries.append(summary)
+        seconds = round(time.perf_counter() - t, 1)
+        for half, a, b in halves:
+            summary = summarize_qa(results[a - lo:b - lo], preset=name, options=options,
+                                   engine=settings.engine_name)
+            summary["half"] = f"{half} {a + 1}-{b}"
+            summary["seconds"] = seconds
+            summary["options"] = {k: getattr(options, k) for k in overrides}
+            per_half[half].summaries.append(summary)
     print(f"{len(data.queries)} questions x {len(presets)} presets in "
           f"{time.perf_counter() - started:.1f} s (after indexing)", file=sys.stderr)
-    rows = qa.with_ratios()
-    shown = [r for r in rows if r["preset"] in requested] if "naive" not in requested else rows
-    table = format_qa(rows)
+    shown_all, tables = {}, []
+    for half, qa in per_half.items():
+        rows = qa.with_ratios()  # ratios against naive on the same half
+        shown = [r for r in rows if r["preset"] in requested] if "naive" not in requested else rows
+        shown_all[half] = shown[0] if len(shown) == 1 else shown
+        tables.append(format_qa(rows))
+    table = "\n\n".join(tables)
     if args.json:
-        print(json.dumps(shown[0] if len(shown) == 1 else shown, indent=2))
+        print(json.dumps(shown_all[halves[0][0]] if len(halves) == 1 else shown_all, indent=2))
         print(table, file=sys.stderr)
     else:
         print(table)
     return 0
+
+
+def _halves(half: str, dev_size: int, n: int) -> list[tuple[str, int, int]]:
+    """(name, start, end) question ranges (0-based, end exclusive): ``dev`` is the first
+    ``dev_size`` questions, ``report`` the rest, ``both`` each of them, ``all`` every question."""
+    dev_size = max(0, min(dev_size, n))
+    ranges = {"all": [("all", 0, n)], "dev": [("dev", 0, dev_size)],
+              "report": [("report", dev_size, n)],
+              "both": [("dev", 0, dev_size), ("report", dev_size, n)]}
+    if half not in ranges:
+        raise ValueError(f"--half must be dev, report, both or all, got {half!r}")
+    return ranges[half]
 
 
 def format_qa(rows: list[dict]) -> str:
@@ -243,6 +270,25 @@ def cmd_bench_scale(args) -> int:
     return 0
 
 
+def cmd_bench_grader(args) -> int:
+    from rag.bench import format_table, read_jsonl
+    from rag.eval import grader_accuracy
+
+    rows = read_jsonl(Path(args.rgb))
+    result = grader_accuracy(rows, halves=args.dev_size)
+    table = format_table([{"half": k, **v} for k, v in result.items()],
+                         [("half", "half"), ("questions", "questions"), ("passages", "passages"),
+                          ("accuracy", "accuracy"), ("precision", "precision"),
+                          ("recall", "recall"), ("tp", "tp"), ("fp", "fp"), ("tn", "tn"),
+                          ("fn", "fn")])
+    if args.json:
+        print(json.dumps(result, indent=2))
+        print(table, file=sys.stderr)
+    else:
+        print(table)
+    return 0
+
+
 def add_bench_commands(sub) -> None:
     """Register ``bench`` and its subcommands on the top-level subparsers ``sub``."""
     bench = sub.add_parser("bench", help="benchmarks on real data (qa, retrieval, ingest, scale)")
@@ -272,8 +318,21 @@ def add_bench_commands(sub) -> None:
     p.add_argument("--no-baseline", action="store_true", help="do not add the naive baseline")
     p.add_argument("--option", action="append", metavar="KEY=VALUE",
                    help="any run option for every preset, e.g. max_rewrites=3 (repeatable)")
+    p.add_argument("--half", default="all", choices=["dev", "report", "both", "all"],
+                   help="tune on one half, report on the other: dev = the first --dev-size "
+                        "questions, report = the rest, both = each in its own table (default all)")
+    p.add_argument("--dev-size", type=int, default=100,
+                   help="questions in the dev half (default 100: HotpotQA 1-100 dev, 101-200 report)")
     common(p)
     p.set_defaults(func=cmd_bench_qa)
+
+    p = bsub.add_parser("grader", help="relevance grader on RGB positive vs negative passages")
+    p.add_argument("--rgb", default=str(SHARED_RGB),
+                   help="rgb_en_fact.jsonl (default: the shared RGB file)")
+    p.add_argument("--dev-size", type=int, default=25,
+                   help="questions in the dev half (default 25: RGB 1-25 dev, 26-50 report)")
+    p.add_argument("--json", action="store_true", help="print one JSON result on stdout")
+    p.set_defaults(func=cmd_bench_grader)
 
     p = bsub.add_parser("retrieval", help="recall@k of each retrieval mode alone")
     beir(p)

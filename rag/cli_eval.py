@@ -1,0 +1,81 @@
+"""``python -m rag eval FILE``: a JSONL question set through each preset against a knowledge
+base, with a progress bar on stderr, then a table (or one JSON object with ``--json``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from rag.config import DEFAULT_COLLECTION, PRESETS, Settings
+
+EVAL_COLUMNS = [("preset", "preset"), ("questions", "questions"), ("answered", "answered"),
+                ("answered_clean", "clean"), ("caveat", "caveat"), ("abstained", "abstained"),
+                ("answer_hit", "answer_hit"), ("source_hit", "source_hit"),
+                ("p50_ms", "p50 ms"), ("llm_calls_mean", "llm calls")]
+
+
+def presets_from(values: list[str] | None) -> list[str]:
+    """Preset keys from repeated or comma-separated ``--preset`` values (``all`` for every
+    preset; default every preset). Raises ValueError for an unknown name."""
+    out: list[str] = []
+    for item in values or ["all"]:
+        for name in (n.strip() for n in item.split(",")):
+            if not name:
+                continue
+            if name == "all":
+                out += list(PRESETS)
+            elif name in PRESETS:
+                out.append(name)
+            else:
+                raise ValueError(f"unknown preset {name!r}; choose from {', '.join(PRESETS)} or all")
+    return list(dict.fromkeys(out))
+
+
+def cmd_eval(args) -> int:
+    from tqdm import tqdm
+
+    from rag.bench import format_table
+    from rag.eval import load_items, run_eval
+    from rag.runner import make_context
+    from rag.runs import CLI_SESSION, RunStore
+    from rag.store import open_knowledge_base
+
+    items = load_items(args.file)
+    presets = presets_from(args.preset)
+    settings = Settings.from_env(data_dir=args.data_dir)
+    kb = open_knowledge_base(settings, args.collection)
+    if kb.count() == 0:
+        raise ValueError(f"the knowledge base '{kb.name}' is empty; add documents first "
+                         f"(python -m rag ingest FILES --collection {kb.name})")
+    overrides = {"top_k": args.top_k} if args.top_k else {}
+    with tqdm(total=len(items) * len(presets), desc="eval", unit="run", file=sys.stderr,
+              mininterval=0.5, dynamic_ncols=True) as bar:
+        def progress(done: int, total: int) -> None:
+            bar.n = done
+            bar.refresh()
+
+        result = run_eval(items, make_context(settings, kb), presets,
+                          store=RunStore.for_settings(settings), session_id=CLI_SESSION,
+                          on_progress=progress, **overrides)
+    table = format_table([{"preset": p, **s} for p, s in result.presets.items()], EVAL_COLUMNS)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+        print(table, file=sys.stderr)
+    else:
+        print(table)
+        print(f"{len(result.items)} runs saved to the history "
+              f"(python -m rag runs list)", file=sys.stderr)
+    return 0
+
+
+def add_eval_command(sub) -> None:
+    """Register ``eval`` on the top-level subparsers ``sub``."""
+    p = sub.add_parser("eval", help="run a JSONL question set through each preset")
+    p.add_argument("file", help='JSONL: {"id", "question", "answers"?, "sources"?, "answerable"?}')
+    p.add_argument("--preset", action="append",
+                   help="naive, crag, self-rag, full or all; repeat or comma-separate (default all)")
+    p.add_argument("--data-dir", help="data directory (default: $RAG_DATA_DIR or ./data)")
+    p.add_argument("--collection", default=DEFAULT_COLLECTION, help="knowledge base name")
+    p.add_argument("--top-k", type=int, help="chunks per query (default: the preset's)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_eval)
