@@ -71,6 +71,9 @@ _COMPARISON = re.compile(
     r"larger|largest|smaller|bigger|longer|shorter|taller|higher|lower|more|less|fewer|"
     r"closer|farther|before|after)\b|\bor\b", re.IGNORECASE)
 MAX_SUB_QUESTIONS = 4
+LONG_QUESTION_TERMS = 8
+"""A question of this many content words that names two or more constraints is treated as
+multi-hop even without a relative clause or chain (chosen on HotpotQA dev, questions 1-100)."""
 MAX_BRIDGES = 1
 """Bridge entities followed per question. Measured on HotpotQA (200 questions, k=6): one
 bridge gives recall_all 0.645, two 0.63, three 0.625 (more sub-questions dilute the budget)."""
@@ -142,6 +145,13 @@ PROXIMITY_WINDOW = 40
 together: relevance is the best coverage of any such window, so terms scattered over a long
 chunk do not add up."""
 CONSTRAINT_WINDOW = 80
+HOP_PREDICATE_AT = 0.5
+"""One hop's chunk without any of the hop's constraints is relevant when its window holds
+this share of the hop's other IDF-weighted terms (chosen on HotpotQA dev, questions 1-100)."""
+SHORT_QUESTION_TERMS = 5
+"""In a question of at most this many content words, a relevant chunk must also hold one of
+its words besides the constraints (the predicate: 'founded' in "When was OpenAI founded?");
+in longer questions the coverage threshold already asks for more than the constraints."""
 """Index terms within which all of a question's constraints must occur together."""
 
 EXTRACTIVE_LABEL = "Extractive answer from the offline engine (quoted passages, not generated):"
@@ -159,10 +169,30 @@ class Constraint:
     text: str
     terms: tuple[str, ...]
 
-    def held_by(self, present: set[str]) -> bool:
-        have = sum(t in present for t in self.terms)
-        need = len(self.terms) - (1 if self.kind == "entity" and len(self.terms) >= 3 else 0)
+    def _enough(self, found: set[str]) -> bool:
+        digits = [t for t in self.terms if any(ch.isdigit() for ch in t)]
+        if any(t not in found for t in digits):
+            return False  # "GPT-3" is not "GPT-4"; "Q3 2019" is not "Q3 2020"
+        have = sum(t in found for t in self.terms)
+        n = len(self.terms)
+        need = n if self.kind != "entity" or n < 3 else -(-2 * n // 3)  # 2/3 of a long name
         return have >= need
+
+    def held_by(self, present: set[str]) -> bool:
+        """Its terms are all in ``present`` (an entity of 3+ words may miss one)."""
+        return self._enough(present)
+
+    def held_in(self, seq: Sequence[str]) -> bool:
+        """Like :meth:`held_by`, with a name's words next to each other in ``seq`` (index
+        terms in order), as in the name itself: "GPT-3" is not "GPT-4 … Table 3"."""
+        if len(self.terms) == 1:
+            return self.terms[0] in set(seq)
+        if not self._enough(set(seq)):
+            return False
+        n = len(self.terms)
+        # a long name is often written apart ("Bill Clinton … President of the United States")
+        _, found = _best_window(seq, {t: 1.0 for t in self.terms}, n + 1 if n < 3 else 3 * n)
+        return self._enough(found)
 
 
 def constraints(question: str) -> list[Constraint]:
@@ -171,19 +201,40 @@ def constraints(question: str) -> list[Constraint]:
     out: list[Constraint] = []
     seen: set[tuple[str, ...]] = set()
     quoted = {m.group(1) for m in re.finditer(r"[\"“]([^\"”]{2,80})[\"”]", question)}
-    for name in entities(question):
-        ts = tuple(dict.fromkeys(t for t in terms(name) if not any(ch.isdigit() for ch in t)))
+    names = []
+    for n, name in enumerate(entities(question)):
+        # "Super Bowl 2021", "In 1991 Euromarché": a year at either end is a number of its own
+        name = re.sub(r"^(?:(?:1[0-9]|20)\d\d\s+)+|(?:\s+(?:1[0-9]|20)\d\d)+$", "", name).strip()
+        single = len(name.split()) == 1
+        if not name or (single and name.lower() in DEMONYMS) or (
+                single and question.lstrip(" \"'“").startswith(name) and name[1:].islower()
+                and re.search(r"(?:ing|ed|ly)$", name)):
+            continue  # "British", "American"; a sentence-initial "According"
+        names.append(name)
+    for name in names:
+        ts = tuple(dict.fromkeys(terms(name)))
         if not ts or ts in seen or set(ts) <= QUESTION_STEMS:
             continue
         seen.add(ts)
         out.append(Constraint("phrase" if name in quoted else "entity", name, ts))
+    inside = {t for c in out for t in c.terms}
     for num in number_tokens(question):
         ts = (stem(num),)
-        if ts not in seen:
+        if ts[0] not in inside and ts not in seen:
             seen.add(ts)
             out.append(Constraint("number", num, ts))
     return out
 
+
+DEMONYMS = frozenset("""
+    american british english french german italian spanish portuguese dutch russian soviet chinese
+    japanese korean indian pakistani australian canadian mexican brazilian argentine argentinian
+    irish scottish welsh swedish norwegian danish finnish polish greek turkish egyptian israeli
+    iranian african european asian latin western eastern northern southern christian muslim
+    jewish catholic roman byzantine ottoman persian arab arabic swiss austrian belgian czech
+    hungarian romanian ukrainian filipino thai vietnamese indonesian nigerian kenyan cuban
+    """.split())
+"""Nationality and group adjectives: capitalised, yet no name a passage must hold."""
 
 QUESTION_STEMS = frozenset(stem(w) for w in QUESTION_WORDS)
 
@@ -387,16 +438,34 @@ class LocalEngine:
         CONSTRAINT_WINDOW terms of ``seq``; otherwise those held anywhere are reported held."""
         if not cons:
             return [], []
-        present = set(seq)
-        held = [c for c in cons if c.held_by(present)]
-        if len(held) == len(cons) and len(cons) > 1 and len(seq) > CONSTRAINT_WINDOW:
-            # all present somewhere; they must also be close together
-            weight = {t: 1.0 for c in cons for t in c.terms}
-            _, found = _best_window(seq, weight, CONSTRAINT_WINDOW)
-            together = [c for c in cons if c.held_by(found)]
-            if len(together) < len(cons):
-                return together, [c for c in cons if c not in together]
+        held = [c for c in cons if c.held_in(seq)]
+        if len(held) > 1 and len(seq) > CONSTRAINT_WINDOW:
+            # held somewhere; they must also be close together
+            best: list[Constraint] = []
+            for start in range(0, len(seq) - CONSTRAINT_WINDOW // 2, CONSTRAINT_WINDOW // 2):
+                part = seq[start:start + CONSTRAINT_WINDOW]
+                together = [c for c in held if c.held_in(part)]
+                if len(together) > len(best):
+                    best = together
+                if len(best) == len(held):
+                    break
+            held = best
         return held, [c for c in cons if c not in held]
+
+    @staticmethod
+    def constraints_ok(cons: Sequence[Constraint], held: Sequence[Constraint],
+                       partial: bool) -> bool:
+        """Enough constraints held: for one hop of a multi-hop question, any one of them; for
+        a question, every number and quoted phrase, and at least half of its names (all of
+        them when it has one): two names usually mean two passages (a bridge)."""
+        if not cons:
+            return True
+        if partial:
+            return bool(held)
+        names = [c for c in cons if c.kind == "entity"]
+        if any(c not in held for c in cons if c.kind != "entity"):
+            return False
+        return sum(c in held for c in names) >= (len(names) + 1) // 2
 
     def grade(self, question: str, chunks: Sequence[Chunk], *,
               partial: bool = False) -> list[RelevanceGrade]:
@@ -408,6 +477,7 @@ class LocalEngine:
         passages each answer a part) needs only one of the hop's own constraints."""
         weights = self.weighted_terms(question)
         cons = constraints(question)
+        con_stems = {t for c in cons for t in c.terms}
         threshold = relevance_threshold(len(weights), partial)
         grades = []
         for chunk in chunks:
@@ -418,8 +488,20 @@ class LocalEngine:
             seq = terms(chunk.text)
             cov, matched, missing = self.window_coverage(weights, seq)
             held, lacking = self.constraints_held(cons, seq)
-            cons_ok = (bool(held) or not cons) if partial else not lacking
-            relevant = cov >= threshold and cons_ok
+            cons_ok = self.constraints_ok(cons, held, partial)
+            hop_ok = False
+            if partial and not cons_ok:
+                # A hop's passage may be about the bridge, not the question's names: it then
+                # needs most of what the question asks besides them, close together.
+                rest = {st: v for st, v in weights.items() if st not in con_stems}
+                hop_cov = self.window_coverage(rest, seq)[0] if rest else 0.0
+                hop_ok = cons_ok = hop_cov >= HOP_PREDICATE_AT
+            # The window must also hold something the question asks besides its constraints
+            # (the predicate: 'founded' in "When was OpenAI founded?").
+            predicate = [w for st, (w, _) in weights.items() if st not in con_stems]
+            said = (not predicate or partial or len(weights) > SHORT_QUESTION_TERMS
+                    or any(w in matched for w in predicate))
+            relevant = cov >= threshold and cons_ok and said
             score = ("high" if relevant and cov >= HIGH_AT else "medium" if relevant else "low")
             parts = [f"Covers {_pct(cov)} of the question's IDF-weighted terms within "
                      f"{PROXIMITY_WINDOW} words (relevant at {_pct(threshold)}"
@@ -431,12 +513,18 @@ class LocalEngine:
                 if lacking and not cons_ok:
                     parts.append(f"Lacks the question's {_constraint_words(lacking)}"
                                  + (" close together." if held and len(held) + len(lacking) > 1
-                                    and all(c.held_by(set(seq)) for c in lacking) else "."))
+                                    and all(c.held_in(seq) for c in lacking) else "."))
+                elif hop_ok:
+                    parts.append(f"Lacks the question's {_constraint_words(lacking)}, but as one "
+                                 f"hop holds {_pct(hop_cov)} of the rest of the question.")
                 elif partial and lacking:
                     parts.append(f"Holds this hop's {_constraint_words(held)}.")
                 else:
                     parts.append(f"Holds the question's {_constraint_words(held)}.")
-            if not relevant and cons_ok and cov < threshold:
+            if not said and cons_ok:
+                parts.append(f"Holds none of {_quote(predicate)}, what the question asks "
+                             f"about its constraints.")
+            if not relevant and cons_ok and said and cov < threshold:
                 parts.append("Not relevant: too little of the question, close together.")
             grades.append(RelevanceGrade(relevant=relevant, score=score,
                                          reasoning=" ".join(parts)))
@@ -760,6 +848,10 @@ class LocalEngine:
                 + (f", each asking about {_quote(attribute)}." if attribute else ".")))
 
         signal = _bridge_signal(question)
+        n_cons = len(constraints(question))
+        if signal is None and n_cons >= 2 and len(q_weights) >= LONG_QUESTION_TERMS:
+            signal = (f"a long question ({len(q_weights)} content words) with {n_cons} "
+                      f"constraints, which one passage rarely holds together")
         if signal is None:
             return Decomposition(kind="single", sub_questions=[], reasoning=(
                 "Single-hop: the question compares nothing and has no bridge (no relative "
@@ -767,7 +859,11 @@ class LocalEngine:
                 "one retrieval suffices."))
         # Bridge entities: named in the first hop's best-matching sentences, absent from the question.
         score: Counter[str] = Counter()
-        for rank, chunk in enumerate(first_hop[:3]):
+        # Bridges come only from first-hop chunks relevant to the question (as one hop of it):
+        # an entity named in an off-topic chunk leads the second hop off topic too.
+        on_topic = [c for c, g in zip(first_hop, self.grade(question, first_hop, partial=True))
+                    if g.relevant]
+        for rank, chunk in enumerate(on_topic[:3]):
             own = set(terms(f"{chunk.source} {chunk.title}"))
             best = max(sentences(chunk.text) or [chunk.text],
                        key=lambda sent: self.coverage(q_weights, set(terms(sent)))[0])
@@ -782,10 +878,14 @@ class LocalEngine:
         if not q_entities:
             return Decomposition(kind="single", sub_questions=[], reasoning=(
                 "The question names no entity, so there is no chain of entities to follow."))
+        if not on_topic:
+            return Decomposition(kind="single", sub_questions=[], reasoning=(
+                f"Looks multi-hop ({signal}), but no first-hop chunk is relevant to the "
+                f"question, so there is no bridge entity to follow."))
         if not bridges:
             return Decomposition(kind="single", sub_questions=[], reasoning=(
-                "No second entity to follow: the first hop's best sentences name nothing the "
-                "question does not already say."))
+                f"Looks multi-hop ({signal}), but the relevant first-hop chunks name nothing "
+                f"the question does not already say."))
         matched = set().union(*(set(terms(c.text)) for c in first_hop[:1])) if first_hop else set()
         missing = [w for s, (w, _) in q_weights.items() if s not in matched] or attribute
         subs = [question] + [f"{b} {' '.join(missing)}".strip() for b in bridges]
@@ -812,7 +912,8 @@ class LocalEngine:
         problems = []
         if not answer.citations:
             problems.append("it cites no evidence")
-        lacking = [c for c in constraints(question) if not c.held_by(present)]
+        seq = terms(text)
+        lacking = [c for c in constraints(question) if not c.held_in(seq)]
         if lacking:
             problems.append(f"it misses the question's {_constraint_words(lacking)}")
         kind = answer_type(question)

@@ -182,6 +182,9 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     for q, group in by_query.items():
         graded.update({c.id: g for c, g in
                        zip(group, runtime.context.engine.grade(q, group, partial=partial))})
+    if partial:
+        _regrade_other_hops(runtime.context.engine, state.get("sub_queries") or [], by_query,
+                            graded, asked)
     grades = [graded[c.id] for c in chunks]
     attempt = 1 + sum(1 for e in state.get("events", []) if e.node == "grade_documents")
     verdicts = [Verdict(chunk_id=c.id, source=c.source, page=c.page, query=fetched_for[c.id],
@@ -206,6 +209,25 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                    f"{n_rel} of {len(chunks)} chunks relevant; {len(documents)} in evidence",
                    detail, {"verdicts": verdicts, "documents": documents},
                    [g.meta for g in grades])
+
+
+def _regrade_other_hops(engine, sub_queries: list[str], by_query: dict[str, list[Chunk]],
+                        graded: dict, asked: dict[str, str]) -> None:
+    """A chunk one sub-question retrieved may hold another hop (the question's retrieval often
+    finds the bridge's passage): a chunk not relevant to its own sub-question is graded against
+    the others, and is relevant when it holds one of them. Updates ``graded`` and ``asked``."""
+    for q, group in by_query.items():
+        misses = [c for c in group if not graded[c.id].relevant]
+        for other in sub_queries:
+            if other == q or not misses:
+                continue
+            for c, g in zip(misses, engine.grade(other, misses, partial=True)):
+                if g.relevant:
+                    graded[c.id] = g.model_copy(update={"reasoning": (
+                        f"Not relevant to the sub-question that retrieved it, but to the hop "
+                        f"'{other[:80]}': {g.reasoning}")})
+                    asked[c.id] = other
+            misses = [c for c in misses if not graded[c.id].relevant]
 
 
 def rewrite_query(state: GraphState, runtime: Runtime[RunContext]) -> dict:
