@@ -91,6 +91,7 @@ _RELATIVE = re.compile(r"\b(?!(?:what|which|who|whom|whose|where|when|how|is|was
 _CHAIN = re.compile(r"\b(?:the|a|an|its|his|her|their)\s+(?:\w+\s+){0,2}?"
                     r"(?:of|for|by|from|in)\s+(?:the\s+)?(?:[a-z]+\s+){0,3}?(?=[\"“A-Z0-9])")
 _POSSESSIVE = re.compile(r"\b[A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*['’]s\s+[a-z]\w+")
+_RELATIVE_ROLE = re.compile(r"^\s*(?:\w+\s+)?(?:['’]s\b|of\s+(?:the\s+)?[a-z])")
 _REDUCED = re.compile(r"\b(?:starring|featuring|(?:directed|written|produced|founded|created|"
                       r"designed|led|owned|played|performed|composed|published|developed|"
                       r"hosted|coached|managed) by|known as|named after|based on|"
@@ -109,8 +110,8 @@ def _bridge_signal(question: str) -> str | None:
     if m:
         return f"chain '{m.group(0).strip()} …'"
     m = _POSSESSIVE.search(body)
-    if m:
-        return f"chain '{m.group(0)}'"
+    if m and _RELATIVE_ROLE.search(body[m.end():]):
+        return f"chain '{m.group(0)}…'"  # "X's founder's birthplace"; not "X's net earnings"
     m = _REDUCED.search(body)
     if m:
         return f"reduced clause '{m.group(0)}'"
