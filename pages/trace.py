@@ -4,11 +4,12 @@ reopen, filter, export and delete runs from the history."""
 import streamlit as st
 
 from pages import _runs, _shared
-from rag import figures, story, viz
-from rag.export import run_html, run_json
-from rag.pricing import (DEFAULT_PRICES, event_cost, format_cost, node_totals, run_cost,
+from rag.trace import charts as figures, story, flow as viz
+from rag.trace.export import run_html, run_json
+from rag.trace.pricing import (DEFAULT_PRICES, event_cost, format_cost, node_totals, run_cost,
                           unpriced_models)
-from rag.runs import RunOwnedElsewhere, preset_label, preset_of
+from rag.history import RunOwnedElsewhere
+from rag.config import preset_label, preset_of
 
 st.title("Trace")
 

@@ -35,7 +35,7 @@ def check_llm(settings: Settings) -> tuple[bool, str]:
 
 def check_embeddings(settings: Settings) -> tuple[bool, str]:
     """Embed one short text with the configured embedding function."""
-    from rag.embeddings import embedding_identity, make_embedding_function
+    from rag.store.embeddings import embedding_identity, make_embedding_function
     from rag.engines.llm import describe_error
 
     started = time.perf_counter()
@@ -64,7 +64,7 @@ def check_web(settings: Settings) -> tuple[bool, str]:
 
 def check_store(settings: Settings) -> tuple[bool, str]:
     """Open the Chroma client (embedded or server) and list its collections."""
-    from rag.store import list_knowledge_bases, make_client
+    from rag.store.chroma import list_knowledge_bases, make_client
 
     where = (f"Chroma server {settings.chroma_host}:{settings.chroma_port}" if settings.chroma_host
              else f"Chroma at {settings.data_dir / 'chroma'}")

@@ -8,7 +8,7 @@ def make_engine(settings, kb):
     offline engine. Both judge over ``kb``'s term statistics (the LLM engine falls back to
     the offline one when a call fails)."""
     from rag.engines.local import LocalEngine
-    from rag.retrieval import lexical_stats
+    from rag.store.bm25 import lexical_stats
 
     local = LocalEngine(lexical_stats(kb))
     if not settings.openai_api_key:

@@ -21,7 +21,7 @@ from rag.engines import prompts
 from rag.engines.base import (Answer, AnswerCitation, AnswerGrade, Decomposition, GroundingCheck,
                               Judgment, RelevanceGrade, RewrittenQuery)
 from rag.engines.local import LocalEngine
-from rag.graph.state import Chunk, Verdict
+from rag.models import Chunk, Verdict
 
 _CITE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 

@@ -18,8 +18,8 @@ from typing import Callable, Sequence
 
 from rag.engines.base import (Answer, AnswerCitation, AnswerGrade, Decomposition, GroundingCheck,
                               RelevanceGrade, RewrittenQuery)
-from rag.graph.state import Chunk, Verdict
-from rag.retrieval import LexicalStats
+from rag.models import Chunk, Verdict
+from rag.store.bm25 import LexicalStats
 from rag.text import STOPWORDS, QUESTION_WORDS, sentences, stem, terms, words
 
 RELEVANT_AT = 0.5

@@ -13,8 +13,9 @@ from langgraph.runtime import Runtime
 from rag.config import Options
 from rag.engines.base import Answer, AnswerCitation, CallMeta, Engine
 from rag.graph.routing import DECIDERS
-from rag.graph.state import Chunk, Citation, GraphState, TraceEvent, Verdict
-from rag.retrieval import retrieve as retrieve_chunks
+from rag.models import Chunk, Citation, TraceEvent, Verdict
+from rag.graph.state import GraphState
+from rag.store.retrieval import retrieve as retrieve_chunks
 from rag.web import WebSearchError
 
 PREVIEW_CHARS = 240

@@ -11,9 +11,9 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from rag import insights, story
+from rag.trace import insights, story
 from rag.config import Settings
-from rag.runs import RunStore
+from rag.history import RunStore
 from tests.conftest import LEWIS, ROOT, SELF_RAG
 from tests.run_fixtures import CLAIM, QUESTION, llm_run
 
@@ -30,7 +30,7 @@ def plain(text: str) -> str:
 def papers_dir(tmp_path_factory):
     """A data dir holding the two papers, ingested once for the module."""
     from rag.ingest.pipeline import ingest_files
-    from rag.store import open_knowledge_base
+    from rag.store.chroma import open_knowledge_base
 
     d = tmp_path_factory.mktemp("history-papers") / "data"
     kb = open_knowledge_base(Settings.from_env({}, data_dir=d))
@@ -337,7 +337,7 @@ def test_insights_over_my_runs_and_all_sessions(data_dir, runs):
 
 def test_a_run_that_failed_before_any_step_still_opens(data_dir):
     from rag.config import Options
-    from rag.runner import Run
+    from rag.models import Run
 
     run = Run(question="Why?", options=Options(), engine="local",
               error="ConnectionError in retrieve: Chroma is down", error_node="retrieve",

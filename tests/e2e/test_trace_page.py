@@ -9,9 +9,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from pages._shared import md_escape
-from rag import viz
+from rag.trace import flow as viz
 from rag.config import preset_options
-from rag.runner import Run, make_context, run_question
+from rag.models import Run
+from rag.run import make_context, run_question
 from tests.run_fixtures import ABSENT, QUESTION, WEAK_QUESTION
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "trace.py")

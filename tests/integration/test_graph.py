@@ -8,8 +8,8 @@ from rag.config import Options, preset_options
 from rag.engines.base import AnswerGrade, GroundingCheck, RelevanceGrade
 from rag.engines.local import LocalEngine
 from rag.graph.build import NODE_ORDER, build_graph
-from rag.retrieval import lexical_stats
-from rag.runner import make_context, run_question
+from rag.store.bm25 import lexical_stats
+from rag.run import make_context, run_question
 
 QUESTION = "What is the retrieval component of RAG and how is it trained?"
 

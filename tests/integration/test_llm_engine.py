@@ -15,10 +15,10 @@ import pytest
 from rag.config import Options, Settings, preset_options
 from rag.engines.llm import GradeCache, LLMEngine
 from rag.engines.local import LocalEngine
-from rag.graph.state import Chunk
+from rag.models import Chunk
 from rag.ingest.pipeline import ingest_files
-from rag.runner import make_context, run_question
-from rag.store import EmbeddingMismatch, open_knowledge_base
+from rag.run import make_context, run_question
+from rag.store.chroma import EmbeddingMismatch, open_knowledge_base
 from rag.web import make_web_search
 from tests.conftest import LEWIS, ROOT
 from tests.fakes.servers import Reply, default_script, free_port
@@ -146,7 +146,7 @@ def test_retrieved_text_is_fenced_as_data(fake):
 
 
 def lexical_stats_stub():
-    from rag.retrieval import LexicalStats
+    from rag.store.bm25 import LexicalStats
 
     return LexicalStats(n_docs=10, df={"dpr": 1})
 

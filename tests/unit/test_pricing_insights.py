@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from rag import insights
+from rag.trace import insights
 from rag.config import Options
-from rag.graph.state import TraceEvent
-from rag.pricing import (DEFAULT_PRICES, Price, event_cost, format_cost, load_prices,
+from rag.models import TraceEvent
+from rag.trace.pricing import (DEFAULT_PRICES, Price, event_cost, format_cost, load_prices,
                          node_totals, price_of, run_cost, unpriced_models)
-from rag.runner import Run
+from rag.models import Run
 
 
 def test_prices_default_and_override_from_json():

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from rag import figures, story, viz
-from rag.pricing import event_cost
+from rag.trace import charts as figures, story, flow as viz
+from rag.trace.pricing import event_cost
 from tests.run_fixtures import CLAIM, PRICES
 
 

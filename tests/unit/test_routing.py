@@ -8,7 +8,7 @@ import pytest
 
 from rag.config import Options, preset_options
 from rag.graph import routing
-from rag.graph.state import Chunk, Citation
+from rag.models import Chunk, Citation
 
 
 def chunks(n: int, origin: str = "kb") -> list[Chunk]:

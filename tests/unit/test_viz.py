@@ -7,12 +7,13 @@ import re
 
 import pytest
 
-from rag import viz
+from rag.trace import flow as viz
 from rag.config import preset_options
 from rag.engines.local import LocalEngine
 from rag.graph.build import build_graph
-from rag.retrieval import lexical_stats
-from rag.runner import Run, make_context, run_question
+from rag.store.bm25 import lexical_stats
+from rag.models import Run
+from rag.run import make_context, run_question
 from tests.run_fixtures import ABSENT, QUESTION, WEAK_QUESTION
 
 

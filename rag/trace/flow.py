@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Optional
 if TYPE_CHECKING:  # plotly and the runner are imported lazily, when a figure is built
     import plotly.graph_objects as go
 
-    from rag.graph.state import TraceEvent
-    from rag.runner import Run
+    from rag.models import TraceEvent
+    from rag.models import Run
 
 START = "__start__"
 END = "__end__"

@@ -9,11 +9,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
-from rag.story import ABSTAINED, ANSWERED, CAVEAT, STOP_KINDS, stop_kind
+from rag.trace.story import ABSTAINED, ANSWERED, CAVEAT, STOP_KINDS, stop_kind
 
 if TYPE_CHECKING:
-    from rag.pricing import Price
-    from rag.runner import Run
+    from rag.trace.pricing import Price
+    from rag.models import Run
 
 
 def percentile(values: Sequence[float], q: float) -> Optional[float]:
@@ -92,9 +92,9 @@ class Insights:
 
 def compute(runs: Sequence["Run"], prices: Mapping[str, "Price"] | None = None, *,
             top_paths: int = 8) -> Insights:
-    """The :class:`Insights` of ``runs`` (any order). ``prices`` as in :mod:`rag.pricing`."""
-    from rag.pricing import load_prices, run_cost
-    from rag.runs import preset_label, preset_of
+    """The :class:`Insights` of ``runs`` (any order). ``prices`` as in :mod:`rag.trace.pricing`."""
+    from rag.trace.pricing import load_prices, run_cost
+    from rag.config import preset_label, preset_of
 
     out = Insights(runs=len(runs))
     if not runs:
@@ -134,7 +134,7 @@ def by_pipeline(runs: Sequence["Run"], prices: Mapping[str, "Price"] | None = No
     """One row per pipeline (preset name, or ``Custom``), most runs first. Keys: ``pipeline``,
     ``runs``, ``answered``, ``rewrite_rate`` and ``hallucination_rate`` (fractions or None),
     ``llm_calls``, ``tokens`` (means per question), ``p50_ms``."""
-    from rag.runs import preset_label, preset_of
+    from rag.config import preset_label, preset_of
 
     groups: dict[str, list] = {}
     for r in runs:

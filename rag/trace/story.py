@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:
-    from rag.graph.state import TraceEvent
-    from rag.runner import Run
+    from rag.models import TraceEvent
+    from rag.models import Run
 
 ANSWERED = "answered"
 CAVEAT = "caveat"
@@ -197,8 +197,29 @@ def verdict_line(v: dict) -> str:
 
 def totals_line(run: "Run", cost: Optional[float] = None) -> str:
     """``13 steps · 2 rewrites · 0 LLM calls · 0 tokens · $0 · 812 ms`` (cost as given)."""
-    from rag.pricing import format_cost
+    from rag.trace.pricing import format_cost
 
     tokens = run.prompt_tokens + run.completion_tokens
     return (f"{len(run.events)} steps · {run.rewrites} rewrite(s) · {run.llm_calls} LLM call(s) · "
             f"{tokens} tokens · {format_cost(cost)} · {run.duration_ms:.0f} ms")
+
+
+def grounded_verdict(run: Run) -> str:
+    """The last grounding check in words: ``grounded``, ``not grounded (2 claims)`` or
+    ``not checked``."""
+    for e in reversed(run.events):
+        if e.node == "check_grounding":
+            d = e.detail or {}
+            if d.get("grounded"):
+                return "grounded"
+            n = len(d.get("ungrounded_claims", []) or [])
+            return f"not grounded ({n} claim{'s' if n != 1 else ''})"
+    return "not checked"
+
+
+def useful_verdict(run: Run) -> str:
+    """The last answer check in words: ``useful``, ``not useful`` or ``not checked``."""
+    for e in reversed(run.events):
+        if e.node == "grade_answer":
+            return "useful" if (e.detail or {}).get("useful") else "not useful"
+    return "not checked"

@@ -1,7 +1,7 @@
 """More plotly figures built from Runs: the flow with a step-by-step replay (plotly frames), the
 path unrolled into attempts, a timeline (Gantt) of node durations, and charts for Insights.
 
-Pure functions, like :mod:`rag.viz` (which draws the flow itself): nothing imports streamlit,
+Pure functions, like :mod:`rag.trace.flow` (which draws the flow itself): nothing imports streamlit,
 nothing is built at import time, and every figure can be checked from its JSON.
 """
 
@@ -10,14 +10,14 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
-from rag import viz
-from rag.story import Step, rounds, steps
+from rag.trace import flow as viz
+from rag.trace.story import Step, rounds, steps
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-    from rag.pricing import Price
-    from rag.runner import Run
+    from rag.trace.pricing import Price
+    from rag.models import Run
 
 COLOR_REPLAY = "#f97316"
 """Orange: the steps replayed so far, and the node of the current step."""
@@ -239,7 +239,7 @@ def timeline_figure(run: "Run", prices: Mapping[str, "Price"] | None = None) -> 
     """
     import plotly.graph_objects as go
 
-    from rag.pricing import event_cost, format_cost, load_prices
+    from rag.trace.pricing import event_cost, format_cost, load_prices
 
     prices = load_prices() if prices is None else prices
     story = steps(run)

@@ -7,8 +7,8 @@ import os
 from typing import TYPE_CHECKING, Mapping, NamedTuple, Optional
 
 if TYPE_CHECKING:
-    from rag.graph.state import TraceEvent
-    from rag.runner import Run
+    from rag.models import TraceEvent
+    from rag.models import Run
 
 
 class Price(NamedTuple):

@@ -10,13 +10,13 @@ import json
 import time
 from typing import TYPE_CHECKING, Iterable, Mapping, Optional
 
-from rag import story
-from rag.pricing import format_cost, load_prices, run_cost
+from rag.trace import story
+from rag.trace.pricing import format_cost, load_prices, run_cost
 
 if TYPE_CHECKING:
-    from rag.compare import Comparison
-    from rag.pricing import Price
-    from rag.runner import Run
+    from rag.models import Comparison
+    from rag.trace.pricing import Price
+    from rag.models import Run
 
 REDACTED = "[redacted]"
 RUN_FORMAT = "retrace.run/1"
@@ -65,7 +65,7 @@ def _e(text) -> str:
 
 
 def _run_record(run: "Run", prices) -> dict:
-    from rag.runs import preset_label, preset_of
+    from rag.config import preset_label, preset_of
 
     return {"stop_kind": story.stop_kind(run), "preset": preset_label(preset_of(run.options)),
             "cost_usd": run_cost(run, prices), "run": run.model_dump(mode="json")}
@@ -124,10 +124,10 @@ def _tag(ok: bool, yes: str, no: str) -> str:
 
 
 def _facts(run: "Run", prices) -> str:
-    from rag.runs import preset_label, preset_of
+    from rag.config import preset_label, preset_of
 
     o = run.options
-    from rag.compare import TOGGLES
+    from rag.config import TOGGLES
 
     switches = ", ".join(f"{k.replace('_', ' ')} {'on' if getattr(o, k) else 'off'}"
                          for k in TOGGLES)
@@ -204,7 +204,7 @@ def _verdicts(run: "Run", h: int = 3) -> str:
 
 
 def _run_body(run: "Run", prices, figures: _Figures, graph, prefix: str, h: int = 2) -> str:
-    from rag.figures import replay_figure, timeline_figure
+    from rag.trace.charts import replay_figure, timeline_figure
 
     kind = story.stop_kind(run)
     return (f'<p class="q"><b>Question:</b> {_e(run.question)}</p>'
@@ -236,8 +236,8 @@ def comparison_html(cmp: "Comparison", *, prices: Mapping[str, "Price"] | None =
     """One self-contained HTML page for a comparison: the pipelines side by side (answer,
     citations, path, LLM calls, tokens, cost, latency, grounded and useful verdicts), then each
     run in full as in :func:`run_html`. plotly.js is embedded inline once."""
-    from rag.compare import grounded_verdict, useful_verdict
-    from rag.figures import path_figure
+    from rag.trace.story import grounded_verdict, useful_verdict
+    from rag.trace.charts import path_figure
 
     prices = load_prices() if prices is None else prices
     figures = _Figures()

@@ -15,12 +15,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Optional
 
-from rag.config import PRESETS, Options
-from rag.story import stop_kind
+from rag.config import preset_of
+from rag.trace.story import stop_kind
 
 if TYPE_CHECKING:
-    from rag.compare import Comparison
-    from rag.runner import Run
+    from rag.models import Comparison
+    from rag.models import Run
 
 DB_NAME = "runs.sqlite"
 CLI_SESSION = "cli"
@@ -55,20 +55,6 @@ CREATE TABLE IF NOT EXISTS comparisons (
 );
 CREATE INDEX IF NOT EXISTS comparisons_by_session ON comparisons (session_id, created_at);
 """
-
-
-def preset_of(options: Options) -> str:
-    """The preset key whose toggles ``options`` has (``naive``, ``crag``, ``self-rag``,
-    ``full``), or ``custom``."""
-    for key, (_, toggles) in PRESETS.items():
-        if all(getattr(options, k) == v for k, v in toggles.items()):
-            return key
-    return CUSTOM
-
-
-def preset_label(key: str) -> str:
-    """``Corrective RAG (CRAG)`` for ``crag``; ``Custom`` for anything not a preset."""
-    return PRESETS[key][0] if key in PRESETS else "Custom"
 
 
 class RunOwnedElsewhere(PermissionError):
@@ -159,7 +145,7 @@ class RunStore:
 
     def get(self, run_id: str) -> Optional["Run"]:
         """The run ``run_id`` (from any session), or None."""
-        from rag.runner import Run
+        from rag.models import Run
 
         with self._db() as db:
             row = db.execute("SELECT data FROM runs WHERE id = ?", (run_id,)).fetchone()
@@ -196,7 +182,7 @@ class RunStore:
 
     def load(self, session_id: str | None = None, *, limit: int = 5000) -> list["Run"]:
         """Whole runs, newest first (of one session, or all when None), for Insights."""
-        from rag.runner import Run
+        from rag.models import Run
 
         sql = "SELECT data FROM runs" + (" WHERE session_id = ?" if session_id is not None
                                          else "") + " ORDER BY created_at DESC LIMIT ?"
@@ -247,7 +233,7 @@ class RunStore:
 
     def get_comparison(self, cmp_id: str) -> Optional["Comparison"]:
         """The comparison ``cmp_id`` with the runs of it that still exist, or None."""
-        from rag.compare import Comparison
+        from rag.models import Comparison
 
         with self._db() as db:
             row = db.execute("SELECT * FROM comparisons WHERE id = ?", (cmp_id,)).fetchone()
