@@ -16,7 +16,7 @@ def _settings(args) -> Settings:
 
 
 def _kb(args, settings: Settings):
-    from rag.store import open_knowledge_base
+    from rag.store.chroma import open_knowledge_base
 
     return open_knowledge_base(settings, args.collection)
 
@@ -40,7 +40,7 @@ def cmd_ingest(args) -> int:
 
 def cmd_ask(args) -> int:
     from rag.cli_history import save_cli_run
-    from rag.runner import make_context, run_question
+    from rag.run import make_context, run_question
 
     settings = _settings(args)
     kb = _kb(args, settings)

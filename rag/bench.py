@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 from rag.config import Options
+from rag.models import GenerateDetail
 from rag.ingest.types import ChunkRecord
 
 Progress = Optional[Callable[[int, int], None]]
@@ -112,7 +113,7 @@ def index_corpus(kb, corpus: list[dict], *, batch_size: int = 1024,
     """Store every corpus row in ``kb`` (one chunk each, see :func:`corpus_documents`) unless
     it is stored already, then build (or load) the BM25 index. Returns the chunk -> corpus id
     map, counts and seconds (wall time)."""
-    from rag.retrieval import lexical_index
+    from rag.store.bm25 import lexical_index
 
     started = time.perf_counter()
     docs = corpus_documents(corpus)
@@ -234,8 +235,8 @@ def generator_evidence(run, k: int) -> list[str]:
     """Chunk ids the generator saw in ``run`` (its last ``generate`` event), at most ``k``; empty
     when the run never generated."""
     for event in reversed(run.events):
-        if event.node == "generate":
-            return [c["id"] for c in event.detail.get("evidence", [])][:k]
+        if isinstance(event.detail, GenerateDetail):
+            return [c.id for c in event.detail.evidence][:k]
     return []
 
 
@@ -245,8 +246,8 @@ def committed_answer(run) -> str:
     if run.error or not run.path or run.path[-1] not in ("finalize", "finalize_with_caveat"):
         return ""
     for event in reversed(run.events):
-        if event.node == "generate":
-            return str(event.detail.get("answer", ""))
+        if isinstance(event.detail, GenerateDetail):
+            return event.detail.answer
     return ""
 
 
@@ -261,7 +262,7 @@ def run_qa(kb, data: BeirData, chunk_to_doc: dict[str, str], options: Options, *
     retrieval and graph time.
     """
     from rag.config import Settings
-    from rag.runner import make_context, run_question
+    from rag.run import make_context, run_question
 
     settings = settings or Settings.from_env()
     base = make_context(settings, kb, engine=engine)
@@ -341,7 +342,7 @@ def retrieval_recall(kb, data: BeirData, chunk_to_doc: dict[str, str], *, k: int
     """Recall@k of each retrieval mode alone (no graph): per mode ``recall_all``,
     ``recall_any``, ``recall_mean`` (share of supporting ids found, averaged) and query
     latency ``latency_ms_p50``/``_p95``. Raises ValueError for an unknown mode."""
-    from rag.retrieval import retrieve
+    from rag.store.retrieval import retrieve
 
     out = []
     total = len(modes) * len(data.queries)
@@ -421,7 +422,7 @@ def _rate(seconds: float, pages: int, chunks: int) -> dict:
 
 def _fresh_kb(root: Path, name: str):
     from rag.config import Settings
-    from rag.store import open_knowledge_base
+    from rag.store.chroma import open_knowledge_base
 
     return open_knowledge_base(Settings.from_env({}, data_dir=root / name), name)
 
@@ -530,8 +531,8 @@ def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
     import os
     import statistics
 
-    from rag.embeddings import HashingEmbeddingFunction
     from rag.ingest.pipeline import ChunkSettings, ingest_files
+    from rag.store.embeddings import HashingEmbeddingFunction
 
     files, dropped = discover_files(paths)
     if not files:
@@ -681,7 +682,8 @@ def bench_scale(kb, queries: Sequence[str], *, k: int = 6,
     baseline). Also the BM25 index: ``build_s`` (from the whole store, forced) and, when
     ``reopen()`` gives a fresh KnowledgeBase object on the same store (a restart),
     ``load_s`` (read back from disk) and their ratio."""
-    from rag.retrieval import index_path, lexical_index, retrieve
+    from rag.store.bm25 import index_path, lexical_index
+    from rag.store.retrieval import retrieve
 
     out: dict = {"chunks": kb.count(), "k": k, "queries": len(queries)}
     path = index_path(kb)

@@ -48,7 +48,7 @@ def _corpus_collection(corpus: Path, prefix: str) -> str:
 
 
 def _open(args, settings: Settings, default_name: str):
-    from rag.store import open_knowledge_base
+    from rag.store.chroma import open_knowledge_base
 
     return open_knowledge_base(settings, args.collection or default_name)
 
@@ -238,7 +238,7 @@ def cmd_bench_ingest(args) -> int:
 
 def cmd_bench_scale(args) -> int:
     from rag.bench import bench_scale, fill_store, format_table, read_jsonl
-    from rag.store import open_knowledge_base
+    from rag.store.chroma import open_knowledge_base
 
     corpus = Path(args.corpus) if args.corpus else SHARED_HOTPOTQA / "corpus.jsonl"
     queries = Path(args.queries) if args.queries else SHARED_HOTPOTQA / "queries.jsonl"

@@ -36,9 +36,9 @@ def cmd_eval(args) -> int:
 
     from rag.bench import format_table
     from rag.eval import load_items, run_eval
-    from rag.runner import make_context
-    from rag.runs import CLI_SESSION, RunStore
-    from rag.store import open_knowledge_base
+    from rag.run import make_context
+    from rag.history import CLI_SESSION, RunStore
+    from rag.store.chroma import open_knowledge_base
 
     items = load_items(args.file)
     presets = presets_from(args.preset)

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from rag.config import Settings
-from rag.runs import CLI_SESSION, RunStore
+from rag.history import CLI_SESSION, RunStore
 
 
 def _store(args) -> RunStore:
@@ -27,7 +27,7 @@ def save_cli_run(settings: Settings, run) -> str | None:
 
 
 def cmd_runs_list(args) -> int:
-    from rag.story import STOP_KINDS
+    from rag.trace.story import STOP_KINDS
 
     rows = _store(args).list(args.session, query=args.query, limit=args.limit)
     if args.json:
@@ -45,8 +45,8 @@ def cmd_runs_list(args) -> int:
 
 
 def cmd_runs_export(args) -> int:
-    from rag.export import comparison_html, comparison_json, run_html, run_json
-    from rag.pricing import load_prices
+    from rag.trace.export import comparison_html, comparison_json, run_html, run_json
+    from rag.trace.pricing import load_prices
 
     settings = Settings.from_env(data_dir=args.data_dir)
     store = RunStore.for_settings(settings)
@@ -70,10 +70,11 @@ def cmd_runs_export(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from rag.compare import grounded_verdict, parse_pipelines, run_comparison, useful_verdict
-    from rag.pricing import format_cost, load_prices, run_cost
-    from rag.runner import make_context
-    from rag.store import open_knowledge_base
+    from rag.config import parse_pipelines
+    from rag.run import make_context, run_comparison
+    from rag.store.chroma import open_knowledge_base
+    from rag.trace.pricing import format_cost, load_prices, run_cost
+    from rag.trace.story import grounded_verdict, useful_verdict
 
     numbers = {k: v for k, v in (("top_k", args.top_k), ("max_rewrites", args.max_rewrites))
                if v is not None}

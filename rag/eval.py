@@ -167,7 +167,7 @@ def run_eval(items: Sequence[EvalItem], context, presets: Sequence[str] = tuple(
     ``on_progress(done, total)`` follows the runs. Raises ValueError for an unknown preset or
     an empty set.
     """
-    from rag.runner import run_question
+    from rag.run import run_question
 
     if not items:
         raise ValueError("the question set is empty")
@@ -208,11 +208,11 @@ def grader_accuracy(rows: Sequence[dict], engine_factory: Callable | None = None
     ``questions``, ``passages``, ``tp``, ``fp``, ``tn``, ``fn``, ``accuracy``, ``precision``
     and ``recall`` (positive = relevant; precision is None when nothing was graded relevant).
     """
-    from rag.graph.state import Chunk
+    from rag.models import Chunk
 
     if engine_factory is None:
         from rag.engines.local import LocalEngine
-        from rag.retrieval import LexicalStats
+        from rag.store.bm25 import LexicalStats
 
         def engine_factory(texts):
             return LocalEngine(LexicalStats.from_texts(texts))

@@ -71,7 +71,7 @@ def settings(tmp_path):
 
 @pytest.fixture
 def kb(settings):
-    from rag.store import open_knowledge_base
+    from rag.store.chroma import open_knowledge_base
 
     return open_knowledge_base(settings)
 
@@ -81,7 +81,7 @@ def papers_kb(tmp_path_factory):
     """A knowledge base holding the Lewis RAG and Self-RAG papers (ingested once per session)."""
     from rag.config import Settings
     from rag.ingest.pipeline import ingest_files
-    from rag.store import open_knowledge_base
+    from rag.store.chroma import open_knowledge_base
 
     s = Settings.from_env({}, data_dir=tmp_path_factory.mktemp("papers") / "data")
     base = open_knowledge_base(s)

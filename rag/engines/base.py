@@ -6,7 +6,7 @@ from typing import Callable, Literal, Optional, Protocol, Sequence
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-from rag.graph.state import Chunk, Verdict
+from rag.models import Chunk, Verdict
 
 
 class CallMeta(BaseModel):

@@ -23,10 +23,17 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from rag.engines.base import (Answer, AnswerCitation, AnswerGrade, Decomposition, GroundingCheck,
-                              RelevanceGrade, RewrittenQuery)
-from rag.graph.state import Chunk, Verdict
-from rag.retrieval import LexicalStats
+from rag.engines.base import (
+    Answer,
+    AnswerCitation,
+    AnswerGrade,
+    Decomposition,
+    GroundingCheck,
+    RelevanceGrade,
+    RewrittenQuery,
+)
+from rag.models import Chunk, Verdict
+from rag.store.bm25 import LexicalStats
 from rag.text import (QUESTION_WORDS, STOPWORDS, answer_type, has_date, has_number,
                       number_tokens, sentences, stem, terms, words)
 

@@ -11,7 +11,7 @@ import sys
 from rag.bench import (BeirData, answer_hit, bench_ingest, bench_scale, fill_store, index_corpus,
                        load_beir, normalize_answer, read_jsonl, recall, run_qa, summarize_qa)
 from rag.config import preset_options
-from rag.store import open_knowledge_base
+from rag.store.chroma import open_knowledge_base
 from tests.conftest import DATA, LEWIS, ROOT, SELF_RAG
 
 HOTPOT = DATA / "hotpotqa"

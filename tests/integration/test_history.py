@@ -11,12 +11,15 @@ import threading
 
 import pytest
 
-from rag.compare import (Comparison, custom_label, grounded_verdict, parse_pipelines,
-                         run_comparison, useful_verdict)
+from rag.models import Comparison
+from rag.config import custom_label, parse_pipelines
+from rag.trace.story import grounded_verdict, useful_verdict
+from rag.run import run_comparison
 from rag.config import preset_options
-from rag.export import comparison_html, comparison_json, run_html, run_json
-from rag.runner import make_context, run_question
-from rag.runs import CLI_SESSION, RunOwnedElsewhere, RunStore, preset_of
+from rag.trace.export import comparison_html, comparison_json, run_html, run_json
+from rag.run import make_context, run_question
+from rag.history import CLI_SESSION, RunOwnedElsewhere, RunStore
+from rag.config import preset_of
 from tests.conftest import LEWIS, ROOT, SELF_RAG
 from tests.run_fixtures import CLAIM, KEY, PRICES, QUESTION
 
