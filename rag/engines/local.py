@@ -114,6 +114,9 @@ def _bridge_signal(question: str) -> str | None:
         if m.start() > 0 and m.group(1).lower() not in {"in", "of", "for", "to", "by", "at", "on"}:
             return f"relative clause '{m.group(0)}'"
     m = _CHAIN.search(body)
+    if m and re.fullmatch(r"\s*(?:what|who|which|where)\s+(?:is|was|are|were)\s*", body[:m.start()],
+                          re.IGNORECASE):
+        m = None  # "Who is the director of X?" asks for the role itself: one hop
     if m:
         return f"chain '{m.group(0).strip()} …'"
     m = _POSSESSIVE.search(body)
@@ -675,6 +678,9 @@ class LocalEngine:
         name_terms = {t for c in constraints(question) if c.kind != "number" for t in c.terms}
         out: list[_Passage] = []
         for rank, chunk in enumerate(chunks):
+            # a sentence is read in the context of its passage: the names the chunk holds
+            # ("RAG" in a chunk about RAG) count as held; numbers must be in the sentence
+            context = frozenset(t for t in terms(chunk.text) if t in name_terms)
             sents = sentences(chunk.text)
             for pos, raw in enumerate(sents):
                 sent = _quotable(raw)
@@ -685,11 +691,9 @@ class LocalEngine:
                 seq = terms(sent)
                 pairs = q_pairs & set(zip(seq, seq[1:]))
                 bonus = sum(weights[a][1] + weights[b][1] for a, b in pairs) / 2
-                out.append(_Passage(rank, pos, sent, frozenset(seq), bonus, len(seq), sent))
+                out.append(_Passage(rank, pos, sent, frozenset(seq), bonus, len(seq), sent,
+                                    context))
             rows = _table_rows(chunk.text, question)
-            if rows:
-                # a row is read in the context of its table: the names the chunk gives it
-                context = frozenset(t for t in terms(chunk.text) if t in name_terms)
             for pos, (text, header_terms) in enumerate(rows):
                 seq = terms(text)
                 pairs = q_pairs & set(zip(seq, seq[1:]))

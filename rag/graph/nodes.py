@@ -133,12 +133,19 @@ def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     for q, found in zip(queries, per_query):
         for c in found:
             query_of.setdefault(c.id, q)
-    update: dict = {"query": query, "retrieved": chunks, "query_of": query_of}
+    ids = {c.id for c in chunks}
+    repeated = bool(state.get("rewrites")) and any(
+        isinstance(e.detail, RetrieveDetail) and {c.id for c in e.detail.chunks} == ids
+        for e in state.get("events", []) if e.node == "retrieve")
+    update: dict = {"query": query, "retrieved": chunks, "query_of": query_of,
+                    "repeated_retrieval": repeated}
     if not o.grading:
         update["documents"] = chunks[:o.top_k]
     best = f"; best {chunks[0].label()} ({chunks[0].score:.2f})" if chunks else ""
+    if repeated:
+        best += "; the same chunks as before"
     detail = RetrieveDetail(query=query, top_k=o.top_k, mode=o.retrieval,
-                            chunks=[ChunkView.of(c) for c in chunks])
+                            chunks=[ChunkView.of(c) for c in chunks], repeated=repeated)
     if len(queries) > 1:
         detail.sub_queries = [SubQueryHits(query=q, chunks=[c.id for c in found])
                               for q, found in zip(queries, per_query)]
@@ -301,7 +308,8 @@ def generate(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     return _record(state, runtime, "generate", started,
                    f"Answer of {len(answer.text.split())} words citing {len(citations)} chunks",
                    detail, {"answer": answer.text, "citations": citations, "weak_evidence": weak,
-                            "generations": state.get("generations", 0) + 1}, [answer.meta],
+                            "generations": state.get("generations", 0) + 1,
+                            "answered_with": [c.id for c in documents]}, [answer.meta],
                    routing.decide_after_generate)
 
 
@@ -375,6 +383,10 @@ def finalize_with_caveat(state: GraphState, runtime: Runtime[RunContext]) -> dic
         why.append("the answer may not fully address the question")
     if state.get("web_note", "").startswith(("skipped", "failed")):
         why.append(f"web search {state['web_note']}")
+    route = state.get("route")
+    if route is not None and route.why.startswith(routing.SAME_EVIDENCE):
+        why.append("the evidence did not change after the last correction, so the previous "
+                   "answer (which did not pass its checks) stands")
     reason = "Answered with caveat: " + (" and ".join(why) if why else "evidence is limited")
     caveat = "Caveat: " + (" and ".join(why) if why else "evidence is limited") + "."
     final = f"{caveat}\n\n{state.get('answer', '')}"
@@ -397,7 +409,9 @@ def fallback(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     elif not state.get("citations") and state.get("generations"):
         why.append("the answer could cite no evidence")
     if o.rewriting and state.get("rewrites"):
-        why.append(f"after {state['rewrites']} rewrite(s)")
+        why.append(f"after {state['rewrites']} rewrite(s)"
+                   + (", the last of which retrieved the same chunks again"
+                      if state.get("repeated_retrieval") else ""))
     if state.get("web_note"):
         why.append(f"web search {state['web_note']}")
     reason = "No answer: " + ("; ".join(why) if why else "no evidence")
