@@ -352,7 +352,8 @@ def _tabular(sentence: str) -> bool:
     tokens = sentence.split()
     figure = re.compile(r"[$(]*-?\d[\d,.]*\)?%?")
     figures = sum(bool(figure.fullmatch(t)) for t in tokens)
-    row_ends = sum(bool(figure.fullmatch(a)) and b[:1].isupper() for a, b in zip(tokens, tokens[1:]))
+    amount = re.compile(r"[$(]*-?\d{1,3}(?:,\d{3})+(?:\.\d+)?\)?|\(\d[\d,.]*\)")  # 383,115 (30)
+    row_ends = sum(bool(amount.fullmatch(a)) and b[:1].isupper() for a, b in zip(tokens, tokens[1:]))
     return len(tokens) >= 8 and (figures / len(tokens) > 0.3 or row_ends >= 2)
 
 
