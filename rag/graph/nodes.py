@@ -385,8 +385,17 @@ def finalize_with_caveat(state: GraphState, runtime: Runtime[RunContext]) -> dic
         why.append(f"web search {state['web_note']}")
     route = state.get("route")
     if route is not None and route.why.startswith(routing.SAME_EVIDENCE):
+        # The previous answer stands: say what its checks found (a rewrite cleared the flags).
+        events = state.get("events", [])
+        grounding = next((e.detail for e in reversed(events) if isinstance(e.detail, GroundingDetail)), None)
+        check = next((e.detail for e in reversed(events) if isinstance(e.detail, AnswerCheckDetail)), None)
+        if state.get("grounded") is None and grounding is not None and not grounding.grounded:
+            n = len(grounding.ungrounded_claims)
+            why.append(f"{n} claim{'s' if n != 1 else ''} could not be verified")
+        if state.get("useful") is None and check is not None and not check.useful:
+            why.append("the answer may not fully address the question")
         why.append("the evidence did not change after the last correction, so the previous "
-                   "answer (which did not pass its checks) stands")
+                   "answer stands")
     reason = "Answered with caveat: " + (" and ".join(why) if why else "evidence is limited")
     caveat = "Caveat: " + (" and ".join(why) if why else "evidence is limited") + "."
     final = f"{caveat}\n\n{state.get('answer', '')}"
