@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from rag.ingest.pipeline import ChunkSettings, ingest_files
-from tests.conftest import LEWIS, PAPERS, ROOT, SELF_RAG, TRICKY
+from tests.conftest import LEWIS, PAPERS, SELF_RAG, TRICKY
 
 ENCRYPTED = TRICKY / "pypdf__encryption__r4-aes-user-password.pdf"
 SCANNED = TRICKY / "ocrmypdf__c02-22.pdf"
@@ -67,12 +65,14 @@ def test_progress_is_reported_per_file(kb):
     assert seen == [(0, 2, "a.txt"), (1, 2, "b.md"), (2, 2, "")]
 
 
-def rag_cli(*args, data_dir):
-    return subprocess.run([sys.executable, "-m", "rag", *args, "--data-dir", str(data_dir)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+@pytest.fixture
+def rag_cli(cli):
+    """``python -m rag ARGS... --data-dir D``, in this process."""
+    return lambda *args, data_dir: cli(*args, "--data-dir", data_dir)
 
 
-def test_cli_ingest_and_ask_json(tmp_path):
+@pytest.mark.slow
+def test_cli_ingest_and_ask_json(tmp_path, rag_cli):
     out = rag_cli("ingest", str(LEWIS), str(SELF_RAG), data_dir=tmp_path)
     assert out.returncode == 0, out.stderr
     assert f"{LEWIS.name}: ingested 19 pages" in out.stdout
@@ -100,6 +100,6 @@ def test_cli_ingest_and_ask_json(tmp_path):
     assert json.loads(out.stdout)["path"] == ["retrieve", "generate", "finalize"]
 
 
-def test_cli_password_flag(tmp_path):
+def test_cli_password_flag(tmp_path, rag_cli):
     out = rag_cli("ingest", str(ENCRYPTED), "--password", "asdfzxcv", data_dir=tmp_path)
     assert out.returncode == 0 and "ingested" in out.stdout
