@@ -1,6 +1,9 @@
-"""What every benchmark shares: BEIR datasets (reading, indexing one passage per chunk), the
+"""What every benchmark shares.
+
+BEIR datasets (reading, indexing one passage per chunk), the
 shared data location, scoring (SQuAD answer normalisation, recall, percentiles), ratios to a
-baseline and plain-text tables."""
+baseline and plain-text tables.
+"""
 
 from __future__ import annotations
 
@@ -46,9 +49,12 @@ def shared_data_dir(env: Mapping[str, str] | None = None) -> Path:
 # -- BEIR datasets ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class BeirData:
-    """A BEIR-layout dataset: ``corpus`` rows ``{_id, title, text}``; ``queries`` rows
+    """A BEIR-layout dataset.
+
+    ``corpus`` rows ``{_id, title, text}``; ``queries`` rows
     ``{_id, text, answers}`` (only those with qrels, in file order); ``qrels`` maps a query id
-    to its supporting corpus ids (score > 0)."""
+    to its supporting corpus ids (score > 0).
+    """
 
     corpus: list[dict]
     queries: list[dict]
@@ -73,7 +79,9 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 def load_beir(corpus: Path, queries: Path, qrels: Path, *, limit: int | None = None) -> BeirData:
-    """Read a BEIR dataset: corpus and queries as JSON lines, qrels as TSV with a header line
+    """Read a BEIR dataset.
+
+    Corpus and queries are JSON lines, qrels a TSV with a header line
     (``query-id  corpus-id  score``).
 
     Args:
@@ -112,8 +120,9 @@ def load_beir(corpus: Path, queries: Path, qrels: Path, *, limit: int | None = N
 
 
 def corpus_documents(corpus: Iterable[dict]) -> list[tuple[list[ChunkRecord], int, int]]:
-    """Each corpus row as one document of exactly one chunk, ready for
-    ``KnowledgeBase.add_documents``: ``(chunks, pages=1, size_bytes)``.
+    """Each corpus row as one document of exactly one chunk.
+
+    Ready for ``KnowledgeBase.add_documents``: ``(chunks, pages=1, size_bytes)``.
 
     A BEIR passage is already a retrieval unit, so it is not split further. The chunk text is
     the title on its own line, then the text (the usual BEIR indexing); ``source`` is the title;
@@ -136,8 +145,11 @@ def corpus_documents(corpus: Iterable[dict]) -> list[tuple[list[ChunkRecord], in
 
 @dataclass
 class CorpusIndex:
-    """The result of :func:`index_corpus`: chunk id -> corpus ``_id``, and what it cost
-    (``seconds`` and ``bm25_seconds`` of wall time)."""
+    """The result of :func:`index_corpus`.
+
+    Chunk id -> corpus ``_id``, and what it cost
+    (``seconds`` and ``bm25_seconds`` of wall time).
+    """
 
     chunk_to_doc: dict[str, str]
     added: int
@@ -148,8 +160,9 @@ class CorpusIndex:
 
 def index_corpus(kb, corpus: list[dict], *, batch_size: int = 1024,
                  on_progress: Progress = None) -> CorpusIndex:
-    """Store every corpus row in ``kb`` (one chunk each, see :func:`corpus_documents`) unless
-    it is stored already, then build (or load) the BM25 index.
+    """Store the corpus in ``kb``, then build (or load) the BM25 index.
+
+    Every row becomes one chunk (see :func:`corpus_documents`), unless it is stored already.
 
     Args:
         kb: the ``KnowledgeBase`` to fill.
@@ -186,23 +199,31 @@ _MARKER = re.compile(r"\s*\[\d+\]")
 
 
 def normalize_answer(text: str) -> str:
-    """SQuAD normalisation (Rajpurkar et al. 2016, the official evaluation script): lower
-    case, drop punctuation, drop the articles a/an/the, collapse whitespace."""
+    """Normalise an answer as SQuAD does.
+
+    Follows Rajpurkar et al. 2016 (the official evaluation script): lower
+    case, drop punctuation, drop the articles a/an/the, collapse whitespace.
+    """
     text = "".join(ch for ch in text.lower() if ch not in _PUNCT)
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
 def answer_hit(answer: str, gold: Sequence[str]) -> bool:
-    """True when some gold answer, normalised, appears in the normalised ``answer`` as whole
+    """Whether the answer says one of the gold answers.
+
+    True when some gold answer, normalised, appears in the normalised ``answer`` as whole
     words (citation markers ``[n]`` removed first). Whole words, not a raw substring, so the
-    gold answer "no" is not found inside "not"."""
+    gold answer "no" is not found inside "not".
+    """
     said = f" {normalize_answer(_MARKER.sub('', answer))} "
     return any(g and f" {g} " in said for g in (normalize_answer(str(a)) for a in gold))
 
 
 def recall(found: Iterable[str], supporting: Iterable[str]) -> tuple[bool, bool, float]:
-    """``(all, any, share)`` of the ``supporting`` ids present in ``found``. With no
-    supporting ids, all is True and any is False (share 1.0)."""
+    """``(all, any, share)`` of the ``supporting`` ids present in ``found``.
+
+    With no supporting ids, all is True and any is False (share 1.0).
+    """
     found, supporting = set(found), set(supporting)
     if not supporting:
         return True, False, 1.0
@@ -211,8 +232,10 @@ def recall(found: Iterable[str], supporting: Iterable[str]) -> tuple[bool, bool,
 
 
 def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile (0-100) by linear interpolation (numpy's default); 0.0 for no
-    values."""
+    """The ``q``-th percentile (0-100) of ``values``.
+
+    Linear interpolation (numpy's default); 0.0 for no values.
+    """
     return float(np.percentile(values, q)) if len(values) else 0.0
 
 
@@ -249,7 +272,7 @@ def format_table(rows: Sequence[dict], columns: Sequence[tuple[str, str]]) -> st
         return str(v)
 
     def line(cells: Sequence[str]) -> str:
-        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
 
     head = [h for _, h in columns]
     body = [[cell(r.get(key)) for key, _ in columns] for r in rows]

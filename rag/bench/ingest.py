@@ -1,6 +1,9 @@
-"""Ingestion throughput on the same files in the same run: our stages one by one, our whole
+"""Ingestion throughput on the same files in the same run.
+
+Our stages one by one, our whole
 pipeline, re-ingesting unchanged files, pypdf text extraction alone (the floor) and a LangChain
-reference pipeline (PyPDFLoader, RecursiveCharacterTextSplitter, Chroma.from_documents)."""
+reference pipeline (PyPDFLoader, RecursiveCharacterTextSplitter, Chroma.from_documents).
+"""
 
 from __future__ import annotations
 
@@ -37,9 +40,10 @@ except ImportError:  # not on Windows: CPU seconds are then reported as 0.0
 
 
 def discover_files(paths: Iterable[Path | str]) -> tuple[list[Path], list[Path]]:
-    """The files to ingest, and the byte-identical copies left out (every contender would
-    otherwise be timed on different work: ours skips a duplicate, the reference indexes it
-    again).
+    """The files to ingest, and the byte-identical copies left out.
+
+    Every contender would otherwise be timed on different work: ours skips a duplicate, the
+    reference indexes it again.
 
     Args:
         paths: files, or directories (which give their .pdf, .txt and .md files, sorted).
@@ -59,7 +63,9 @@ def discover_files(paths: Iterable[Path | str]) -> tuple[list[Path], list[Path]]
             files.append(p)
         else:
             raise FileNotFoundError(f"no such file or directory: {p}")
-    kept, dropped, seen = [], [], set()
+    kept: list[Path] = []
+    dropped: list[Path] = []
+    seen: set[str] = set()
     for f in files:
         sha = hashlib.sha256(f.read_bytes()).hexdigest()
         (dropped if sha in seen else kept).append(f)
@@ -69,7 +75,7 @@ def discover_files(paths: Iterable[Path | str]) -> tuple[list[Path], list[Path]]
 
 @contextmanager
 def _quiet_pypdf():
-    """pypdf logs a warning per odd font; printing those would be timed too, for every contender."""
+    """Silence pypdf's warnings (one per odd font): printing them would be timed too, for every contender."""
     log = logging.getLogger("pypdf")
     level = log.level
     log.setLevel(logging.ERROR)
@@ -80,8 +86,10 @@ def _quiet_pypdf():
 
 
 def _cpu_seconds() -> float:
-    """CPU time of this process and its finished children (user + system), in seconds; 0.0
-    where the platform has no ``resource`` module."""
+    """CPU time of this process and its finished children (user + system), in seconds.
+
+    0.0 where the platform has no ``resource`` module.
+    """
     if resource is None:
         return 0.0
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -129,8 +137,11 @@ class _SameEmbeddings(Embeddings):
 
 def _langchain_reference(files: Sequence[Path], root: Path, chunk_size: int, chunk_overlap: int,
                          ef) -> tuple[float, int, int]:
-    """PyPDFLoader (TextLoader for text) -> RecursiveCharacterTextSplitter ->
-    Chroma.from_documents, with ``ef`` behind LangChain's Embeddings interface."""
+    """Time the LangChain reference pipeline; returns ``(seconds, pages, chunks)``.
+
+    PyPDFLoader (TextLoader for text) -> RecursiveCharacterTextSplitter ->
+    Chroma.from_documents, with ``ef`` behind LangChain's Embeddings interface.
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # langchain_community announces its sunset on import
         # Imported here: dev-only packages (requirements-dev.txt) for this one baseline, and
@@ -168,7 +179,7 @@ def _stages(files: Sequence[Path], root: Path, chunk_size: int, chunk_overlap: i
         t3 = time.perf_counter()
         kb.add_document(records, pages=doc.page_count, size_bytes=len(data), embeddings=vectors)
         t4 = time.perf_counter()
-        for key, dt in zip(timings, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+        for key, dt in zip(timings, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
             timings[key] += dt
         pages += doc.page_count
         chunks += len(records)

@@ -1,7 +1,10 @@
-"""Question answering over a BEIR corpus through the graph: every question once per preset,
+"""Question answering over a BEIR corpus through the graph.
+
+Every question once per preset,
 scored for recall of the supporting passages among the chunks given to the generator and for
 the answer (SQuAD normalisation), with latency split into engine, retrieval and graph time;
-naive RAG is the baseline of the ratios."""
+naive RAG is the baseline of the ratios.
+"""
 
 from __future__ import annotations
 
@@ -15,8 +18,11 @@ from rag.run import make_context, run_question
 
 
 class _TimedEngine:
-    """Wraps an engine and adds the wall time of every method call to ``ms`` (whatever the
-    methods are, so engines with more judgments are timed too)."""
+    """An engine that times itself.
+
+    Wraps an engine and adds the wall time of every method call to ``ms`` (whatever the
+    methods are, so engines with more judgments are timed too).
+    """
 
     def __init__(self, inner) -> None:
         self._inner = inner
@@ -39,8 +45,11 @@ class _TimedEngine:
 
 @dataclass
 class QuestionResult:
-    """One question through the graph. Times in ms; ``evidence`` holds the corpus ids of the
-    chunks given to the generator (at most k, in order)."""
+    """One question through the graph.
+
+    Times in ms; ``evidence`` holds the corpus ids of the
+    chunks given to the generator (at most k, in order).
+    """
 
     qid: str
     question: str
@@ -66,8 +75,10 @@ class QuestionResult:
 
 
 def generator_evidence(run, k: int) -> list[str]:
-    """Chunk ids the generator saw in ``run`` (its last ``generate`` event), at most ``k``; empty
-    when the run never generated."""
+    """Chunk ids the generator saw in ``run`` (its last ``generate`` event), at most ``k``.
+
+    Empty when the run never generated.
+    """
     for event in reversed(run.events):
         if event.node == "generate":
             return [c["id"] for c in event.detail.get("evidence", [])][:k]
@@ -75,8 +86,11 @@ def generator_evidence(run, k: int) -> list[str]:
 
 
 def committed_answer(run) -> str:
-    """The answer the run committed to: the last generated answer when it ended in finalize or
-    finalize_with_caveat (without the caveat line), else "" (it abstained or failed)."""
+    """The answer the run committed to.
+
+    The last generated answer when it ended in finalize or
+    finalize_with_caveat (without the caveat line), else "" (it abstained or failed).
+    """
     if run.error or not run.path or run.path[-1] not in ("finalize", "finalize_with_caveat"):
         return ""
     for event in reversed(run.events):
@@ -144,11 +158,14 @@ def run_qa(kb, data: BeirData, chunk_to_doc: dict[str, str], options: Options, *
 
 def summarize_qa(results: Sequence[QuestionResult], *, preset: str, options: Options,
                  engine: str = "local") -> dict:
-    """The figures of one preset: ``questions``, ``k``, ``preset``, ``retrieval``, ``engine``,
+    """The figures of one preset.
+
+    ``questions``, ``k``, ``preset``, ``retrieval``, ``engine``,
     ``recall_all``, ``recall_any``, ``answer_hit`` (shares in [0, 1]), ``llm_calls_mean``,
     ``rewrites_mean``, ``steps_mean``, ``latency_ms_p50``/``_p95``, the mean engine and
     retrieval ms per question, ``graph_overhead_ms_per_step`` (graph time over all node steps)
-    and ``errors``."""
+    and ``errors``.
+    """
     n = len(results)
     lat = [r.latency_ms for r in results]
     steps = sum(r.steps for r in results)
@@ -178,9 +195,11 @@ class QaRun:
     summaries: list[dict] = field(default_factory=list)
 
     def with_ratios(self) -> list[dict]:
-        """Each summary plus ``baseline`` (the first summary's preset) and ``vs_baseline``:
-        recall_all, answer_hit and latency_ms_p50 as ratios to the first summary's (the
-        baseline, naive RAG)."""
+        """Each summary, with ratios to the baseline.
+
+        Adds ``baseline`` (the first summary's preset) and ``vs_baseline``: recall_all,
+        answer_hit and latency_ms_p50 as ratios to the first summary's (the baseline, naive RAG).
+        """
         if not self.summaries:
             return []
         base = self.summaries[0]

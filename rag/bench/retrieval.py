@@ -1,13 +1,16 @@
-"""Recall@k of each retrieval mode alone (dense, BM25, hybrid), without the graph, on a BEIR
-dataset indexed one passage per chunk; the first mode is the baseline."""
+"""Recall@k of each retrieval mode alone (dense, BM25, hybrid), without the graph.
+
+On a BEIR dataset indexed one passage per chunk; the first mode is the baseline.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import cast
 
 from rag.bench.data import BeirData, Progress, mean, percentile, recall
-from rag.store.retrieval import retrieve
+from rag.store.retrieval import RetrievalMode, retrieve
 
 
 def retrieval_recall(kb, data: BeirData, chunk_to_doc: dict[str, str], *, k: int = 6,
@@ -38,7 +41,7 @@ def retrieval_recall(kb, data: BeirData, chunk_to_doc: dict[str, str], *, k: int
         alls, anys, shares, lat = [], [], [], []
         for q in data.queries:
             started = time.perf_counter()
-            chunks = retrieve(kb, q["text"], k, mode)
+            chunks = retrieve(kb, q["text"], k, cast(RetrievalMode, mode))  # ValueError if unknown
             lat.append((time.perf_counter() - started) * 1000)
             a, b, s = recall([chunk_to_doc.get(c.id, c.id) for c in chunks], data.qrels[q["_id"]])
             alls.append(a)

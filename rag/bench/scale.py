@@ -1,6 +1,9 @@
-"""Retrieval latency in a store of many chunks: fill a store with synthetic chunks of real
+"""Retrieval latency in a store of many chunks.
+
+Fill a store with synthetic chunks of real
 prose, rebuild and reload the BM25 index, then time every retrieval mode; dense is the
-baseline."""
+baseline.
+"""
 
 from __future__ import annotations
 
@@ -9,17 +12,20 @@ import random
 import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
+from typing import cast
 
 from rag.bench.data import Progress, mean, percentile, ratio
 from rag.ingest.types import ChunkRecord
 from rag.store.bm25 import index_path, lexical_index
-from rag.store.retrieval import retrieve
+from rag.store.retrieval import RetrievalMode, retrieve
 from rag.text import sentences
 
 
 def synthetic_documents(corpus: Sequence[dict], n_chunks: int, *, seed: int = 0,
                         chunks_per_doc: int = 20) -> Iterator[tuple[list[ChunkRecord], int, int]]:
-    """``n_chunks`` chunks of real prose for a scale test: each is 4 to 8 sentences drawn at
+    """``n_chunks`` chunks of real prose for a scale test.
+
+    Each is 4 to 8 sentences drawn at
     random (seeded) from ``corpus`` texts, about 600 characters, grouped into documents of
     ``chunks_per_doc`` chunks.
 
@@ -58,8 +64,9 @@ def synthetic_documents(corpus: Sequence[dict], n_chunks: int, *, seed: int = 0,
 
 def fill_store(kb, corpus: Sequence[dict], n_chunks: int, *, seed: int = 0,
                batch_docs: int = 50, on_progress: Progress = None) -> dict:
-    """Fill ``kb`` with :func:`synthetic_documents` up to ``n_chunks`` chunks; documents already
-    stored are skipped, so a filled store is reused.
+    """Fill ``kb`` with :func:`synthetic_documents` up to ``n_chunks`` chunks.
+
+    Documents already stored are skipped, so a filled store is reused.
 
     Args:
         kb: the ``KnowledgeBase`` to fill.
@@ -107,8 +114,7 @@ def bench_scale(kb, queries: Sequence[str], *, k: int = 6,
                 modes: Sequence[str] = ("dense", "bm25", "hybrid"),
                 reopen: Callable[[], object] | None = None,
                 on_progress: Progress = None) -> dict:
-    """Query latency of each retrieval mode over ``kb``, and the BM25 index's build and load
-    times.
+    """Query latency of each retrieval mode over ``kb``, and the BM25 index's build and load times.
 
     Every query runs once per mode, after 5 warm-up queries. The BM25 index is rebuilt from
     the whole store (forced); when ``reopen`` is given, the fresh KnowledgeBase object it
@@ -143,14 +149,14 @@ def bench_scale(kb, queries: Sequence[str], *, k: int = 6,
         out["bm25_build_vs_load"] = ratio(out["bm25_build_s"], out["bm25_load_s"])
     total = len(modes) * len(queries)
     done = 0
-    modes_out = {}
+    modes_out: dict[str, dict] = {}
     for mode in modes:
         for q in list(queries)[:5]:
-            retrieve(kb, q, k, mode)
+            retrieve(kb, q, k, cast(RetrievalMode, mode))  # retrieve refuses an unknown mode
         lat = []
         for q in queries:
             started = time.perf_counter()
-            retrieve(kb, q, k, mode)
+            retrieve(kb, q, k, cast(RetrievalMode, mode))
             lat.append((time.perf_counter() - started) * 1000)
             done += 1
             if on_progress:

@@ -1,5 +1,7 @@
-"""``python -m rag ingest PATH...`` and ``python -m rag ask "QUESTION"``: index files, and ask
-a question through the graph (saved to the history, session ``cli``)."""
+"""``python -m rag ingest PATH...`` and ``python -m rag ask "QUESTION"``.
+
+Index files, and ask a question through the graph (saved to the history, session ``cli``).
+"""
 
 from __future__ import annotations
 
@@ -43,7 +45,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    """Ask ``args.question``: steps on stderr as they run, then the answer, its sources and the
+    """Ask ``args.question`` through the graph.
+
+    Steps on stderr as they run, then the answer, its sources and the
     path (or, with ``--json``, one object: :meth:`rag.models.Run.cli_json`).
 
     Returns:

@@ -1,6 +1,9 @@
-"""``python -m rag bench qa|retrieval|ingest|scale``: run the benchmarks of :mod:`rag.bench`
+"""``python -m rag bench qa|retrieval|ingest|scale``.
+
+Run the benchmarks of :mod:`rag.bench`
 with a progress bar on stderr, then print a table (or JSON with ``--json``, the table then on
-stderr)."""
+stderr).
+"""
 
 from __future__ import annotations
 
@@ -98,8 +101,10 @@ def _emit(args: argparse.Namespace, result, table: str) -> None:
 
 # -- bench qa --------------------------------------------------------------------------------
 def _qa_presets(args: argparse.Namespace) -> tuple[list[str], list[str]]:
-    """``(requested, presets)``: the presets asked for, and those to run (naive first as the
-    baseline unless ``--no-baseline``). Raises ValueError for an unknown preset."""
+    """``(requested, presets)``: the presets asked for, and those to run.
+
+    Naive runs first as the baseline unless ``--no-baseline``. Raises ValueError for an unknown preset.
+    """
     requested = []
     for item in args.preset or ["full"]:
         for name in item.split(","):
@@ -192,8 +197,10 @@ def cmd_bench_retrieval(args: argparse.Namespace) -> int:
 
 # -- bench ingest ----------------------------------------------------------------------------
 def format_ingest(result: dict) -> str:
-    """The ``bench ingest`` table of a :func:`rag.bench.ingest.bench_ingest` result, under a
-    line with the files, pages and chunks measured."""
+    """The ``bench ingest`` table of a :func:`rag.bench.ingest.bench_ingest` result.
+
+    Under a line with the files, pages and chunks measured.
+    """
     ours = result["pipeline"]
     rows = []
     floor, ref = result["baselines"]["pypdf_parse"], result["baselines"]["langchain_reference"]

@@ -1,6 +1,9 @@
-"""What the commands of ``python -m rag`` share: the arguments every command group declares
+"""What the commands of ``python -m rag`` share.
+
+The arguments every command group declares
 (as argparse parent parsers, built once per parser), the settings and knowledge base they
-name, and where a run made on the command line is saved (session ``cli``)."""
+name, and where a run made on the command line is saved (session ``cli``).
+"""
 
 from __future__ import annotations
 
@@ -15,7 +18,9 @@ from rag.store.chroma import KnowledgeBase, open_knowledge_base
 
 @dataclass(frozen=True)
 class SharedArgs:
-    """Parent parsers for the arguments several commands share; pass the ones a command takes
+    """Parent parsers for the arguments several commands share.
+
+    Pass the ones a command takes
     as ``parents=[...]`` to ``add_parser``.
 
     Attributes:

@@ -1,5 +1,8 @@
-"""``python -m rag compare "QUESTION"``: one question under 2 to 4 pipelines at once, saved to
-the history (session ``cli``)."""
+"""``python -m rag compare "QUESTION"``.
+
+One question under 2 to 4 pipelines at once, saved to
+the history (session ``cli``).
+"""
 
 from __future__ import annotations
 
@@ -25,11 +28,11 @@ def _print_json(cmp: Comparison, prices) -> None:
                        "completion_tokens": run.completion_tokens,
                        "cost_usd": run_cost(run, prices),
                        "grounded": grounded_verdict(run), "useful": useful_verdict(run)}
-                      for label, run in zip(cmp.labels, cmp.runs)]}, indent=2, default=str))
+                      for label, run in zip(cmp.labels, cmp.runs, strict=True)]}, indent=2, default=str))
 
 
 def _print_text(cmp: Comparison, prices) -> None:
-    for label, run in zip(cmp.labels, cmp.runs):
+    for label, run in zip(cmp.labels, cmp.runs, strict=True):
         tokens = run.prompt_tokens + run.completion_tokens
         print(f"== {label}  (run {run.id})")
         print(f"   {run.stop_reason}")
@@ -48,7 +51,9 @@ def _print_text(cmp: Comparison, prices) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    """Run ``args.question`` under each pipeline and print, per pipeline, the stop reason, the
+    """Run ``args.question`` under each pipeline and print the runs side by side.
+
+    Per pipeline: the stop reason, the
     path, LLM calls, tokens, cost, latency, the verdicts and the answer with its sources (or,
     with ``--json``, ``comparison_id`` and one object per pipeline).
 

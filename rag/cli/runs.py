@@ -1,5 +1,8 @@
-"""``python -m rag runs list|export``: the saved run history (runs made here belong to the
-session ``cli``)."""
+"""``python -m rag runs list|export``.
+
+The saved run history (runs made here belong to the
+session ``cli``).
+"""
 
 from __future__ import annotations
 
@@ -19,8 +22,11 @@ POSITION = 20
 
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
-    """Print the saved runs, newest first: id, local time, preset, ending, steps and question
-    (or, with ``--json``, one array of history rows). Returns 0."""
+    """Print the saved runs, newest first.
+
+    Id, local time, preset, ending, steps and question
+    (or, with ``--json``, one array of history rows). Returns 0.
+    """
     rows = RunStore.for_settings(settings_of(args)).list(args.session, query=args.query,
                                                          limit=args.limit)
     if args.json:
@@ -38,8 +44,9 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_export(args: argparse.Namespace) -> int:
-    """Write the run, or the comparison, ``args.run_id`` to ``args.out`` as JSON or as the
-    self-contained HTML report; keys are masked out. Returns 0.
+    """Write the run, or the comparison, ``args.run_id`` to ``args.out``.
+
+    As JSON or as the self-contained HTML report; keys are masked out. Returns 0.
 
     Raises:
         ValueError: no run or comparison has that id.

@@ -103,3 +103,28 @@ def test_cli_ingest_and_ask_json(tmp_path, rag_cli):
 def test_cli_password_flag(tmp_path, rag_cli):
     out = rag_cli("ingest", str(ENCRYPTED), "--password", "asdfzxcv", data_dir=tmp_path)
     assert out.returncode == 0 and "ingested" in out.stdout
+
+
+def test_cli_has_every_command_group_and_shared_arguments(cli):
+    """Every module of rag/cli with a ``register`` adds its commands, in ``POSITION`` order;
+    the arguments they share are declared once and accepted by each."""
+    from rag.cli import command_modules
+
+    assert [m.__name__ for m in command_modules()] == [
+        "rag.cli.ask", "rag.cli.runs", "rag.cli.compare", "rag.cli.bench"]
+    out = cli("--help")
+    assert out.returncode == 0 and "{ingest,ask,runs,compare,bench}" in out.stdout
+    for command, shared in ((["ingest"], ["--data-dir", "--collection"]),
+                            (["ask"], ["--data-dir", "--collection", "--json"]),
+                            (["compare"], ["--data-dir", "--collection", "--json"]),
+                            (["runs", "list"], ["--data-dir", "--json"]),
+                            (["runs", "export"], ["--data-dir"]),
+                            (["bench", "qa"], ["--data-dir", "--collection", "--json"]),
+                            (["bench", "retrieval"], ["--data-dir", "--collection", "--json"]),
+                            (["bench", "ingest"], ["--data-dir", "--json"]),
+                            (["bench", "scale"], ["--data-dir", "--collection", "--json", "RAG_SHARED_DATA"])):
+        out = cli(*command, "--help")
+        assert out.returncode == 0, command
+        assert all(arg in out.stdout for arg in shared), (command, out.stdout)
+    out = cli("ask")
+    assert out.returncode == 2 and "the following arguments are required: question" in out.stderr
