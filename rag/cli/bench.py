@@ -32,11 +32,12 @@ from rag.bench.ingest import bench_ingest
 from rag.bench.qa import QaRun, run_qa, summarize_qa
 from rag.bench.retrieval import retrieval_recall
 from rag.bench.scale import bench_scale, fill_store
-from rag.cli.common import SharedArgs
+from rag.cli._common import SharedArgs
 from rag.config import PRESETS, Settings, preset_options
 from rag.store.chroma import KnowledgeBase, open_knowledge_base
 
-POSITION = 40
+POSITION = 50
+HELP = "benchmarks on real data (qa, retrieval, ingest, scale)"
 
 QA_COLUMNS = [("preset", "preset"), ("retrieval", "retrieval"), ("questions", "questions"),
               ("recall_all", "recall_all"), ("recall_any", "recall_any"),
@@ -284,7 +285,7 @@ def _beir_args(p: argparse.ArgumentParser) -> None:
 
 def register(commands, shared: SharedArgs) -> None:
     """Add ``bench`` and its subcommands to the top-level subparsers ``commands``."""
-    bench = commands.add_parser("bench", help="benchmarks on real data (qa, retrieval, ingest, scale)")
+    bench = commands.add_parser("bench", help=HELP)
     bsub = bench.add_subparsers(dest="bench_command", required=True)
     stores = [shared.bench_dir, shared.bench_collection, shared.json]
 

@@ -10,14 +10,16 @@ import argparse
 import json
 import sys
 
-from rag.cli.common import SharedArgs, open_kb, save_cli_comparison, settings_of
+from rag.cli._common import SharedArgs, save_cli_comparison, settings_of
 from rag.config import parse_pipelines
 from rag.models import Comparison
 from rag.run import make_context, run_comparison
+from rag.store.chroma import open_knowledge_base
 from rag.trace.pricing import format_cost, load_prices, run_cost
 from rag.trace.story import grounded_verdict, useful_verdict
 
-POSITION = 30
+POSITION = 40
+HELP = "run one question under 2 to 4 pipelines at once"
 
 
 def _print_json(cmp: Comparison, prices) -> None:
@@ -68,7 +70,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     pipelines = parse_pipelines(args.presets, args.custom or (), **numbers)
     prices = load_prices()
     settings = settings_of(args)
-    kb = open_kb(args, settings)
+    kb = open_knowledge_base(settings, args.collection)
     cmp = run_comparison(args.question, make_context(settings, kb), pipelines)
     note = save_cli_comparison(settings, cmp)
     if args.json:
@@ -82,7 +84,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def register(commands, shared: SharedArgs) -> None:
     """Add ``compare`` to the top-level subparsers ``commands``."""
-    p = commands.add_parser("compare", help="run one question under 2 to 4 pipelines at once",
+    p = commands.add_parser("compare", help=HELP,
                             parents=[shared.data_dir, shared.collection, shared.json])
     p.add_argument("question")
     p.add_argument("--presets", default="naive,crag,full",

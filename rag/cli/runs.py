@@ -12,13 +12,14 @@ import sys
 import time
 from pathlib import Path
 
-from rag.cli.common import SharedArgs, settings_of
+from rag.cli._common import SharedArgs, settings_of
 from rag.history import RunStore
 from rag.trace.export import comparison_html, comparison_json, run_html, run_json
 from rag.trace.pricing import load_prices
 from rag.trace.story import STOP_KINDS
 
-POSITION = 20
+POSITION = 30
+HELP = "list and export saved runs"
 
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
@@ -75,7 +76,7 @@ def cmd_runs_export(args: argparse.Namespace) -> int:
 
 def register(commands, shared: SharedArgs) -> None:
     """Add ``runs list`` and ``runs export`` to the top-level subparsers ``commands``."""
-    runs = commands.add_parser("runs", help="list and export saved runs")
+    runs = commands.add_parser("runs", help=HELP)
     runs_sub = runs.add_subparsers(dest="runs_command", required=True)
 
     p = runs_sub.add_parser("list", help="saved runs, newest first",

@@ -1,8 +1,9 @@
 """What the commands of ``python -m rag`` share.
 
-The arguments every command group declares
-(as argparse parent parsers, built once per parser), the settings and knowledge base they
-name, and where a run made on the command line is saved (session ``cli``).
+The arguments several commands declare (as argparse
+parent parsers, built once per parser), the settings they name, and where a run made on the
+command line is saved (session ``cli``). Light on purpose: every command imports it, and
+``runs list`` needs neither Chroma nor the graph.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from dataclasses import dataclass
 from rag.config import DEFAULT_COLLECTION, Settings
 from rag.history import CLI_SESSION, RunStore
 from rag.models import Comparison, Run
-from rag.store.chroma import KnowledgeBase, open_knowledge_base
 
 
 @dataclass(frozen=True)
@@ -64,15 +64,6 @@ def shared_args() -> SharedArgs:
 def settings_of(args: argparse.Namespace) -> Settings:
     """Settings from the environment, with ``--data-dir`` when given."""
     return Settings.from_env(data_dir=args.data_dir)
-
-
-def open_kb(args: argparse.Namespace, settings: Settings) -> KnowledgeBase:
-    """The knowledge base ``--collection`` names, in the store ``settings`` configures.
-
-    Raises:
-        ValueError: an invalid collection name, or a store embedded with other embeddings.
-    """
-    return open_knowledge_base(settings, args.collection)
 
 
 def save_cli_run(settings: Settings, run: Run) -> str | None:
