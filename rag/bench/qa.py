@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from rag.bench.data import BeirData, CorpusIndex, Progress, answer_hit, mean, percentile, ratio, recall
 from rag.config import Options, Settings
+from rag.models import GenerateDetail
 from rag.run import make_context, run_question
 
 
@@ -80,8 +81,8 @@ def generator_evidence(run, k: int) -> list[str]:
     Empty when the run never generated.
     """
     for event in reversed(run.events):
-        if event.node == "generate":
-            return [c["id"] for c in event.detail.get("evidence", [])][:k]
+        if isinstance(event.detail, GenerateDetail):
+            return [c.id for c in event.detail.evidence][:k]
     return []
 
 
@@ -94,8 +95,8 @@ def committed_answer(run) -> str:
     if run.error or not run.path or run.path[-1] not in ("finalize", "finalize_with_caveat"):
         return ""
     for event in reversed(run.events):
-        if event.node == "generate":
-            return str(event.detail.get("answer", ""))
+        if isinstance(event.detail, GenerateDetail):
+            return event.detail.answer
     return ""
 
 
