@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence, cast
 
 from rag.config import MAX_PIPELINES, MIN_PIPELINES, Options, Settings
 from rag.engines import make_engine
@@ -48,10 +48,12 @@ def run_question(question: str, context: RunContext, options: Options | None = N
     started = time.perf_counter()
     error = error_node = None
     try:
-        for mode, data in build_graph().stream(
-                {"question": question, "route": decide_start(options)},
-                config={"recursion_limit": options.recursion_limit()},
-                context=context, stream_mode=["custom", "values"]):
+        # With a list of modes, LangGraph yields (mode, data) pairs; its stubs do not say so.
+        stream = cast(Iterator[tuple[str, Any]], build_graph().stream(
+            {"question": question, "route": decide_start(options)},
+            config={"recursion_limit": options.recursion_limit()},
+            context=context, stream_mode=["custom", "values"]))
+        for mode, data in stream:
             if mode == "custom" and data.get("kind") == "token":
                 if on_token is not None:
                     on_token(data["text"])
