@@ -5,7 +5,9 @@ import streamlit as st
 from pages import _session
 from pages._ui import code, safe
 
-st.set_page_config(page_title="Retrace", layout="wide")
+# A page icon of our own: without one, the browser would fetch each page's Material icon as
+# its favicon from fonts.gstatic.com, and the app makes no request to an outside host.
+st.set_page_config(page_title="Retrace", page_icon="🔁", layout="wide")
 
 pg = st.navigation([
     st.Page("pages/documents.py", title="Documents", icon=":material/description:"),
