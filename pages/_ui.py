@@ -18,9 +18,9 @@ from urllib.parse import urlsplit
 import streamlit as st
 
 from rag.config import PRESETS, PRESETS_HELP, TOGGLE_LABELS, Options, preset_label, preset_of
-from rag.models import Citation, Run, TraceEvent
+from rag.models import Citation, GradeDetail, Run, TraceEvent
 from rag.ingest.pipeline import FileReport
-from rag.trace import charts as figures, flow, story
+from rag.trace import replay as replays, story, views
 from rag.trace.pricing import event_cost, format_cost, run_cost, unpriced_models
 
 WORD_JOINER = "\u2060"
@@ -80,17 +80,10 @@ def link(url: str, *, key: str | None = None) -> None:
                        icon=":material/open_in_new:", key=key)
 
 
-def source_label(source: str, page: int | None = 0) -> str:
-    """``file.pdf, p. 3`` for a page of a document, ``source`` alone for a web result (page 0).
-    Plain text: pass it through :func:`safe` before rendering."""
-    return f"{source}, p. {page}" if page else source
-
-
 def citation_label(c: Citation) -> str:
-    """``[n] file.pdf, p. 3`` for a document chunk, ``[n] URL (web)`` for a web result."""
-    if c.origin == "web":
-        return f"[{c.n}] {c.source} (web)"
-    return f"[{c.n}] {source_label(c.source, c.page)}"
+    """``[n] file.pdf p.3`` for a document chunk, ``[n] URL (web)`` for a web result (the
+    source as :meth:`rag.models.Citation.label` names it)."""
+    return f"[{c.n}] {c.label()}" + (" (web)" if c.origin == "web" else "")
 
 
 def citations(items: Iterable[Citation], *, key: str = "") -> None:
@@ -143,35 +136,26 @@ def step_card(s: story.Step, event: TraceEvent, n: int, run: Run, prices: dict) 
     e = safe
     st.markdown(f"**Step {s.step} of {n} · {e(s.label)}** — {e(s.decided)}")
     st.markdown(f"→ **{e(s.next)}**: {e(s.why)}" if s.next else f"■ {e(s.why)}")
-    d = event.detail or {}
-    if s.node == "grade_documents":
+    d = event.detail
+    if isinstance(d, GradeDetail):
         lines = []
-        for v in story.chunk_verdicts(event):
-            fb = f" :orange-badge[fallback: {e(v['fallback'])}]" if v["fallback"] else ""
-            lines.append(f"- {badge(v['relevant'], 'relevant', 'not relevant')} "
-                         f":gray-badge[{e(v['grade'])}] **{e(source_label(v['source'], v['page']))}**"
-                         f" — {e(v['reasoning'])}{fb}")
+        for v in d.verdicts:
+            fb = f" :orange-badge[fallback: {e(v.fallback)}]" if v.fallback else ""
+            lines.append(f"- {badge(v.relevant, 'relevant', 'not relevant')} "
+                         f":gray-badge[{e(v.grade)}] **{e(v.label())}** — {e(v.reasoning)}{fb}")
         st.markdown("\n".join(lines) or "No chunk to grade.")
-    elif s.node == "rewrite_query":
-        st.markdown(f":orange-badge[{e(d.get('strategy', ''))}] new query: "
-                    f"“{e(d.get('query', ''))}”")
-    elif s.node == "check_grounding":
-        claims = d.get("ungrounded_claims") or []
-        st.markdown(badge(bool(d.get("grounded")), "grounded", "not grounded")
-                    + f" confidence {float(d.get('confidence') or 0):.2f}"
-                    + "".join(f"\n- ungrounded: {e(c)}" for c in claims))
-    elif s.node == "grade_answer":
-        st.markdown(badge(bool(d.get("useful")), "useful", "not useful"))
-    elif s.node == "decompose_query":
-        for q in d.get("sub_questions", []) or []:
-            st.markdown(f"- sub-question: {e(q)}")
-    elif s.node == "generate":
-        cited = [f"[{c.get('n')}] {source_label(c.get('source', ''), c.get('page'))}"
-                 for c in d.get("citations", [])]
-        st.markdown("Cites " + e(", ".join(cited)) if cited else "Cites nothing.")
-    elif s.node == "web_search":
-        for r in d.get("results", []):
-            st.markdown(f"- {e(r.get('source', ''))}")
+    elif s.node in ("check_grounding", "grade_answer"):
+        grounding = s.node == "check_grounding"
+        passed = bool(getattr(d, "grounded" if grounding else "useful", False))
+        yes, no = ("grounded", "not grounded") if grounding else ("useful", "not useful")
+        confidence = getattr(d, "confidence", None)
+        st.markdown(badge(passed, yes, no)
+                    + (f" confidence {confidence:.2f}" if confidence is not None else ""))
+    items = views.view(s.node).items(d)
+    if s.node == "generate":
+        st.markdown("Cites " + e(", ".join(items)) if items else "Cites nothing.")
+    elif items:
+        st.markdown("\n".join(f"- {e(item)}" for item in items))
     if s.reasoning:
         st.caption(f"Reasoning: {e(s.reasoning)}")
     for f in s.fallbacks:
@@ -214,7 +198,7 @@ def replay(run: Run, steps: list[story.Step], prices: dict, *, key: str) -> None
             st.session_state[f"{key}_w_node"] = node
         st.session_state[clicks] = st.session_state.get(clicks, 0) + 1
 
-    st.plotly_chart(figures.replay_figure(run, step=step), width="stretch", key=flow_key,
+    st.plotly_chart(replays.replay_figure(run, step=step), width="stretch", key=flow_key,
                     on_select=on_click, selection_mode="points", config={"displaylogo": False})
     st.caption("Boxes are coloured by the verdict of their last visit; blue arrows are the run's "
                "path, numbered by step; orange is the replay so far. Click a box for its visits.")
@@ -231,7 +215,7 @@ def node_details(run: Run, steps: list[story.Step], prices: dict, *, key: str) -
     full."""
     events = {ev.step: ev for ev in run.events}
     visited = list(dict.fromkeys(s.node for s in steps))
-    options = visited + [x for x in flow.POSITIONS if x not in visited]
+    options = visited + [x for x in views.VIEWS if x not in visited]
     if st.session_state.get(key) not in (None, *options):
         st.session_state.pop(key)
     node = st.pills("Node details", options, key=key,
@@ -281,7 +265,7 @@ _COL = st.column_config
 
 
 def verdicts_table(rows: list[dict]) -> None:
-    """The grader's verdicts (rows of :func:`rag.trace.flow.verdict_rows`)."""
+    """The grader's verdicts (rows of :func:`rag.trace.story.verdict_rows`)."""
     st.dataframe(rows, hide_index=True, width="stretch", row_height=64,
                  column_order=["step", "attempt", "source", "page", "grade", "relevant",
                                "reasoning", "query"]
@@ -299,7 +283,7 @@ def verdicts_table(rows: list[dict]) -> None:
 
 
 def steps_table(rows: list[dict]) -> None:
-    """Every step of a run (rows of :func:`rag.trace.flow.event_rows`)."""
+    """Every step of a run (rows of :func:`rag.trace.story.event_rows`)."""
     st.dataframe(rows, hide_index=True, width="stretch", column_config={
         "step": _COL.NumberColumn("Step", width="small"),
         "node": _COL.TextColumn("Node"),

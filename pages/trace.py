@@ -6,7 +6,7 @@ import streamlit as st
 from pages import _session, _ui
 from pages._ui import safe
 from rag.history import RunOwnedElsewhere, merge_summaries
-from rag.trace import charts as figures, flow as viz, story
+from rag.trace import charts as figures, story
 from rag.trace.export import run_html, run_json
 from rag.trace.pricing import node_totals
 
@@ -133,14 +133,14 @@ right.plotly_chart(figures.path_figure(run), width="stretch", key="trace_path",
 
 # -- verdicts, steps, timeline -------------------------------------------------------------
 st.subheader("Grader verdicts")
-if verdicts := viz.verdict_rows(run):
+if verdicts := story.verdict_rows(run):
     _ui.verdicts_table(verdicts)
 else:
     st.caption("No chunk was graded in this run (grading was off, or the run stopped first).")
 _ui.checks(run)
 
 st.subheader("Steps")
-_ui.steps_table(viz.event_rows(run))
+_ui.steps_table(story.event_rows(run))
 
 st.subheader("Timeline")
 st.plotly_chart(figures.timeline_figure(run, prices), width="stretch", key="trace_timeline",

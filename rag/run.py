@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Optional, Sequence
-
+from dataclasses import replace
+from typing import Any, Callable, Iterator, Optional, Sequence, cast
 
 from rag.config import MAX_PIPELINES, MIN_PIPELINES, Options, Settings
+from rag.engines import make_engine
 from rag.graph.build import build_graph
-from rag.graph.nodes import RunContext
+from rag.graph.context import RunContext
+from rag.graph.routing import decide_start
 from rag.models import Comparison, Run, TraceEvent
+from rag.web import make_web_search
 
 
 def make_context(settings: Settings, kb, *, web=None, engine=None) -> RunContext:
     """The run context for ``kb``: the LLM engine when an OpenAI key is configured, else the
     offline engine (unless ``engine`` is given); Tavily web search when a Tavily key is
     configured (unless ``web`` is given)."""
-    from rag.engines import make_engine
-    from rag.web import make_web_search
-
     if engine is None:
         engine = make_engine(settings, kb)
     if web is None:
@@ -42,20 +42,23 @@ def run_question(question: str, context: RunContext, options: Options | None = N
     if not question:
         raise ValueError("the question is empty")
     options = options or Options()
+    context = replace(context, options=options)
     events: list[TraceEvent] = []
     final: dict = {}
     started = time.perf_counter()
     error = error_node = None
     try:
-        for mode, data in build_graph().stream(
-                {"question": question, "options": options, "query": question},
-                config={"recursion_limit": options.recursion_limit()},
-                context=context, stream_mode=["custom", "values"]):
+        # With a list of modes, LangGraph yields (mode, data) pairs; its stubs do not say so.
+        stream = cast(Iterator[tuple[str, Any]], build_graph().stream(
+            {"question": question, "route": decide_start(options)},
+            config={"recursion_limit": options.recursion_limit()},
+            context=context, stream_mode=["custom", "values"]))
+        for mode, data in stream:
             if mode == "custom" and data.get("kind") == "token":
                 if on_token is not None:
                     on_token(data["text"])
             elif mode == "custom":
-                event = TraceEvent.model_validate(data["event"])
+                event = data["event"]
                 events.append(event)
                 if on_event is not None:
                     on_event(event)

@@ -131,7 +131,7 @@ def test_chat_answers_with_citations_and_opens_trace(data_dir):
     run = next(iter(runs.values()))
     assert run.error is None and run.answer and run.citations
     labels = [plain(e.label) for e in at.expander]
-    cited = [lab for lab in labels if re.fullmatch(rf"\[\d+\] {re.escape(LEWIS.name)}, p\. \d+", lab)]
+    cited = [lab for lab in labels if re.fullmatch(rf"\[\d+\] {re.escape(LEWIS.name)} p\.\d+", lab)]
     assert cited, labels
     body = [plain(m.value) for m in at.markdown]
     assert any(line.startswith("**1. decompose_query** —") for line in body), body
