@@ -91,8 +91,8 @@ def load_items(path: Path | str) -> list[EvalItem]:
 
 
 def answer_hit(answer: str, gold: Sequence[str]) -> bool:
-    """SQuAD-normalised containment (see :func:`rag.bench.answer_hit`)."""
-    from rag.bench import answer_hit as hit
+    """SQuAD-normalised containment (see :func:`rag.bench.data.answer_hit`)."""
+    from rag.bench.data import answer_hit as hit
 
     return hit(answer, gold)
 
@@ -125,7 +125,7 @@ def summarize(items: Sequence[EvalItem], runs: Sequence) -> dict:
     ``caveat``, ``abstained`` (fallback), ``answer_hit`` and ``source_hit`` (shares in [0, 1]
     over the items that have ``answers`` / ``sources``, None when none has), ``p50_ms`` (median
     run time) and ``llm_calls_mean``."""
-    from rag.bench import percentile
+    from rag.bench.data import percentile
 
     ends = [_end(r) for r in runs]
     with_answers = [(i, r) for i, r in zip(items, runs) if i.answers]

@@ -1,22 +1,43 @@
-"""``python -m rag eval FILE``: a JSONL question set through each preset against a knowledge
-base, with a progress bar on stderr, then a table (or one JSON object with ``--json``)."""
+"""``python -m rag eval FILE``.
+
+A JSONL question set through each preset against a knowledge base, with a progress bar on
+stderr, then a table (or one JSON object with ``--json``); every run is saved to the history
+(session ``cli``).
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
-from rag.config import DEFAULT_COLLECTION, PRESETS, Settings
+from tqdm import tqdm
+
+from rag.bench.data import format_table
+from rag.cli._common import SharedArgs, settings_of
+from rag.config import PRESETS
+from rag.eval import load_items, run_eval
+from rag.history import CLI_SESSION, RunStore
+from rag.run import make_context
+from rag.store.chroma import open_knowledge_base
+
+POSITION = 45
+HELP = "run a JSONL question set through each preset (answered, abstained, hits)"
 
 EVAL_COLUMNS = [("preset", "preset"), ("questions", "questions"), ("answered", "answered"),
                 ("answered_clean", "clean"), ("caveat", "caveat"), ("abstained", "abstained"),
                 ("answer_hit", "answer_hit"), ("source_hit", "source_hit"),
                 ("p50_ms", "p50 ms"), ("llm_calls_mean", "llm calls")]
+"""``eval`` table columns: (key, header)."""
 
 
 def presets_from(values: list[str] | None) -> list[str]:
     """Preset keys from repeated or comma-separated ``--preset`` values (``all`` for every
-    preset; default every preset). Raises ValueError for an unknown name."""
+    preset; default every preset).
+
+    Raises:
+        ValueError: an unknown preset name.
+    """
     out: list[str] = []
     for item in values or ["all"]:
         for name in (n.strip() for n in item.split(",")):
@@ -31,18 +52,17 @@ def presets_from(values: list[str] | None) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def cmd_eval(args) -> int:
-    from tqdm import tqdm
+def cmd_eval(args: argparse.Namespace) -> int:
+    """Run ``args.file`` through each preset of ``--preset``. Returns 0.
 
-    from rag.bench import format_table
-    from rag.eval import load_items, run_eval
-    from rag.run import make_context
-    from rag.history import CLI_SESSION, RunStore
-    from rag.store.chroma import open_knowledge_base
-
+    Raises:
+        ValueError: a malformed question set (names the line), an unknown preset, or an
+            empty knowledge base.
+        OSError: the file cannot be read or the history cannot be written.
+    """
     items = load_items(args.file)
     presets = presets_from(args.preset)
-    settings = Settings.from_env(data_dir=args.data_dir)
+    settings = settings_of(args)
     kb = open_knowledge_base(settings, args.collection)
     if kb.count() == 0:
         raise ValueError(f"the knowledge base '{kb.name}' is empty; add documents first "
@@ -63,19 +83,17 @@ def cmd_eval(args) -> int:
         print(table, file=sys.stderr)
     else:
         print(table)
-        print(f"{len(result.items)} runs saved to the history "
-              f"(python -m rag runs list)", file=sys.stderr)
+        print(f"{len(result.items)} runs saved to the history (python -m rag runs list)",
+              file=sys.stderr)
     return 0
 
 
-def add_eval_command(sub) -> None:
-    """Register ``eval`` on the top-level subparsers ``sub``."""
-    p = sub.add_parser("eval", help="run a JSONL question set through each preset")
+def register(commands, shared: SharedArgs) -> None:
+    """Add ``eval`` to the top-level subparsers ``commands``."""
+    p = commands.add_parser("eval", help=HELP,
+                            parents=[shared.data_dir, shared.collection, shared.json])
     p.add_argument("file", help='JSONL: {"id", "question", "answers"?, "sources"?, "answerable"?}')
     p.add_argument("--preset", action="append",
                    help="naive, crag, self-rag, full or all; repeat or comma-separate (default all)")
-    p.add_argument("--data-dir", help="data directory (default: $RAG_DATA_DIR or ./data)")
-    p.add_argument("--collection", default=DEFAULT_COLLECTION, help="knowledge base name")
     p.add_argument("--top-k", type=int, help="chunks per query (default: the preset's)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_eval)
