@@ -103,11 +103,9 @@ def test_cli_bench_qa_json_on_ten_hotpotqa_questions(tmp_path, cli):
     assert any(line.startswith("| all 1-10 ") and "| full " in line for line in table)
 
 
-def test_cli_bench_qa_reports_dev_and_report_halves_in_one_run(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "rag", "bench", "qa", *BEIR_ARGS, "--limit", "4",
-                           "--preset", "full", "--half", "both", "--dev-size", "2", "--json",
-                           "--data-dir", str(tmp_path)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+def test_cli_bench_qa_reports_dev_and_report_halves_in_one_run(tmp_path, cli):
+    proc = cli("bench", "qa", *BEIR_ARGS, "--limit", "4", "--preset", "full", "--half", "both",
+               "--dev-size", "2", "--json", "--data-dir", tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)
     assert set(out) == {"dev", "report"}

@@ -89,7 +89,7 @@ def test_berkshire_question_answers_with_the_2024_figure(brk_kb):
     assert check.detail.useful and "a figure" in check.detail.reasoning
 
 
-def test_eval_cli_prints_the_documented_json_and_saves_every_run(four_papers_kb, tmp_path):
+def test_eval_cli_prints_the_documented_json_and_saves_every_run(four_papers_kb, tmp_path, cli):
     questions = tmp_path / "set.jsonl"
     questions.write_text("\n".join(json.dumps(q) for q in [
         {"id": "rag-retriever", "question": "What is the retrieval component of RAG and how is it trained?",
@@ -97,9 +97,8 @@ def test_eval_cli_prints_the_documented_json_and_saves_every_run(four_papers_kb,
         {"id": "fifa", "question": "Who won the 2022 FIFA World Cup?", "answerable": False},
     ]) + "\n", encoding="utf-8")
     data_dir = four_papers_kb.settings.data_dir
-    proc = subprocess.run([sys.executable, "-m", "rag", "eval", str(questions), "--preset", "naive,full",
-                           "--data-dir", str(data_dir), "--collection", four_papers_kb.name, "--json"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = cli("eval", questions, "--preset", "naive,full", "--data-dir", data_dir,
+               "--collection", four_papers_kb.name, "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert set(out) == {"presets", "items"} and list(out["presets"]) == ["naive", "full"]
@@ -126,7 +125,7 @@ def test_eval_refuses_a_bad_question_set_with_one_line(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a", "question": "ok?"}\n{not json\n', encoding="utf-8")
     proc = subprocess.run([sys.executable, "-m", "rag", "eval", str(bad), "--data-dir", str(tmp_path)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)  # the real command
     assert proc.returncode == 2
     assert proc.stderr.strip() == "error: bad.jsonl:2: not valid JSON (Expecting property name enclosed in double quotes)"
     with pytest.raises(ValueError, match="no 'question'"):
