@@ -10,9 +10,10 @@ passages (Chen et al. 2024), with accuracy, precision and recall.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Optional, Sequence
+from typing import Optional
 
 from rag.config import PRESETS, preset_options
 
@@ -26,7 +27,8 @@ ANSWERED_ENDS = ("finalize", "finalize_with_caveat")
 class EvalItem:
     """One question of a set. ``answers``: gold answer strings (an answer hits when one of
     them, SQuAD-normalised, appears in it); ``sources``: file names the first citation should
-    come from; ``answerable``: False when the knowledge base is known not to answer it."""
+    come from; ``answerable``: False when the knowledge base is known not to answer it.
+    """
 
     id: str
     question: str
@@ -50,7 +52,8 @@ def parse_items(lines: Iterable[str], *, name: str = "questions") -> list[EvalIt
     """Parse JSONL question lines: ``{"id", "question", "answers"?, "sources"?, "answerable"?}``
     (``query`` is accepted for ``question``, as in RGB; a missing id becomes the line number).
     Blank lines are skipped. Raises ValueError naming the line for malformed JSON, a missing
-    question, a wrong field type, a duplicate id, or a set with no question."""
+    question, a wrong field type, a duplicate id, or a set with no question.
+    """
     items: list[EvalItem] = []
     seen: set[str] = set()
     for n, line in enumerate(lines, 1):
@@ -124,7 +127,8 @@ def summarize(items: Sequence[EvalItem], runs: Sequence) -> dict:
     ``answered`` (finalize or finalize_with_caveat), ``answered_clean`` (finalize),
     ``caveat``, ``abstained`` (fallback), ``answer_hit`` and ``source_hit`` (shares in [0, 1]
     over the items that have ``answers`` / ``sources``, None when none has), ``p50_ms`` (median
-    run time) and ``llm_calls_mean``."""
+    run time) and ``llm_calls_mean``.
+    """
     from rag.bench.data import percentile
 
     ends = [_end(r) for r in runs]

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from rag.engines.base import (
     Answer,
@@ -34,8 +34,18 @@ from rag.engines.base import (
 )
 from rag.models import Chunk, Verdict
 from rag.store.bm25 import LexicalStats
-from rag.text import (QUESTION_WORDS, STOPWORDS, answer_type, has_date, has_number,
-                      number_tokens, sentences, stem, terms, words)
+from rag.text import (
+    QUESTION_WORDS,
+    STOPWORDS,
+    answer_type,
+    has_date,
+    has_number,
+    number_tokens,
+    sentences,
+    stem,
+    terms,
+    words,
+)
 
 RELEVANT_AT = 0.5
 """A chunk is relevant when it covers at least this share of the question's IDF weight."""
@@ -63,7 +73,8 @@ _MARKDOWN = re.compile(r"^#{1,6}\s+|\*\*|__|`|\{%.*?%\}")
 
 def _quotable(sentence: str) -> str:
     """A source sentence made fit to quote: without the source's own ``[26]`` references (they
-    would read as our citation markers) and without Markdown/Markdoc syntax."""
+    would read as our citation markers) and without Markdown/Markdoc syntax.
+    """
     return _MARKDOWN.sub("", _SOURCE_REFS.sub("", sentence)).strip()
 
 
@@ -109,7 +120,8 @@ _REDUCED = re.compile(r"\b(?:starring|featuring|(?:directed|written|produced|fou
 def _bridge_signal(question: str) -> str | None:
     """Why ``question`` may need a second hop through an entity it does not name: a relative
     clause ("the woman who portrayed…"), a chain ("the director of the film X", "X's
-    founder"), in words; None for a single-hop question."""
+    founder"), in words; None for a single-hop question.
+    """
     body = question.strip()
     for m in _RELATIVE.finditer(body):
         if m.start() > 0 and m.group(1).lower() not in {"in", "of", "for", "to", "by", "at", "on"}:
@@ -133,7 +145,8 @@ def relevance_threshold(n_terms: int, partial: bool = False) -> float:
     """The coverage a chunk needs to be relevant: RELEVANT_AT for questions of up to 4 content
     terms, 5 points less per further term, never below PARTIAL_RELEVANT_AT, which also holds
     for every hop of a decomposed question. A long question is rarely covered by one passage
-    (verbose queries need partial matching), a short one should be."""
+    (verbose queries need partial matching), a short one should be.
+    """
     if partial:
         return PARTIAL_RELEVANT_AT
     return max(PARTIAL_RELEVANT_AT, RELEVANT_AT - 0.05 * max(0, n_terms - 4))
@@ -141,7 +154,8 @@ def relevance_threshold(n_terms: int, partial: bool = False) -> float:
 
 def entities(text: str) -> list[str]:
     """Capitalised spans and quoted titles in ``text`` (a light, rule-based entity finder),
-    in order of appearance, without duplicates; single stop words ("The", "In") are dropped."""
+    in order of appearance, without duplicates; single stop words ("The", "In") are dropped.
+    """
     found: dict[str, None] = {}
     for quoted, span in _ENTITY.findall(text):
         name = (quoted or span).strip(" .,'’-")
@@ -180,7 +194,8 @@ KEY_PASSAGES = "Key passages:"
 class Constraint:
     """Something a relevant chunk (and a useful answer) must hold: a ``number`` (a year, a
     figure), an ``entity`` (a capitalised name) or a quoted ``phrase``; ``terms`` are its index
-    terms (stems), all of which must be present (an entity of 3+ terms may miss one)."""
+    terms (stems), all of which must be present (an entity of 3+ terms may miss one).
+    """
 
     kind: str
     text: str
@@ -201,7 +216,8 @@ class Constraint:
 
     def held_in(self, seq: Sequence[str]) -> bool:
         """Like :meth:`held_by`, with a name's words next to each other in ``seq`` (index
-        terms in order), as in the name itself: "GPT-3" is not "GPT-4 … Table 3"."""
+        terms in order), as in the name itself: "GPT-3" is not "GPT-4 … Table 3".
+        """
         if len(self.terms) == 1:
             return self.terms[0] in set(seq)
         if not self._enough(set(seq)):
@@ -214,7 +230,8 @@ class Constraint:
 
 def constraints(question: str) -> list[Constraint]:
     """The question's constraints: quoted phrases, named entities (see :func:`entities`) and
-    numbers or years not already inside one of them, in order of appearance."""
+    numbers or years not already inside one of them, in order of appearance.
+    """
     out: list[Constraint] = []
     seen: set[tuple[str, ...]] = set()
     quoted = {m.group(1) for m in re.finditer(r"[\"“]([^\"”]{2,80})[\"”]", question)}
@@ -258,7 +275,8 @@ QUESTION_STEMS = frozenset(stem(w) for w in QUESTION_WORDS)
 
 def _best_window(seq: Sequence[str], weight: dict[str, float], size: int) -> tuple[float, set[str]]:
     """The largest total ``weight`` of distinct terms found together in any window of ``size``
-    consecutive items of ``seq``, and those terms."""
+    consecutive items of ``seq``, and those terms.
+    """
     if len(seq) <= size:
         found = {t for t in seq if t in weight}
         return sum(weight[t] for t in found), found
@@ -309,7 +327,8 @@ def _quote(items: Sequence[str], limit: int = 6) -> str:
 @dataclass(frozen=True)
 class _Passage:
     """An answer candidate: a sentence (``quote`` is its text) or a table row read with its
-    header (``quote`` None: assembled, not verbatim)."""
+    header (``quote`` None: assembled, not verbatim).
+    """
 
     rank: int
     """The rank of its chunk among the evidence (0-based)."""
@@ -337,7 +356,8 @@ _AUTHOR_LIST = re.compile(r"(?:[A-Z][a-z]+,\s+(?:[A-Z]\.\s*)+(?:,|and)\s*){2,}|"
 
 def _boilerplate(sentence: str) -> bool:
     """Headings' and captions' kind of text, signposts ("In the following…") and entries of a
-    reference list: text that never answers a question."""
+    reference list: text that never answers a question.
+    """
     s = sentence.strip()
     if _BOILERPLATE.match(s):
         return True
@@ -380,7 +400,8 @@ def _row_cells(line: str, n: int) -> tuple[str, list[str]] | None:
 def _table_rows(text: str, question: str) -> list[tuple[str, frozenset]]:
     """Rows of the tables in ``text`` read against their column header of years, as
     ``("<label>, 2024: $ 88,995 (2023: $ 96,223; 2022: $ (22,759))", header stems)``; the
-    question's year comes first when the header has it. Only for questions about figures."""
+    question's year comes first when the header has it. Only for questions about figures.
+    """
     if answer_type(question) != "number":
         return []
     asked = [w for w in number_tokens(question) if re.fullmatch(r"(?:19|20)\d\d", w)]
@@ -417,7 +438,7 @@ class LocalEngine:
 
     # -- helpers ------------------------------------------------------------------------
     def weighted_terms(self, text: str, *, question: bool = True) -> dict[str, tuple[str, float]]:
-        """stem -> (surface word, idf) for the content words of ``text``, in order."""
+        """Stem -> (surface word, idf) for the content words of ``text``, in order."""
         drop = STOPWORDS | QUESTION_WORDS if question else STOPWORDS
         out: dict[str, tuple[str, float]] = {}
         for w in words(text):
@@ -444,7 +465,8 @@ class LocalEngine:
     def window_coverage(self, weights: dict[str, tuple[str, float]], seq: Sequence[str]
                         ) -> tuple[float, list[str], list[str]]:
         """Like :meth:`coverage`, over the best window of PROXIMITY_WINDOW consecutive index
-        terms of ``seq`` (a chunk's terms in order)."""
+        terms of ``seq`` (a chunk's terms in order).
+        """
         total = sum(w for _, w in weights.values())
         if total <= 0:
             return 0.0, [], []
@@ -455,7 +477,8 @@ class LocalEngine:
     @staticmethod
     def constraints_held(cons: Sequence[Constraint], seq: Sequence[str]) -> tuple[list, list]:
         """(held, lacking) constraints: held when all of them occur within one window of
-        CONSTRAINT_WINDOW terms of ``seq``; otherwise those held anywhere are reported held."""
+        CONSTRAINT_WINDOW terms of ``seq``; otherwise those held anywhere are reported held.
+        """
         if not cons:
             return [], []
         held = [c for c in cons if c.held_in(seq)]
@@ -477,7 +500,8 @@ class LocalEngine:
                        partial: bool) -> bool:
         """Enough constraints held: for one hop of a multi-hop question, any one of them; for
         a question, every number and quoted phrase, and at least half of its names (all of
-        them when it has one): two names usually mean two passages (a bridge)."""
+        them when it has one): two names usually mean two passages (a bridge).
+        """
         if not cons:
             return True
         if partial:
@@ -494,7 +518,8 @@ class LocalEngine:
         questions, down to 30% for long ones or when ``partial``), and (2) it holds the
         question's constraints (:func:`constraints`: numbers and years, named entities, quoted
         phrases) close together. ``partial`` (one hop of a decomposed multi-hop question, whose
-        passages each answer a part) needs only one of the hop's own constraints."""
+        passages each answer a part) needs only one of the hop's own constraints.
+        """
         weights = self.weighted_terms(question)
         cons = constraints(question)
         con_stems = {t for c in cons for t in c.terms}
@@ -673,7 +698,7 @@ class LocalEngine:
             on_token(answer.text)
         return answer
 
-    def _candidates(self, question: str, chunks: Sequence[Chunk]) -> list["_Passage"]:
+    def _candidates(self, question: str, chunks: Sequence[Chunk]) -> list[_Passage]:
         weights = self.weighted_terms(question)
         q_seq = [t for t in terms(question) if t in weights]
         q_pairs = set(zip(q_seq, q_seq[1:]))
@@ -792,7 +817,8 @@ class LocalEngine:
     def claims(text: str) -> list[tuple[str, list[int]]]:
         """Split an answer into (claim, cited numbers): each claim ends at its ``[n]`` markers;
         trailing text without a marker is a claim citing nothing. The offline answer's labels
-        (:data:`EXTRACTIVE_LABEL`, "Key passages:", list bullets) are not claims."""
+        (:data:`EXTRACTIVE_LABEL`, "Key passages:", list bullets) are not claims.
+        """
         out = []
         text = "\n".join(line[2:] if line.startswith("- ") else line
                          for line in text.splitlines()
@@ -811,7 +837,8 @@ class LocalEngine:
         The reasoning says how many claims are verbatim quotes of the chunk they cite (an
         extractive sentence is grounded by construction) and how many were assembled (a table
         row read with its header), so a pass is not mistaken for more than it is: whether the
-        answer answers the question is the answer check's job."""
+        answer answers the question is the answer check's job.
+        """
         by_n = {c.n: c.chunk_id for c in answer.citations}
         by_id = {c.id: c for c in chunks}
         supports, bad, notes = [], [], []
@@ -932,7 +959,8 @@ class LocalEngine:
         question (:func:`constraints`: numbers and years, names, quoted phrases), (3) holds the
         kind of answer asked for (:func:`rag.text.answer_type`: a year or date for "when", a
         figure for "how many/how much", a name the question does not give for "who"), and (4)
-        covers >= 50% of the question's IDF-weighted terms. The reasoning names what failed."""
+        covers >= 50% of the question's IDF-weighted terms. The reasoning names what failed.
+        """
         weights = self.weighted_terms(question)
         text = "\n".join(claim for claim, _ in self.claims(answer.text))
         if not weights:

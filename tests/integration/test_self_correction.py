@@ -1,6 +1,7 @@
 """Issue 10 on real data: out-of-scope questions abstain, the FIFA question falls back after
 web search is skipped, the Berkshire question answers with the 2024 figure, ``rag eval`` and
-the RGB grader benchmark work end to end."""
+the RGB grader benchmark work end to end.
+"""
 
 from __future__ import annotations
 
@@ -64,7 +65,8 @@ def test_fifa_question_falls_back_after_web_search_is_skipped(four_papers_kb):
 
 def test_out_of_scope_questions_are_not_answered_as_if_grounded(four_papers_kb):
     """The 50 RGB news questions against the four papers: CRAG and Full each answer at most 5,
-    none of them without a caveat (issue 10's target)."""
+    none of them without a caveat (issue 10's target).
+    """
     items = load_items(RGB)
     assert len(items) == 50
     ctx = make_context(four_papers_kb.settings, four_papers_kb)

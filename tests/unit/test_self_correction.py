@@ -1,13 +1,13 @@
 """The offline engine's judgments on hand-made chunks: graders that can say no, answer checks
-that name what is missing, extraction that answers, rewrites that earn their cost (issue 10)."""
+that name what is missing, extraction that answers, rewrites that earn their cost (issue 10).
+"""
 
 from __future__ import annotations
 
 import pytest
 
 from rag.engines.base import Answer, AnswerCitation
-from rag.engines.local import (EXTRACTIVE_LABEL, KEY_PASSAGES, LocalEngine, _bridge_signal,
-                               constraints)
+from rag.engines.local import EXTRACTIVE_LABEL, KEY_PASSAGES, LocalEngine, _bridge_signal, constraints
 from rag.models import Chunk, Verdict
 from rag.store.bm25 import LexicalStats
 from rag.text import answer_type, has_date, has_number
