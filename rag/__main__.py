@@ -21,17 +21,26 @@ def _kb(args, settings: Settings):
     return open_knowledge_base(settings, args.collection)
 
 
+_MARKS = {"ingested": "ok  ", "already indexed": "same", "failed": "FAIL"}
+
+
 def cmd_ingest(args) -> int:
     from rag.ingest.pipeline import ChunkSettings, ingest_files
 
     settings = _settings(args)
     kb = _kb(args, settings)
-    reports = ingest_files(kb, args.paths, password=args.password,
-                           chunking=ChunkSettings(args.chunk_size, args.chunk_overlap),
-                           max_bytes=settings.max_upload_bytes)
+    from rag.store.chroma import StoreUnavailable
+
+    try:
+        reports = ingest_files(kb, args.paths, password=args.password,
+                               chunking=ChunkSettings(args.chunk_size, args.chunk_overlap),
+                               max_bytes=settings.max_upload_bytes)
+    except StoreUnavailable as exc:  # the files done so far are stored; say where it stopped
+        for r in getattr(exc, "reports", [])[:-1]:
+            print(f"{_MARKS[r.status]} {r.line()}", flush=True)
+        raise
     for r in reports:
-        mark = {"ingested": "ok  ", "already indexed": "same", "failed": "FAIL"}[r.status]
-        print(f"{mark} {r.line()}", flush=True)
+        print(f"{_MARKS[r.status]} {r.line()}", flush=True)
     failed = sum(1 for r in reports if not r.ok)
     print(f"{len(reports) - failed} of {len(reports)} files indexed in '{kb.name}' "
           f"({kb.count()} chunks in total)", file=sys.stderr)
@@ -44,6 +53,7 @@ def cmd_ask(args) -> int:
 
     settings = _settings(args)
     kb = _kb(args, settings)
+    kb.count()  # raises StoreUnavailable (one line, exit 1) before any step runs
     overrides = {}
     for flag, key in (("no_grading", "grading"), ("no_rewrite", "rewriting"),
                       ("no_web", "web_fallback"), ("no_grounding", "grounding_check"),
@@ -114,12 +124,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from rag.secrets import scrub
+
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
     except (ValueError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {scrub(exc)}", file=sys.stderr)
         return 2
+    except Exception as exc:
+        from rag.store.chroma import StoreError
+
+        if not isinstance(exc, StoreError):  # the Chroma server lost, another embedding model
+            raise
+        print(f"error: {scrub(exc)}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rag.config import Settings
 from rag.history import CLI_SESSION, RunStore
+from rag.secrets import scrub
 
 
 def _store(args) -> RunStore:
@@ -22,7 +23,8 @@ def save_cli_run(settings: Settings, run) -> str | None:
     try:
         RunStore.for_settings(settings).save(run, CLI_SESSION)
     except Exception as exc:
-        return f"the run could not be saved to the history: {type(exc).__name__}: {exc}"
+        return scrub(f"the run could not be saved to the history: {type(exc).__name__}: {exc}",
+                     settings)
     return None
 
 
@@ -88,7 +90,8 @@ def cmd_compare(args) -> int:
     try:
         RunStore.for_settings(settings).save_comparison(cmp, CLI_SESSION)
     except Exception as exc:
-        note = f"the comparison could not be saved to the history: {type(exc).__name__}: {exc}"
+        note = scrub(f"the comparison could not be saved to the history: "
+                     f"{type(exc).__name__}: {exc}", settings)
     if args.json:
         print(json.dumps({
             "comparison_id": cmp.id, "question": cmp.question,

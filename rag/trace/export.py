@@ -10,6 +10,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Iterable, Mapping, Optional
 
+from rag.secrets import REDACTED, scrub  # noqa: F401  (REDACTED is part of this module's API)
 from rag.trace import story
 from rag.trace.pricing import format_cost, load_prices, run_cost
 
@@ -18,7 +19,6 @@ if TYPE_CHECKING:
     from rag.trace.pricing import Price
     from rag.models import Run
 
-REDACTED = "[redacted]"
 RUN_FORMAT = "retrace.run/1"
 COMPARISON_FORMAT = "retrace.comparison/1"
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
@@ -50,11 +50,9 @@ footer{margin-top:40px;color:#9ca3af;font-size:.8rem}
 
 
 def redact(text: str, secrets: Iterable[Optional[str]] = ()) -> str:
-    """``text`` with every secret of 4 or more characters replaced by ``[redacted]``."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, REDACTED)
-    return text
+    """``text`` with every key removed: :func:`rag.secrets.scrub` (the given ``secrets``, the
+    keys this process knows, and any Bearer, sk- or tvly- token)."""
+    return scrub(text, secrets)
 
 
 def _e(text) -> str:
