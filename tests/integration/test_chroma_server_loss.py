@@ -143,14 +143,17 @@ def test_server_killed_mid_ingest_is_one_line_and_the_document_is_repaired(serve
     monkeypatch.setenv("RAG_DATA_DIR", str(tmp_path / "local"))
     st.cache_resource.clear()
     try:
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
-        at.switch_page("pages/documents.py").run()
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()  # Chat page
         assert not at.exception, at.exception
-        errors = [e.value for e in at.main.error]
-        assert len(errors) == 1 and "cannot reach the Chroma server" in errors[0], errors
-        assert "Traceback" not in errors[0] and "ConnectError" not in errors[0]
         side = [e.value for e in at.sidebar.error]
         assert len(side) == 1 and side[0].startswith("cannot reach the Chroma server"), side
+        for page in (None, "pages/documents.py"):
+            if page:
+                at.switch_page(page).run()
+                assert not at.exception, at.exception
+            errors = [e.value for e in at.main.error]
+            assert len(errors) == 1 and "cannot reach the Chroma server" in errors[0], errors
+            assert "Traceback" not in errors[0] and "ConnectError" not in errors[0]
     finally:
         st.cache_resource.clear()
 
