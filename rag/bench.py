@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 from rag.config import Options
+from rag.models import GenerateDetail
 from rag.ingest.types import ChunkRecord
 
 Progress = Optional[Callable[[int, int], None]]
@@ -232,8 +233,8 @@ def generator_evidence(run, k: int) -> list[str]:
     """Chunk ids the generator saw in ``run`` (its last ``generate`` event), at most ``k``; empty
     when the run never generated."""
     for event in reversed(run.events):
-        if event.node == "generate":
-            return [c["id"] for c in event.detail.get("evidence", [])][:k]
+        if isinstance(event.detail, GenerateDetail):
+            return [c.id for c in event.detail.evidence][:k]
     return []
 
 
@@ -243,8 +244,8 @@ def committed_answer(run) -> str:
     if run.error or not run.path or run.path[-1] not in ("finalize", "finalize_with_caveat"):
         return ""
     for event in reversed(run.events):
-        if event.node == "generate":
-            return str(event.detail.get("answer", ""))
+        if isinstance(event.detail, GenerateDetail):
+            return event.detail.answer
     return ""
 
 
@@ -525,8 +526,8 @@ def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
     import os
     import statistics
 
-    from rag.store.embeddings import HashingEmbeddingFunction
     from rag.ingest.pipeline import ChunkSettings, ingest_files
+    from rag.store.embeddings import HashingEmbeddingFunction
 
     files, dropped = discover_files(paths)
     if not files:

@@ -72,12 +72,11 @@ def cmd_runs_export(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from rag.trace.story import grounded_verdict, useful_verdict
     from rag.config import parse_pipelines
-    from rag.run import run_comparison
-    from rag.trace.pricing import format_cost, load_prices, run_cost
-    from rag.run import make_context
+    from rag.run import make_context, run_comparison
     from rag.store.chroma import open_knowledge_base
+    from rag.trace.pricing import format_cost, load_prices, run_cost
+    from rag.trace.story import grounded_verdict, useful_verdict
 
     numbers = {k: v for k, v in (("top_k", args.top_k), ("max_rewrites", args.max_rewrites))
                if v is not None}

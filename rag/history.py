@@ -13,14 +13,11 @@ import sqlite3
 from contextlib import closing, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Optional
+from typing import Iterator, Optional
 
 from rag.config import preset_of
+from rag.models import Comparison, Run
 from rag.trace.story import stop_kind
-
-if TYPE_CHECKING:
-    from rag.models import Comparison
-    from rag.models import Run
 
 DB_NAME = "runs.sqlite"
 CLI_SESSION = "cli"
@@ -123,7 +120,7 @@ class RunStore:
 
     # ----------------------------------------------------------------- runs
 
-    def save(self, run: "Run", session_id: str, *, comparison_id: str | None = None) -> None:
+    def save(self, run: Run, session_id: str, *, comparison_id: str | None = None) -> None:
         """Save ``run`` for ``session_id`` (insert, or replace that session's own copy).
 
         Raises RunOwnedElsewhere if a run with this id belongs to another session, and
@@ -143,10 +140,8 @@ class RunStore:
                  preset_of(run.options), run.knowledge_base, comparison_id, len(run.events),
                  run.llm_calls, run.duration_ms, run.model_dump_json()))
 
-    def get(self, run_id: str) -> Optional["Run"]:
+    def get(self, run_id: str) -> Optional[Run]:
         """The run ``run_id`` (from any session), or None."""
-        from rag.models import Run
-
         with self._db() as db:
             row = db.execute("SELECT data FROM runs WHERE id = ?", (run_id,)).fetchone()
         return Run.model_validate_json(row["data"]) if row else None
@@ -180,10 +175,8 @@ class RunStore:
             rows = db.execute(sql, (*args, max(0, int(limit)))).fetchall()
         return [RunSummary(**dict(r)) for r in rows]
 
-    def load(self, session_id: str | None = None, *, limit: int = 5000) -> list["Run"]:
+    def load(self, session_id: str | None = None, *, limit: int = 5000) -> list[Run]:
         """Whole runs, newest first (of one session, or all when None), for Insights."""
-        from rag.models import Run
-
         sql = "SELECT data FROM runs" + (" WHERE session_id = ?" if session_id is not None
                                          else "") + " ORDER BY created_at DESC LIMIT ?"
         args = ((session_id,) if session_id is not None else ()) + (max(0, int(limit)),)
@@ -213,7 +206,7 @@ class RunStore:
 
     # ----------------------------------------------------------------- comparisons
 
-    def save_comparison(self, cmp: "Comparison", session_id: str) -> None:
+    def save_comparison(self, cmp: Comparison, session_id: str) -> None:
         """Save a comparison and each of its runs for ``session_id``. Raises RunOwnedElsewhere
         if it (or one of its runs) belongs to another session."""
         if not session_id:
@@ -231,10 +224,8 @@ class RunStore:
                        (cmp.id, session_id, cmp.created_at, cmp.question,
                         json.dumps([r.id for r in cmp.runs]), json.dumps(cmp.labels)))
 
-    def get_comparison(self, cmp_id: str) -> Optional["Comparison"]:
+    def get_comparison(self, cmp_id: str) -> Optional[Comparison]:
         """The comparison ``cmp_id`` with the runs of it that still exist, or None."""
-        from rag.models import Comparison
-
         with self._db() as db:
             row = db.execute("SELECT * FROM comparisons WHERE id = ?", (cmp_id,)).fetchone()
         if row is None:

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Callable, Optional, Sequence
 
-
 from rag.config import MAX_PIPELINES, MIN_PIPELINES, Options, Settings
+from rag.engines import make_engine
 from rag.graph.build import build_graph
-from rag.graph.nodes import RunContext
+from rag.graph.context import RunContext
+from rag.graph.routing import decide_start
 from rag.models import Comparison, Run, TraceEvent
 from rag.secrets import scrub
+from rag.web import make_web_search
 
 
 def make_context(settings: Settings, kb, *, web=None, engine=None) -> RunContext:
     """The run context for ``kb``: the LLM engine when an OpenAI key is configured, else the
     offline engine (unless ``engine`` is given); Tavily web search when a Tavily key is
     configured (unless ``web`` is given)."""
-    from rag.engines import make_engine
-    from rag.web import make_web_search
-
     if engine is None:
         engine = make_engine(settings, kb)
     if web is None:
@@ -43,20 +43,21 @@ def run_question(question: str, context: RunContext, options: Options | None = N
     if not question:
         raise ValueError("the question is empty")
     options = options or Options()
+    context = replace(context, options=options)
     events: list[TraceEvent] = []
     final: dict = {}
     started = time.perf_counter()
     error = error_node = None
     try:
         for mode, data in build_graph().stream(
-                {"question": question, "options": options, "query": question},
+                {"question": question, "route": decide_start(options)},
                 config={"recursion_limit": options.recursion_limit()},
                 context=context, stream_mode=["custom", "values"]):
             if mode == "custom" and data.get("kind") == "token":
                 if on_token is not None:
                     on_token(data["text"])
             elif mode == "custom":
-                event = TraceEvent.model_validate(data["event"])
+                event = _scrubbed(data["event"])  # shown live (CLI, pages): scrub it now
                 events.append(event)
                 if on_event is not None:
                     on_event(event)
@@ -87,9 +88,14 @@ def run_question(question: str, context: RunContext, options: Options | None = N
 def scrub_run(run: Run) -> Run:
     """``run`` with every key removed from all its text (events, reasons, answer, error): the
     last guard before a run reaches the history, the CLI or an export (:func:`rag.secrets.scrub`)."""
-    dumped = run.model_dump_json()
+    return _scrubbed(run)
+
+
+def _scrubbed(record):
+    """A pydantic record with every key removed from its text; the same object when it held none."""
+    dumped = record.model_dump_json()
     clean = scrub(dumped)
-    return run if clean == dumped else Run.model_validate_json(clean)
+    return record if clean == dumped else type(record).model_validate_json(clean)
 
 
 def run_comparison(question: str, context: "RunContext",

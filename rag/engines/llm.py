@@ -18,8 +18,16 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Optional, Sequence
 
 from rag.engines import prompts
-from rag.engines.base import (Answer, AnswerCitation, AnswerGrade, Decomposition, GroundingCheck,
-                              Judgment, RelevanceGrade, RewrittenQuery)
+from rag.engines.base import (
+    Answer,
+    AnswerCitation,
+    AnswerGrade,
+    Decomposition,
+    GroundingCheck,
+    Judgment,
+    RelevanceGrade,
+    RewrittenQuery,
+)
 from rag.engines.local import LocalEngine
 from rag.models import Chunk, Verdict
 from rag.secrets import remember, scrub

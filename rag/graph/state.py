@@ -1,21 +1,26 @@
-"""GraphState: what one run carries from node to node."""
+"""InputState (what a caller passes) and GraphState (what one run carries from node to node)."""
 
 from __future__ import annotations
 
 import operator
 from typing import Annotated, Optional, TypedDict
 
-from rag.config import Options
+from rag.graph.routing import Decision
 from rag.models import Chunk, Citation, TraceEvent, Verdict
 
 
-class GraphState(TypedDict, total=False):
-    """Everything one run carries from node to node."""
+class InputState(TypedDict):
+    """What a caller passes in: the question, and where the run starts (routing.decide_start)."""
 
     question: str
     """The user's question, unchanged for the whole run."""
-    options: Options
-    """The per-run switches and budgets."""
+    route: Decision
+    """The latest routing decision; each node that routes replaces it, and the edges read it."""
+
+
+class GraphState(InputState, total=False):
+    """Everything one run carries from node to node (the run's Options are in RunContext)."""
+
     query: str
     """The current retrieval query; rewrite_query replaces it."""
     sub_queries: list[str]

@@ -11,8 +11,14 @@ from concurrent.futures import Future
 from typing import Callable, Optional
 
 from rag.ingest.errors import IngestError
-from rag.ingest.loaders import (LoadedDocument, _suffix, assemble_pdf, extract_pages,
-                                load_document, open_pdf)
+from rag.ingest.loaders import (
+    LoadedDocument,
+    _suffix,
+    assemble_pdf,
+    extract_pages,
+    load_document,
+    open_pdf,
+)
 from rag.ingest.types import Page
 
 PAGES_PER_TASK = 16

@@ -8,7 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Literal, Optional, Union
 
-from rag.ingest.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, chunk_document
+from rag.ingest.chunking import (
+    DEFAULT_CHUNK_OVERLAP,
+    DEFAULT_CHUNK_SIZE,
+    chunk_document,
+)
 from rag.ingest.errors import IngestError
 from rag.ingest.loaders import load_document
 from rag.ingest.parallel import PrefetchingLoader

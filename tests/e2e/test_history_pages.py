@@ -246,7 +246,7 @@ def test_replay_step_slider_and_node_details(data_dir, runs):
     rewrite = run.events[k - 1]
     assert f"Step {k} of {n} · rewrite 1 of 2** — {rewrite.summary}" in text
     assert f"→ **retrieve**: {rewrite.route['why']}" in text
-    assert f"new query: “{rewrite.detail['query']}”" in text
+    assert f"new query: “{rewrite.detail.query}”" in text
 
     # node details: every visit of grade_documents, each verdict on its chunk with its reason
     at.pills(key="trace_w_node").set_value("grade_documents").run()
@@ -256,7 +256,7 @@ def test_replay_step_slider_and_node_details(data_dir, runs):
     for g, e in enumerate(gradings, 1):
         assert f"Step {e.step} of {n} · grade_documents {g} of 3**" in text
         for v in story.chunk_verdicts(e):
-            assert f"**{v['source']} p.{v['page']}** — {v['reasoning']}" in text
+            assert f"**{v.source} p.{v.page}** — {v.reasoning}" in text
     # the loops unrolled, by attempt
     assert "**Attempt 2: “" in text and f"**{k}** rewrite 1 of 2" in text
     assert f"**{k + 3}** rewrite 2 of 2" in text

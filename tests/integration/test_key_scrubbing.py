@@ -82,8 +82,8 @@ def test_echoed_keys_reach_no_run_history_export_or_log(tmp_path, echo_openai, e
     assert echo_openai.headers and echo_openai.headers[-1]["authorization"] == f"Bearer {OPENAI_KEY}"
     assert echo_tavily.headers and "web_search" in run.path
     web = next(e for e in run.events if e.node == "web_search")
-    assert web.detail["status"].startswith("failed: InvalidAPIKeyError"), web.detail
-    assert "[redacted]" in web.detail["status"]
+    assert web.detail.status.startswith("failed: InvalidAPIKeyError"), web.detail
+    assert "[redacted]" in web.detail.status
     # ... and appear nowhere we keep or show
     RunStore.for_settings(settings).save(run, "s1")
     texts = {"run": run.model_dump_json(), "log": caplog.text,
