@@ -15,7 +15,7 @@ from rag.graph.build import build_graph
 from rag.store.bm25 import lexical_stats
 from rag.models import Run
 from rag.run import make_context, run_question
-from tests.run_fixtures import ABSENT, QUESTION, WEAK_QUESTION
+from tests.run_fixtures import QUESTION, WEAK_QUESTION
 
 
 @pytest.fixture(scope="module")
@@ -24,19 +24,17 @@ def ctx(papers_kb):
 
 
 @pytest.fixture(scope="module")
-def answered(ctx) -> Run:
-    """The full pipeline on a question the papers answer (its ending is the engine's call)."""
-    run = run_question(QUESTION, ctx, preset_options("full"))
+def answered(runs) -> Run:
+    """The full pipeline on a question the papers answer (the shared run of tests/conftest.py)."""
+    run = runs["answered"]
     assert run.error is None and run.path[-1] in ("finalize", "finalize_with_caveat"), run.path
     return run
 
 
 @pytest.fixture(scope="module")
-def naive(ctx) -> Run:
-    """Plain single-pass RAG: retrieve, generate, finalize, whatever the engine thinks."""
-    run = run_question(QUESTION, ctx, preset_options("naive"))
-    assert run.path == ["retrieve", "generate", "finalize"], run.stop_reason
-    return run
+def naive(runs) -> Run:
+    """Plain single-pass RAG: retrieve, generate, finalize (the shared run)."""
+    return runs["naive"]
 
 
 @pytest.fixture(scope="module")
@@ -50,10 +48,9 @@ def rewritten(ctx) -> Run:
 
 
 @pytest.fixture(scope="module")
-def abstained(ctx) -> Run:
-    run = run_question(ABSENT, ctx, preset_options("full"))
-    assert run.path[-1] == "fallback", run.stop_reason
-    return run
+def abstained(runs) -> Run:
+    """The full pipeline on a question the papers cannot answer (the shared run)."""
+    return runs["abstained"]
 
 
 def figure_json(run: Run, graph=None) -> dict:
