@@ -139,6 +139,7 @@ if not docs:
 
 st.dataframe(
     [{"File": d.source, "Pages": d.pages, "Chunks": d.chunks,
+      "Status": "complete" if d.complete else "incomplete: upload it again to repair",
       "Size": _shared.human_size(d.size_bytes), "Added": _shared.when(d.added_at)}
      for d in docs],
     hide_index=True,

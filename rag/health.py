@@ -8,8 +8,7 @@ import time
 
 from rag.config import Settings
 from rag.secrets import scrub
-from rag.store.chroma import (is_unreachable, list_knowledge_bases, make_client,
-                              unreachable_message)
+from rag.store.chroma import is_unreachable, list_knowledge_bases, make_client, unreachable_message
 from rag.store.embeddings import embedding_identity, make_embedding_function
 from rag.web import WebSearchError, make_web_search
 

@@ -28,7 +28,7 @@ _known: set[str] = set()
 _lock = threading.Lock()
 
 
-def remember(*secrets: Optional[str]) -> None:
+def remember(*secrets: str | None) -> None:
     """Add keys to those :func:`scrub` always removes (in memory, for this process)."""
     with _lock:
         _known.update(s for s in secrets if s and len(s) >= MIN_SECRET_LEN)
@@ -40,7 +40,7 @@ def settings_secrets(settings) -> list[str]:
                         getattr(settings, "tavily_api_key", None)) if s]
 
 
-def scrub(text, secrets: Iterable[Optional[str]] | object = ()) -> str:
+def scrub(text, secrets: Iterable[str | None] | object = ()) -> str:
     """``text`` (made a str) with every key replaced by ``[redacted]``.
 
     ``secrets`` is an iterable of keys or a Settings object (its keys are taken). The keys

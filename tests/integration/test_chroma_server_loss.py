@@ -37,7 +37,7 @@ class ChromaServer:
         self.path, self.log, self.port = path, log, free_port()
         self.proc: subprocess.Popen | None = None
 
-    def start(self) -> "ChromaServer":
+    def start(self) -> ChromaServer:
         exe = Path(sys.executable).parent / "chroma"
         self.proc = subprocess.Popen(
             [str(exe), "run", "--path", str(self.path), "--host", "127.0.0.1",
@@ -49,7 +49,7 @@ class ChromaServer:
                     return self
             except OSError:
                 if self.proc.poll() is not None:
-                    raise RuntimeError(self.log.read_text())
+                    raise RuntimeError(self.log.read_text()) from None
                 time.sleep(0.2)
         self.kill()
         raise RuntimeError("chroma run did not start in 60 s")
@@ -135,8 +135,8 @@ def test_server_killed_mid_ingest_is_one_line_and_the_document_is_repaired(serve
     assert not ok and line.startswith("cannot reach the Chroma server")
 
     # the Documents page: one error line, no exception
-    from streamlit.testing.v1 import AppTest
     import streamlit as st
+    from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv("CHROMA_HOST", "127.0.0.1")
     monkeypatch.setenv("CHROMA_PORT", str(server.port))

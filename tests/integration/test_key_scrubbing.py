@@ -70,7 +70,7 @@ def test_echoed_keys_reach_no_run_history_export_or_log(tmp_path, echo_openai, e
     from rag.history import RunStore
     from rag.trace.export import run_html, run_json
 
-    caplog.set_level(logging.INFO)
+    caplog.set_level(logging.DEBUG)
     offline = Settings.from_env({}, data_dir=tmp_path / "data")
     ingest_files(open_knowledge_base(offline), [LEWIS])
     settings = offline.with_(openai_api_key=OPENAI_KEY, openai_base_url=echo_openai.base_url,
