@@ -8,6 +8,7 @@ filtering. A Run holds no key (keys live only in Settings, which is never stored
 
 from __future__ import annotations
 
+import builtins
 import json
 import sqlite3
 from contextlib import closing, contextmanager
@@ -153,7 +154,7 @@ class RunStore:
         return row["session_id"] if row else None
 
     def list(self, session_id: str | None = None, *, query: str | None = None,
-             stop_kinds: Optional[list[str]] = None, limit: int = 200) -> list[RunSummary]:
+             stop_kinds: Optional[list[str]] = None, limit: int = 200) -> builtins.list[RunSummary]:
         """Runs newest first: of ``session_id`` only, or of every session when None; whose
         question contains ``query`` (case-insensitive); ending in one of ``stop_kinds``."""
         where, args = [], []
@@ -175,7 +176,7 @@ class RunStore:
             rows = db.execute(sql, (*args, max(0, int(limit)))).fetchall()
         return [RunSummary(**dict(r)) for r in rows]
 
-    def load(self, session_id: str | None = None, *, limit: int = 5000) -> list[Run]:
+    def load(self, session_id: str | None = None, *, limit: int = 5000) -> builtins.list[Run]:
         """Whole runs, newest first (of one session, or all when None), for Insights."""
         sql = "SELECT data FROM runs" + (" WHERE session_id = ?" if session_id is not None
                                          else "") + " ORDER BY created_at DESC LIMIT ?"
@@ -237,7 +238,7 @@ class RunStore:
                           labels=[p[0] for p in pairs], runs=[p[1] for p in pairs])
 
     def list_comparisons(self, session_id: str | None = None, *,
-                         limit: int = 100) -> list[ComparisonSummary]:
+                         limit: int = 100) -> builtins.list[ComparisonSummary]:
         """Comparisons newest first, of ``session_id`` or of every session when None."""
         sql = "SELECT * FROM comparisons" + (" WHERE session_id = ?" if session_id is not None
                                               else "") + " ORDER BY created_at DESC LIMIT ?"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence, cast
 
-from rag.config import MAX_PIPELINES, MIN_PIPELINES, Options, Settings
+from rag.config import DEFAULT_COLLECTION, MAX_PIPELINES, MIN_PIPELINES, Options, Settings
 from rag.engines import make_engine
 from rag.graph.build import build_graph
 from rag.graph.context import RunContext
@@ -49,10 +49,12 @@ def run_question(question: str, context: RunContext, options: Options | None = N
     started = time.perf_counter()
     error = error_node = None
     try:
-        for mode, data in build_graph().stream(
-                {"question": question, "route": decide_start(options)},
-                config={"recursion_limit": options.recursion_limit()},
-                context=context, stream_mode=["custom", "values"]):
+        # With a list of modes, LangGraph yields (mode, data) pairs; its stubs do not say so.
+        stream = cast(Iterator[tuple[str, Any]], build_graph().stream(
+            {"question": question, "route": decide_start(options)},
+            config={"recursion_limit": options.recursion_limit()},
+            context=context, stream_mode=["custom", "values"]))
+        for mode, data in stream:
             if mode == "custom" and data.get("kind") == "token":
                 if on_token is not None:
                     on_token(data["text"])
@@ -68,7 +70,7 @@ def run_question(question: str, context: RunContext, options: Options | None = N
         error = scrub(f"{type(exc).__name__} in {error_node}: {scrub(exc)}")[:300]
     run = Run(question=question, options=options, engine=context.engine.name,
               models=dict(getattr(context.engine, "models", {}) or {}),
-              knowledge_base=getattr(context.kb, "name", "default"),
+              knowledge_base=getattr(context.kb, "name", DEFAULT_COLLECTION),
               events=events, path=[e.node for e in events],
               duration_ms=round((time.perf_counter() - started) * 1000, 3),
               llm_calls=sum(e.llm_calls for e in events),

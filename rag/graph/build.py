@@ -22,7 +22,7 @@ NODES = (nodes.decompose_query, nodes.retrieve, nodes.grade_documents, nodes.rew
          nodes.fallback)
 
 
-def _builder() -> StateGraph:
+def _builder() -> StateGraph[GraphState, RunContext, InputState, GraphState]:
     builder = StateGraph(GraphState, context_schema=RunContext, input_schema=InputState)
     for fn in NODES:
         builder.add_node(fn)
@@ -37,7 +37,7 @@ def _builder() -> StateGraph:
 
 
 @lru_cache(maxsize=1)
-def build_graph() -> CompiledStateGraph:
+def build_graph() -> CompiledStateGraph[GraphState, RunContext, InputState, GraphState]:
     """The compiled graph, built once per process on first call (compiled graphs are stateless
     and safe to share).
 

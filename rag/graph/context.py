@@ -8,9 +8,10 @@ from typing import Any, Callable, Optional
 from rag.config import Options
 from rag.engines.base import Engine
 from rag.models import Chunk
+from rag.store.retrieval import RetrievalMode
 from rag.store.retrieval import retrieve as retrieve_chunks
 
-Retriever = Callable[[Any, str, int, str], list[Chunk]]
+Retriever = Callable[[Any, str, int, RetrievalMode], list[Chunk]]
 """``retriever(kb, query, k, mode) -> chunks``, best first."""
 
 

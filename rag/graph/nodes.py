@@ -71,7 +71,7 @@ def _record(state: GraphState, runtime: Runtime[RunContext], node: str, started:
     update = dict(update)
     route = None
     if decide is not None:
-        decision = decide(ChainMap(update, state), runtime.context.options)
+        decision = decide(ChainMap(update, dict(state)), runtime.context.options)
         update["route"] = decision
         route = decision.as_route()
     fallbacks = [m.fallback for m in metas if m.fallback]

@@ -18,7 +18,7 @@ from rag.trace.replay import COLOR_REPLAY
 from rag.trace.story import rounds, steps
 
 if TYPE_CHECKING:  # plotly is imported when a figure is built, not with the library
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # plotly loads when a figure is built, not with the library
 
 # --------------------------------------------------------------------------- unrolled path
 
@@ -35,7 +35,7 @@ def path_figure(run: Run, *, title: Optional[str] = None) -> "go.Figure":
     what it decided and why); bands are layout shapes named ``attempt:r``. Height is
     ``ROW_PX`` px per step plus margins.
     """
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # plotly loads when a figure is built, not with the library
 
     story = steps(run)
     statuses = [views.event_status(e, run.options.min_relevant) for e in run.events]
@@ -90,7 +90,7 @@ def timeline_figure(run: Run, prices: Mapping[str, Price] | None = None) -> "go.
     cost]`` (cost as text: ``$0.0012``, ``$0`` or ``n/a``). Bars of steps that called an LLM are
     labelled with their tokens and cost; the hover shows them for every step.
     """
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # plotly loads when a figure is built, not with the library
 
 
     prices = load_prices() if prices is None else prices
@@ -131,7 +131,7 @@ def bar_figure(counts: Sequence[tuple[str, float]] | Mapping[str, float], *, tit
                horizontal: bool = False, value_label: str = "runs") -> "go.Figure":
     """A bar chart of ``counts`` (label -> value, in the order given), named ``bars``.
     ``horizontal`` puts labels on the y axis, first on top (for long labels such as paths)."""
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # plotly loads when a figure is built, not with the library
 
     items = list(counts.items()) if isinstance(counts, Mapping) else list(counts)
     labels = [str(k) for k, _ in items]
@@ -156,7 +156,7 @@ def latency_figure(latencies_ms: Sequence[float], p50: Optional[float],
                    p95: Optional[float]) -> "go.Figure":
     """A histogram of run latencies (ms), named ``latency``, with the p50 and p95 marked as
     vertical lines (shapes named ``p50`` and ``p95``)."""
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # plotly loads when a figure is built, not with the library
 
     fig = go.Figure(go.Histogram(x=list(latencies_ms), name="latency", nbinsx=20,
                                  marker=dict(color=viz.COLOR_PATH)))

@@ -42,7 +42,7 @@ from rag.trace.views import (
 )
 
 if TYPE_CHECKING:  # plotly is imported when a figure is built, not with the library
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # plotly loads when a figure is built, not with the library
 
 COLOR_BORDER = "#c5cad3"
 COLOR_EDGE = "#c5cad3"
@@ -153,7 +153,7 @@ def flow_figure(run: Run, graph=None) -> "go.Figure":
     carries ``customdata`` = node name per point, for click selection. The title is the run's
     stop reason. Edge traces are named ``edge:src->dst``, path traces ``path:src->dst``.
     """
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # plotly loads when a figure is built, not with the library
 
     nodes, edges = _graph_parts(graph)
     for node in list(run.path) + [n for n in [_error_node(run)] if n]:
@@ -181,8 +181,8 @@ def flow_figure(run: Run, graph=None) -> "go.Figure":
     annotations: list[dict] = []
     for src, dst in edges:
         curve = curves.get((src, dst)) or self_loop(boxes[src])
-        xs, ys = zip(*curve.points())
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=f"edge:{src}->{dst}",
+        ex, ey = zip(*curve.points(), strict=True)
+        fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", name=f"edge:{src}->{dst}",
                                  line=dict(color=COLOR_EDGE, width=1.3), hoverinfo="skip",
                                  showlegend=False))
         annotations.append(arrow_annotation(curve, COLOR_EDGE, 1.3, f"edge:{src}->{dst}", size=1.1))
@@ -196,8 +196,8 @@ def flow_figure(run: Run, graph=None) -> "go.Figure":
         curve = curves.get((src, dst)) or self_loop(boxes[src])
         failed = dst == error_node and None in steps
         color = COLOR_ERROR if failed else COLOR_PATH
-        xs, ys = zip(*curve.points())
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=f"path:{src}->{dst}",
+        px, py = zip(*curve.points(), strict=True)
+        fig.add_trace(go.Scatter(x=px, y=py, mode="lines", name=f"path:{src}->{dst}",
                                  line=dict(color=color, width=3, dash="dot" if failed else None),
                                  hoverinfo="skip", showlegend=False))
         annotations.append(arrow_annotation(curve, color, 2.2, f"path:{src}->{dst}", size=1.0))
@@ -230,8 +230,16 @@ def flow_figure(run: Run, graph=None) -> "go.Figure":
     for event in run.events:
         events_of[event.node].append(event)
     statuses = node_statuses(run)
-    shapes, xs, ys, labels, hovers, symbols, sizes, colors, text_colors, text_pos = (
-        [], [], [], [], [], [], [], [], [], [])
+    shapes: list[dict] = []
+    xs: list[float] = []
+    ys: list[float] = []
+    labels: list[str] = []
+    hovers: list[str] = []
+    symbols: list[str] = []
+    sizes: list[float] = []
+    colors: list[str] = []
+    text_colors: list[str] = []
+    text_pos: list[str] = []
     for node in nodes:
         x, y = pos[node]
         xs.append(x)

@@ -10,6 +10,8 @@ from rag.trace.views import VIEWS
 
 START = "__start__"
 END = "__end__"
+Point = tuple[float, float]
+"""(x, y) in data units."""
 MARKERS = {START: (-0.95, 0.0), END: (8.45, -0.6)}
 """Where the start and end markers sit, in data units (nodes sit where rag.trace.views places them)."""
 EXTRA_ROW_Y = -2.4
@@ -98,7 +100,7 @@ def node_boxes(pos: dict[str, tuple[float, float]]) -> dict[str, Box]:
             Box(x, y, BOX_W / 2, BOX_H / 2) for n, (x, y) in pos.items()}
 
 
-def bezier(a: tuple[float, float], b: tuple[float, float], bend: float) -> tuple:
+def bezier(a: Point, b: Point, bend: float) -> tuple[Point, Point, Point]:
     (x0, y0), (x2, y2) = a, b
     dx, dy = x2 - x0, y2 - y0
     n = math.hypot(dx, dy) or 1.0
@@ -107,7 +109,7 @@ def bezier(a: tuple[float, float], b: tuple[float, float], bend: float) -> tuple
     return a, (mx, my), b
 
 
-def clip(p0, p1, p2, src: Box, dst: Box) -> Curve:
+def clip(p0: Point, p1: Point, p2: Point, src: Box, dst: Box) -> Curve:
     """Clip the curve to where it leaves ``src`` and enters ``dst`` (bisection on t)."""
     curve = Curve(p0, p1, p2, 0.0, 1.0)
 

@@ -120,7 +120,8 @@ def compute(runs: Sequence[Run], prices: Mapping[str, Price] | None = None, *,
     out.llm_calls_per_question = sum(r.llm_calls for r in runs) / len(runs)
     out.tokens_per_question = sum(r.prompt_tokens + r.completion_tokens for r in runs) / len(runs)
     costs = [run_cost(r, prices) for r in runs]
-    out.cost_per_question = None if any(c is None for c in costs) else sum(costs) / len(runs)
+    known = [c for c in costs if c is not None]
+    out.cost_per_question = None if len(known) < len(costs) else sum(known) / len(runs)
     out.presets = dict(Counter(preset_label(preset_of(r.options)) for r in runs).most_common())
     return out
 

@@ -108,7 +108,8 @@ def run_cost(run: Run, prices: Mapping[str, Price] | None = None) -> Optional[fl
     any event used a model with no price (see :func:`unpriced_models`)."""
     prices = load_prices() if prices is None else prices
     costs = [event_cost(e, run, prices) for e in run.events]
-    return None if any(c is None for c in costs) else round(sum(costs), 6)
+    known = [c for c in costs if c is not None]
+    return None if len(known) < len(costs) else round(sum(known), 6)
 
 
 def unpriced_models(run: Run, prices: Mapping[str, Price] | None = None) -> list[str]:
