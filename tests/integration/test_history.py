@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-import subprocess
-import sys
 import threading
 
 import pytest
@@ -20,7 +18,7 @@ from rag.trace.export import comparison_html, comparison_json, run_html, run_jso
 from rag.run import make_context, run_question
 from rag.history import CLI_SESSION, RunOwnedElsewhere, RunStore
 from rag.config import preset_of
-from tests.conftest import LEWIS, ROOT, SELF_RAG
+from tests.conftest import LEWIS, SELF_RAG
 from tests.run_fixtures import CLAIM, KEY, PRICES, QUESTION
 
 
@@ -245,12 +243,14 @@ def test_json_exports(runs, papers_kb):
 # --------------------------------------------------------------------------- the CLI
 
 
-def rag_cli(*args, data_dir):
-    return subprocess.run([sys.executable, "-m", "rag", *args, "--data-dir", str(data_dir)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+@pytest.fixture
+def rag_cli(cli):
+    """``python -m rag ARGS... --data-dir D``, in this process."""
+    return lambda *args, data_dir: cli(*args, "--data-dir", data_dir)
 
 
-def test_cli_ask_compare_list_and_export(tmp_path):
+@pytest.mark.slow
+def test_cli_ask_compare_list_and_export(tmp_path, rag_cli):
     data = tmp_path / "data"
     assert rag_cli("ingest", str(LEWIS), str(SELF_RAG), data_dir=data).returncode == 0
 
