@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import re
 import threading
-from typing import Iterable, Optional
+from collections.abc import Iterable
+from typing import Any
 
 REDACTED = "[redacted]"
 MIN_SECRET_LEN = 4
@@ -40,7 +41,7 @@ def settings_secrets(settings) -> list[str]:
                         getattr(settings, "tavily_api_key", None)) if s]
 
 
-def scrub(text, secrets: Iterable[str | None] | object = ()) -> str:
+def scrub(text: object, secrets: Iterable[str | None] | Any = ()) -> str:
     """``text`` (made a str) with every key replaced by ``[redacted]``.
 
     ``secrets`` is an iterable of keys or a Settings object (its keys are taken). The keys
@@ -55,7 +56,7 @@ def scrub(text, secrets: Iterable[str | None] | object = ()) -> str:
         secrets = settings_secrets(secrets)
     with _lock:
         keys = set(_known)
-    keys.update(s for s in secrets if s and len(s) >= MIN_SECRET_LEN)  # type: ignore[union-attr]
+    keys.update(s for s in secrets if s and len(s) >= MIN_SECRET_LEN)
     keys.update(v.strip() for v in (os.environ.get(k, "") for k in _ENV_KEYS)
                 if len(v.strip()) >= MIN_SECRET_LEN)
     for key in sorted(keys, key=len, reverse=True):

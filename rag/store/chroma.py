@@ -21,7 +21,7 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 import chromadb
 from chromadb.api import ClientAPI
@@ -86,9 +86,10 @@ def unreachable_message(where: str) -> str:
             "Start it, or unset CHROMA_HOST to use the local store")
 
 
-def is_unreachable(exc: BaseException) -> bool:
-    """True when ``exc`` (or an exception it was raised from) is a lost connection to Chroma."""
+def is_unreachable(error: BaseException) -> bool:
+    """True when ``error`` (or an exception it was raised from) is a lost connection to Chroma."""
     seen = 0
+    exc: BaseException | None = error
     while exc is not None and seen < 10:
         if isinstance(exc, _connection_errors()):
             return True
@@ -210,7 +211,7 @@ class KnowledgeBase:
         self.name = validate_collection_name(name)
         self.embedding_function = embedding_function
         self.data_dir = data_dir
-        self._collection = None
+        self._collection: Any = None
         self._complete_cache: tuple | None = None
 
     @property
