@@ -1,5 +1,5 @@
 """A Chroma server that dies: a real ``chroma run`` killed in the middle of an ingest. The CLI
-says so in one line (exit 1, no traceback) for ingest and ask, the library's listing and the
+says so in one line (exit 1, no traceback) for ingest, ask and compare, the library's listing and the
 pages do too, and once the server is back the interrupted document is repaired by the next
 ingest, exactly as after a SIGKILL of the ingest itself (test_crash_safety.py).
 
@@ -121,6 +121,7 @@ def test_server_killed_mid_ingest_is_one_line_and_the_document_is_repaired(serve
     down = env_for(server, tmp_path)
     one_line_error(cli("ask", "Where do zircon crystals come from?", env=down), server.port)
     one_line_error(cli("ingest", str(small), env=down), server.port)
+    one_line_error(cli("compare", "Where do zircon crystals come from?", env=down), server.port)
 
     from rag.config import Settings
     from rag.health import check_store
