@@ -548,12 +548,13 @@ def _add_legacy_records(col) -> None:
     col.modify(metadata=meta)
 
 
-def document_lines(kb: KnowledgeBase) -> list[str]:
+def document_lines(kb: KnowledgeBase, docs: list[DocumentInfo] | None = None) -> list[str]:
     """One line per stored document for a listing (``python -m rag kb show``), newest first:
     status, pages, chunks, file name and sha256 prefix; an incomplete document says how to
-    repair it. Raises StoreUnavailable when the server cannot be reached."""
+    repair it. ``docs`` defaults to ``kb.documents()``. Raises StoreUnavailable when the
+    server cannot be reached."""
     lines = []
-    for d in kb.documents():
+    for d in kb.documents() if docs is None else docs:
         mark = "ok        " if d.complete else "INCOMPLETE"
         fix = "" if d.complete else "  (interrupted ingest: ingest the same file again to repair it)"
         lines.append(f"{mark} {d.pages:>5} pages {d.chunks:>6} chunks  {d.source}  "

@@ -122,6 +122,8 @@ def test_server_killed_mid_ingest_is_one_line_and_the_document_is_repaired(serve
     one_line_error(cli("ask", "Where do zircon crystals come from?", env=down), server.port)
     one_line_error(cli("ingest", str(small), env=down), server.port)
     one_line_error(cli("compare", "Where do zircon crystals come from?", env=down), server.port)
+    one_line_error(cli("kb", "list", env=down), server.port)
+    one_line_error(cli("kb", "show", env=down), server.port)
 
     from rag.config import Settings
     from rag.health import check_store

@@ -115,6 +115,11 @@ def test_sigkill_during_upserts_is_repaired_by_the_next_ingest(tmp_path, long_do
         assert seen["dense_sources"] == [SMALL[0]]
         line = next(x for x in seen["lines"] if path.name in x)
         assert line.startswith("INCOMPLETE") and "ingest the same file again" in line
+        if kill_after == 1:  # the CLI's listing says so too, and exits 1
+            show = rag_cli("kb", "show", data_dir=data_dir)
+            assert show.returncode == 1, show.stderr
+            assert any(x.startswith("INCOMPLETE") and path.name in x and f"{BATCH} chunks" in x
+                       for x in show.stdout.splitlines()), show.stdout
 
     out = rag_cli("ingest", str(path), data_dir=data_dir)
     assert out.returncode == 0, out.stderr
@@ -126,6 +131,10 @@ def test_sigkill_during_upserts_is_repaired_by_the_next_ingest(tmp_path, long_do
     assert seen["bm25_size"] == clean + 1
     assert seen["has"] == {path.name: True, SMALL[0]: True}
     assert all(x.startswith("ok") for x in seen["lines"])
+    show = rag_cli("kb", "show", "--json", data_dir=data_dir)
+    assert show.returncode == 0, show.stderr
+    assert {d["source"]: (d["chunks"], d["status"]) for d in json.loads(show.stdout)} == {
+        path.name: (clean, "complete"), SMALL[0]: (1, "complete")}
 
     again = rag_cli("ingest", str(path), data_dir=data_dir,
                     RETRACE_TEST_KILL_AFTER_BATCHES="1")  # nothing to store: never killed
