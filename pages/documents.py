@@ -100,7 +100,7 @@ if waiting:
         if not passwords:
             st.warning("Type a password first.")
         else:
-            with st.spinner("Indexing…"):
+            with st.spinner("Indexing…"), _session.stop_on_store_error(kb.name):  # server lost
                 new = ingest_files(kb, [(n, locked[n]) for n in passwords], chunking=chunking,
                                    passwords=passwords, max_bytes=settings.max_upload_bytes)
             del passwords
