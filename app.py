@@ -14,6 +14,7 @@ pg = st.navigation([
     st.Page("pages/chat.py", title="Chat", icon=":material/chat:", default=True),
     st.Page("pages/trace.py", title="Trace", icon=":material/account_tree:"),
     st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
+    st.Page("pages/evaluate.py", title="Evaluate", icon=":material/fact_check:"),
     st.Page("pages/insights.py", title="Insights", icon=":material/insights:"),
     st.Page("pages/settings.py", title="Settings", icon=":material/settings:"),
 ])

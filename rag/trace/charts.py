@@ -168,3 +168,48 @@ def latency_figure(latencies_ms: Sequence[float], p50: Optional[float],
                       xaxis=dict(title="ms"), yaxis=dict(title="runs"), height=300,
                       margin=dict(l=10, r=10, t=40, b=10), showlegend=False)
     return fig
+
+
+OUTCOME_COLORS = {"answered_clean": views.STATUS_COLORS[views.OK], "caveat": views.STATUS_COLORS[views.WEAK],
+                  "abstained": views.STATUS_COLORS[views.FAILED]}
+"""Evaluation outcome -> bar colour: the flow's colours for finalize, a caveat, and fallback."""
+
+
+def outcomes_figure(presets: Mapping[str, Mapping]) -> go.Figure:
+    """Stacked bars, one per preset: questions answered clean (finalize), with a caveat, and abstained.
+
+    ``presets`` is ``rag eval``'s per-preset summary (label -> ``{"answered_clean", "caveat",
+    "abstained", ...}``); traces are named after the three outcomes.
+    """
+    import plotly.graph_objects as go  # plotly loads when a figure is built, not with the library
+
+    labels = list(presets)
+    fig = go.Figure()
+    for key, name in (("answered_clean", "answered clean"), ("caveat", "with a caveat"),
+                      ("abstained", "abstained")):
+        values = [presets[p].get(key, 0) for p in labels]
+        fig.add_trace(go.Bar(x=labels, y=values, name=name, text=values, textposition="inside",
+                             marker=dict(color=OUTCOME_COLORS[key])))
+    fig.update_layout(barmode="stack", height=320, title=dict(text="How each pipeline ended", x=0.01),
+                      margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.15),
+                      yaxis=dict(title="questions"))
+    return fig
+
+
+def hits_figure(presets: Mapping[str, Mapping]) -> go.Figure:
+    """Grouped bars per preset: answer hit and source hit, in [0, 1] (missing figures are left out)."""
+    import plotly.graph_objects as go  # plotly loads when a figure is built, not with the library
+
+    labels = list(presets)
+    fig = go.Figure()
+    for key, name in (("answer_hit", "answer hit"), ("source_hit", "source hit")):
+        values = [presets[p].get(key) for p in labels]
+        if all(v is None for v in values):
+            continue
+        fig.add_trace(go.Bar(x=labels, y=values, name=name,
+                             text=[f"{v:.0%}" if v is not None else "–" for v in values],
+                             textposition="auto"))
+    fig.update_layout(barmode="group", height=320, title=dict(text="Answer and source hits", x=0.01),
+                      margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.15),
+                      yaxis=dict(range=[0, 1], tickformat=".0%"))
+    return fig
