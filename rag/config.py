@@ -136,6 +136,10 @@ class Options(BaseModel):
     decomposition: bool = True
     """Split multi-hop and comparison questions into sub-questions, each retrieved on its own
     (decompose_query)."""
+    use_history: bool = True
+    """Use the thread's earlier turns (contextualize_question rewrites a follow-up into a
+    standalone question; an LLM generator also sees the last turns). On in every preset; not
+    one of the preset :data:`TOGGLES`, so turning it off does not make a pipeline custom."""
     retrieval: Literal["dense", "bm25", "hybrid"] = "bm25"
     """How retrieve ranks chunks: embeddings, BM25, or both fused by reciprocal rank fusion.
     BM25 is the default because it measures best (``python -m rag bench retrieval``: recall@6

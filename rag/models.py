@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validat
 
 from rag.config import DEFAULT_COLLECTION, Options
 
+CONTEXTUALIZE_QUESTION = "contextualize_question"
 DECOMPOSE_QUERY = "decompose_query"
 RETRIEVE = "retrieve"
 GRADE_DOCUMENTS = "grade_documents"
@@ -23,7 +24,7 @@ FINALIZE = "finalize"
 FINALIZE_WITH_CAVEAT = "finalize_with_caveat"
 FALLBACK = "fallback"
 
-NODE_ORDER = (DECOMPOSE_QUERY, RETRIEVE, GRADE_DOCUMENTS, REWRITE_QUERY, WEB_SEARCH, GENERATE, CHECK_GROUNDING,
+NODE_ORDER = (CONTEXTUALIZE_QUESTION, DECOMPOSE_QUERY, RETRIEVE, GRADE_DOCUMENTS, REWRITE_QUERY, WEB_SEARCH, GENERATE, CHECK_GROUNDING,
               GRADE_ANSWER, FINALIZE, FINALIZE_WITH_CAVEAT, FALLBACK)
 """Every node, in the order a run meets them first."""
 TERMINALS = (FINALIZE, FINALIZE_WITH_CAVEAT, FALLBACK)
@@ -140,6 +141,35 @@ class NodeDetail(BaseModel):
     """Engine fallbacks taken in this step (an LLM error, a parse failure), with why."""
 
 
+class Turn(BaseModel):
+    """One earlier turn of a thread, as contextualize_question and the generator see it."""
+
+    question: str
+    """What the user typed."""
+    answer: str = ""
+    standalone_question: str = ""
+    """The question as the run understood it (empty: same as ``question``)."""
+
+    def understood(self) -> str:
+        """The standalone question, or the question when there is none."""
+        return self.standalone_question or self.question
+
+
+class ContextualizeDetail(NodeDetail):
+    """contextualize_question: the follow-up as typed, and the standalone question downstream uses."""
+
+    original_question: str = ""
+    standalone_question: str = ""
+    changed: bool = False
+    carried: list[str] = Field(default_factory=list)
+    """Terms carried over from earlier turns (offline engine)."""
+    from_turn: Optional[int] = None
+    """1-based number of the earlier turn they came from."""
+    turns_seen: int = 0
+    """How many earlier turns the engine was given."""
+    reasoning: str = ""
+
+
 class DecomposeDetail(NodeDetail):
     """decompose_query: the plan for a multi-hop or comparison question."""
 
@@ -233,6 +263,7 @@ class EndDetail(NodeDetail):
 
 
 DETAIL_TYPES: dict[str, type[NodeDetail]] = {
+    CONTEXTUALIZE_QUESTION: ContextualizeDetail,
     DECOMPOSE_QUERY: DecomposeDetail, RETRIEVE: RetrieveDetail, GRADE_DOCUMENTS: GradeDetail,
     REWRITE_QUERY: RewriteDetail, WEB_SEARCH: WebSearchDetail, GENERATE: GenerateDetail,
     CHECK_GROUNDING: GroundingDetail, GRADE_ANSWER: AnswerCheckDetail, FINALIZE: EndDetail,
@@ -297,6 +328,10 @@ class Run(BaseModel):
 
     id: str = Field(default_factory=lambda: uuid.uuid4().hex)
     question: str
+    """What the user typed."""
+    standalone_question: str = ""
+    """The question every node after contextualize_question used (the follow-up rewritten with
+    the thread's history); empty when the run had no history or history was off."""
     options: Options
     engine: str
     models: dict[str, str] = Field(default_factory=dict)
@@ -329,7 +364,8 @@ class Run(BaseModel):
                                "chunk_id": c.chunk_id, "origin": c.origin} for c in self.citations],
                 "path": self.path, "events": [e.model_dump() for e in self.events],
                 "stop_reason": self.stop_reason, "llm_calls": self.llm_calls,
-                "engine": self.engine, "duration_ms": self.duration_ms}
+                "engine": self.engine, "duration_ms": self.duration_ms,
+                "standalone_question": self.standalone_question or self.question}
 
 
 class Comparison(BaseModel):
