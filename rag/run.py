@@ -12,7 +12,7 @@ from rag.engines import make_engine
 from rag.graph.build import build_graph
 from rag.graph.context import RunContext
 from rag.graph.routing import decide_start
-from rag.models import Comparison, Run, TraceEvent
+from rag.models import Comparison, ContextualizeDetail, Run, TraceEvent, Turn
 from rag.secrets import scrub
 from rag.web import make_web_search
 
@@ -29,13 +29,17 @@ def make_context(settings: Settings, kb, *, web=None, engine=None) -> RunContext
 
 
 def run_question(question: str, context: RunContext, options: Options | None = None, *,
+                 history: Sequence[Turn] = (),
                  on_event: Callable[[TraceEvent], None] | None = None,
                  on_token: Callable[[str], None] | None = None) -> Run:
     """Run ``question`` through the graph and return its Run. Always terminates.
 
     ``on_event`` is called with each TraceEvent as the node that made it finishes, and
     ``on_token`` with each piece of answer text as the generator streams it (both through
-    LangGraph's custom stream mode). An error inside the graph does not raise: the Run records it in
+    LangGraph's custom stream mode). ``history`` is the thread's earlier turns, oldest first
+    (:meth:`rag.history.RunStore.thread_history`): with ``options.use_history`` on, the run
+    starts with contextualize_question and ``Run.standalone_question`` records the question
+    the run used. An error inside the graph does not raise: the Run records it in
     ``error`` and ``stop_reason``, keeping the events so far. No key appears anywhere in the
     Run (:func:`scrub_run`). Raises ValueError for an empty question.
     """
@@ -51,7 +55,8 @@ def run_question(question: str, context: RunContext, options: Options | None = N
     try:
         # With a list of modes, LangGraph yields (mode, data) pairs; its stubs do not say so.
         stream = cast(Iterator[tuple[str, Any]], build_graph().stream(
-            {"question": question, "route": decide_start(options)},
+            {"question": question, "history": list(history),
+             "route": decide_start(options, history)},
             config={"recursion_limit": options.recursion_limit()},
             context=context, stream_mode=["custom", "values"]))
         for mode, data in stream:
@@ -76,6 +81,9 @@ def run_question(question: str, context: RunContext, options: Options | None = N
               llm_calls=sum(e.llm_calls for e in events),
               prompt_tokens=sum(e.prompt_tokens for e in events),
               completion_tokens=sum(e.completion_tokens for e in events))
+    for event in events:
+        if isinstance(event.detail, ContextualizeDetail):
+            run.standalone_question = event.detail.standalone_question
     if error:
         run.error, run.error_node = error, error_node
         run.stop_reason = f"Stopped by an error: {error}"

@@ -6,7 +6,7 @@ from typing import Any, Callable, Literal, Optional, Protocol, Self, Sequence
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-from rag.models import Chunk, Verdict
+from rag.models import Chunk, Turn, Verdict
 
 
 class CallMeta(BaseModel):
@@ -93,6 +93,32 @@ class Decomposition(Judgment):
     reasoning: str = Field(description="Why, naming the entities or bridge terms used.")
 
 
+class StandaloneQuestion(Judgment):
+    """A follow-up rewritten with the conversation so far into a question that stands alone."""
+
+    question: str = Field(description="The follow-up as a self-contained question: every "
+                          "pronoun or omitted topic replaced by what it refers to in the earlier "
+                          "turns. The follow-up unchanged when it already stands alone.")
+    reasoning: str = Field(description="What was carried over from which earlier turn, or why "
+                           "nothing was.")
+    _carried: list[str] = PrivateAttr(default_factory=list)
+    _from_turn: Optional[int] = PrivateAttr(default=None)
+
+    @property
+    def carried(self) -> list[str]:
+        """Terms carried over from an earlier turn (offline engine; empty for an LLM)."""
+        return self._carried
+
+    @property
+    def from_turn(self) -> Optional[int]:
+        """The 1-based turn they came from (offline engine)."""
+        return self._from_turn
+
+    def with_carry(self, carried: Sequence[str], from_turn: Optional[int]) -> Self:
+        self._carried, self._from_turn = list(carried), from_turn
+        return self
+
+
 class Engine(Protocol):
     """Makes every judgment of the graph. Implementations: LocalEngine (offline), LLMEngine."""
 
@@ -115,9 +141,11 @@ class Engine(Protocol):
         is the question itself)."""
 
     def generate(self, question: str, chunks: Sequence[Chunk],
-                 on_token: Callable[[str], None] | None = None) -> Answer:
+                 on_token: Callable[[str], None] | None = None, *,
+                 history: Sequence[Turn] = ()) -> Answer:
         """A cited answer from ``chunks``; citations refer to chunks by id. ``on_token``
-        receives the answer text as it is produced."""
+        receives the answer text as it is produced; ``history`` is the thread's earlier turns
+        (an LLM sees the last few as conversation context; the offline engine ignores it)."""
 
     def check_grounding(self, answer: Answer, chunks: Sequence[Chunk]) -> GroundingCheck:
         """Check each claim of ``answer`` against the chunks it cites."""
@@ -127,3 +155,7 @@ class Engine(Protocol):
 
     def decompose(self, question: str, first_hop: Sequence[Chunk]) -> Decomposition:
         """Sub-questions for ``question``, given the chunks a first retrieval returned."""
+
+    def contextualize(self, question: str, history: Sequence[Turn]) -> StandaloneQuestion:
+        """``question`` (a follow-up) as a standalone question, given the earlier turns of its
+        thread, oldest first."""

@@ -27,9 +27,10 @@ from rag.engines.base import (
     Judgment,
     RelevanceGrade,
     RewrittenQuery,
+    StandaloneQuestion,
 )
 from rag.engines.local import LocalEngine
-from rag.models import Chunk, Verdict
+from rag.models import Chunk, Turn, Verdict
 from rag.secrets import remember, scrub
 
 _CITE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
@@ -215,16 +216,25 @@ class LLMEngine:
 
     # -- generate ---------------------------------------------------------------------------
     def generate(self, question: str, chunks: Sequence[Chunk],
-                 on_token: Callable[[str], None] | None = None) -> Answer:
+                 on_token: Callable[[str], None] | None = None, *,
+                 history: Sequence[Turn] = ()) -> Answer:
         """Stream a cited answer; ``on_token`` receives each piece of text as it arrives.
 
         Citation n refers to ``chunks[n-1]``; markers outside 1..len(chunks) are not cited.
+        ``history``: the thread's earlier turns; the last few are given, fenced, as
+        conversation context (the evidence rules do not change).
         """
         if not chunks:
             return Answer(text="I found no evidence to answer this question.", citations=[])
-        messages = [("system", prompts.GENERATOR_SYSTEM),
-                    ("user", prompts.GENERATOR_USER.format(question=prompts.fence(question),
-                                                           sources=_sources(chunks)))]
+        if history:
+            messages = [("system", prompts.GENERATOR_SYSTEM + prompts.GENERATOR_HISTORY),
+                        ("user", prompts.GENERATOR_USER_WITH_HISTORY.format(
+                            turns=prompts.conversation(history), question=prompts.fence(question),
+                            sources=_sources(chunks)))]
+        else:
+            messages = [("system", prompts.GENERATOR_SYSTEM),
+                        ("user", prompts.GENERATOR_USER.format(question=prompts.fence(question),
+                                                               sources=_sources(chunks)))]
         text, final = "", None
         try:
             for piece in self._generator.stream(messages):
@@ -293,4 +303,20 @@ class LLMEngine:
         if result is None:
             local = self.fallback.decompose(question, first_hop)
             return self._fell_back(local, "decomposer", "bridge terms", error)
+        return result
+
+    # -- contextualize_question -------------------------------------------------------------
+    def contextualize(self, question: str, history: Sequence[Turn]) -> StandaloneQuestion:
+        """The generator model rewrites the follow-up with the last few turns (fenced as data);
+        falls back to the offline engine's topic carry-over on any failure or an empty question."""
+        result, error = self._structured(
+            self._generator, StandaloneQuestion, prompts.CONTEXTUALIZER_SYSTEM,
+            prompts.CONTEXTUALIZER_USER.format(turns=prompts.conversation(history),
+                                               question=prompts.fence(question)))
+        if result is not None and not " ".join(result.question.split()):
+            result, error = None, "empty standalone question"
+        if result is None:
+            local = self.fallback.contextualize(question, history)
+            return self._fell_back(local, "contextualizer", "topic carry-over", error or "")
+        result.question = " ".join(result.question.split())
         return result

@@ -17,7 +17,7 @@ from rag.graph.context import RunContext
 from rag.graph.state import GraphState, InputState
 from rag.models import TERMINALS
 
-NODES = (nodes.decompose_query, nodes.retrieve, nodes.grade_documents, nodes.rewrite_query, nodes.web_search,
+NODES = (nodes.contextualize_question, nodes.decompose_query, nodes.retrieve, nodes.grade_documents, nodes.rewrite_query, nodes.web_search,
          nodes.generate, nodes.check_grounding, nodes.grade_answer, nodes.finalize, nodes.finalize_with_caveat,
          nodes.fallback)
 
@@ -41,7 +41,7 @@ def build_graph() -> CompiledStateGraph[GraphState, RunContext, InputState, Grap
     """The compiled graph, built once per process on first call (compiled graphs are stateless
     and safe to share).
 
-    Invoke with ``{"question": q, "route": routing.decide_start(options)}``,
+    Invoke with ``{"question": q, "history": turns, "route": routing.decide_start(options, turns)}``,
     ``context=RunContext(..., options=options)`` and
     ``config={"recursion_limit": options.recursion_limit()}``.
     """

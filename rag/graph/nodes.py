@@ -22,6 +22,7 @@ from rag.models import (
     AnswerCheckDetail,
     Chunk,
     ChunkView,
+    ContextualizeDetail,
     Citation,
     CitationRef,
     DecomposeDetail,
@@ -85,6 +86,26 @@ def _record(state: GraphState, runtime: Runtime[RunContext], node: str, started:
         completion_tokens=sum(m.completion_tokens for m in metas))
     runtime.stream_writer({"kind": "event", "event": event})
     return {**update, "events": [event]}
+
+
+def contextualize_question(state: GraphState, runtime: Runtime[RunContext]) -> dict:
+    """Rewrite a follow-up into a standalone question with the thread's earlier turns
+    (``history``). The standalone question replaces ``question`` for every later node; what
+    the user typed is kept in ``original_question``."""
+    started = _Clock.start()
+    typed = state["question"]
+    history = list(state.get("history") or [])
+    result = runtime.context.engine.contextualize(typed, history)
+    standalone = " ".join(result.question.split()) or typed
+    changed = standalone != typed
+    summary = (f"Understood as: {standalone}" if changed
+               else "The question stands alone: unchanged")
+    detail = ContextualizeDetail(original_question=typed, standalone_question=standalone, changed=changed,
+                                 carried=result.carried, from_turn=result.from_turn,
+                                 turns_seen=len(history), reasoning=result.reasoning)
+    return _record(state, runtime, "contextualize_question", started, summary, detail,
+                   {"question": standalone, "original_question": typed}, [result.meta],
+                   routing.decide_after_contextualize)
 
 
 def decompose_query(state: GraphState, runtime: Runtime[RunContext]) -> dict:
@@ -293,9 +314,11 @@ def generate(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     o = runtime.context.options
     documents = state.get("documents", [])
     # The answer text streams to the UI (custom stream mode) while the checks still wait.
+    history = state.get("history") if o.use_history else None
     answer: Answer = runtime.context.engine.generate(
         state["question"], documents,
-        on_token=lambda text: runtime.stream_writer({"kind": "token", "text": text}))
+        on_token=lambda text: runtime.stream_writer({"kind": "token", "text": text}),
+        **({"history": history} if history else {}))
     by_id = {c.id: c for c in documents}
     citations = [Citation(n=a.n, chunk_id=a.chunk_id, source=by_id[a.chunk_id].source,
                           page=by_id[a.chunk_id].page, origin=by_id[a.chunk_id].origin,

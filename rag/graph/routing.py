@@ -9,12 +9,13 @@ first, then web, then abstain (CRAG routing, Yan et al. 2024; Self-RAG checks, A
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from rag.config import Options
 from rag.models import (
     CHECK_GROUNDING,
+    CONTEXTUALIZE_QUESTION,
     DECOMPOSE_QUERY,
     FALLBACK,
     FINALIZE,
@@ -39,8 +40,9 @@ class Decision(NamedTuple):
         return {"to": self.to, "why": self.why}
 
 
-START_TARGETS = (DECOMPOSE_QUERY, RETRIEVE)
+START_TARGETS = (CONTEXTUALIZE_QUESTION, DECOMPOSE_QUERY, RETRIEVE)
 TARGETS: dict[str, tuple[str, ...]] = {
+    CONTEXTUALIZE_QUESTION: (DECOMPOSE_QUERY, RETRIEVE),
     RETRIEVE: (GRADE_DOCUMENTS, GENERATE, FALLBACK),
     GRADE_DOCUMENTS: (GENERATE, REWRITE_QUERY, WEB_SEARCH, FINALIZE_WITH_CAVEAT, FALLBACK),
     WEB_SEARCH: (GENERATE, FINALIZE_WITH_CAVEAT, FALLBACK),
@@ -83,11 +85,23 @@ def _finish(state: State, o: Options, why: str) -> Decision:
     return Decision(FINALIZE, why)
 
 
-def decide_start(o: Options) -> Decision:
-    """The first node: decompose_query when decomposition is on, else retrieve."""
+def decide_start(o: Options, history: Sequence[object] = ()) -> Decision:
+    """The first node: contextualize_question when the thread has earlier turns and chat
+    history is on; else decompose_query when decomposition is on; else retrieve."""
+    if history and o.use_history:
+        n = len(history)
+        return Decision(CONTEXTUALIZE_QUESTION,
+                        f"the thread has {n} earlier turn{'s' if n != 1 else ''} and chat history is on")
     if o.decomposition:
         return Decision(DECOMPOSE_QUERY, "decomposition is on")
     return Decision(RETRIEVE, "decomposition is off")
+
+
+def decide_after_contextualize(state: State, o: Options) -> Decision:
+    """Then as a first question would: decompose_query when decomposition is on, else retrieve."""
+    if o.decomposition:
+        return Decision(DECOMPOSE_QUERY, "decompose the standalone question")
+    return Decision(RETRIEVE, "retrieve for the standalone question")
 
 
 def decide_after_decompose(state: State, o: Options) -> Decision:

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Optional, TypedDict
+from typing import Annotated, NotRequired, Optional, TypedDict
 
 from rag.graph.routing import Decision
-from rag.models import Chunk, Citation, TraceEvent, Verdict
+from rag.models import Chunk, Citation, TraceEvent, Turn, Verdict
 
 
 class InputState(TypedDict):
-    """What a caller passes in: the question, and where the run starts (routing.decide_start)."""
+    """What a caller passes in: the question, the thread's earlier turns, and where the run
+    starts (routing.decide_start)."""
 
     question: str
-    """The user's question, unchanged for the whole run."""
+    """The question every node works on. It starts as what the user typed;
+    contextualize_question replaces it with the standalone question (the follow-up rewritten
+    with the thread's history), so retrieval, grading, generation and the checks all use the
+    standalone question. What the user typed stays in ``original_question``."""
+    history: NotRequired[list[Turn]]
+    """The thread's earlier turns, oldest first (empty or absent for a first question)."""
     route: Decision
     """The latest routing decision; each node that routes replaces it, and the edges read it."""
 
@@ -21,6 +27,8 @@ class InputState(TypedDict):
 class GraphState(InputState, total=False):
     """Everything one run carries from node to node (the run's Options are in RunContext)."""
 
+    original_question: str
+    """What the user typed, set by contextualize_question (absent when it did not run)."""
     query: str
     """The current retrieval query; rewrite_query replaces it."""
     sub_queries: list[str]

@@ -13,6 +13,7 @@ from typing import Callable
 
 from rag.models import (
     CHECK_GROUNDING,
+    CONTEXTUALIZE_QUESTION,
     DECOMPOSE_QUERY,
     FALLBACK,
     FINALIZE,
@@ -24,6 +25,7 @@ from rag.models import (
     REWRITE_QUERY,
     WEB_SEARCH,
     AnswerCheckDetail,
+    ContextualizeDetail,
     DecomposeDetail,
     EndDetail,
     GenerateDetail,
@@ -145,6 +147,20 @@ def _caveat_lines(d: NodeDetail) -> list[str]:
     return [short(d.caveat)] if d.caveat else []
 
 
+def _contextualize_lines(d: NodeDetail) -> list[str]:
+    assert isinstance(d, ContextualizeDetail)
+    out = [f"asked: {short(d.original_question)}",
+           f"understood as: {short(d.standalone_question)}" if d.changed else "stands alone: unchanged"]
+    if d.carried:
+        out.append(f"carried from turn {d.from_turn}: {short(', '.join(d.carried), 80)}")
+    return out + ([f"why: {short(d.reasoning)}"] if d.reasoning else [])
+
+
+def _standalone(d: NodeDetail) -> list[str]:
+    assert isinstance(d, ContextualizeDetail)
+    return [f"asked: “{d.original_question}”", f"understood as: “{d.standalone_question}”"]
+
+
 def _sub_questions(d: NodeDetail) -> list[str]:
     assert isinstance(d, DecomposeDetail)
     return [f"sub-question: {q}" for q in d.sub_questions]
@@ -182,6 +198,9 @@ def _always(status: str) -> Callable[[NodeDetail, int], str]:
 # web_search) above, the other endings below. web_search sits over check_grounding and fallback
 # under generate so that the web_search -> fallback edge crosses the main line between two boxes.
 VIEWS: dict[str, NodeView] = {
+    # contextualize_question: below START, left of fallback's row, so no edge crosses a box.
+    CONTEXTUALIZE_QUESTION: NodeView((-0.75, -1.25), _always(OK), _contextualize_lines,
+                                     _standalone),
     DECOMPOSE_QUERY: NodeView((-0.75, 1.25), _always(OK), items=_sub_questions),
     RETRIEVE: NodeView((0.0, 0.0), lambda d, m: OK if isinstance(d, RetrieveDetail) and d.chunks else FAILED,
                        _retrieve_lines),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 import socket
 import struct
 import threading
@@ -198,6 +199,18 @@ def user_text(body: dict) -> str:
     return "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
 
 
+def standalone_reply(prompt: str) -> dict:
+    """A literal contextualizer: the follow-up in ``<question>`` with the first question of
+    ``<conversation>`` appended as context (a model that always carries the thread's topic)."""
+    question = re.search(r"<question>(.*?)</question>", prompt, re.S)
+    first = re.search(r"<user>(.*?)</user>", prompt, re.S)
+    q = question.group(1).strip() if question else ""
+    if not first:
+        return {"question": q, "reasoning": "No earlier turn."}
+    return {"question": f"{q.rstrip(' ?')} (context: {first.group(1).strip().rstrip(' ?')})?",
+            "reasoning": "Carried the first turn's question as context."}
+
+
 def default_script(kind: str, body: dict) -> Reply:
     """A cooperative model: every chunk relevant, answers cite [1], checks pass."""
     if kind == "RelevanceGrade":
@@ -214,6 +227,8 @@ def default_script(kind: str, body: dict) -> Reply:
                                  "reasoning": "One search answers it."}))
     if kind == "AnswerGrade":
         return Reply(json.dumps({"useful": True, "reasoning": "It answers the question."}))
+    if kind == "StandaloneQuestion":
+        return Reply(json.dumps(standalone_reply(user_text(body))))
     if kind in ("stream", "text"):
         return Reply("The retriever is a DPR bi-encoder trained jointly with the generator [1].",
                      completion_tokens=17)

@@ -23,7 +23,8 @@ def ctx(papers_kb):
 def test_graph_has_every_designed_node():
     nodes = set(build_graph().get_graph().nodes) - {"__start__", "__end__"}
     assert nodes == set(NODE_ORDER) == {
-        "decompose_query", "retrieve", "grade_documents", "rewrite_query", "web_search", "generate",
+        "contextualize_question", "decompose_query", "retrieve", "grade_documents", "rewrite_query",
+        "web_search", "generate",
         "check_grounding", "grade_answer", "finalize", "finalize_with_caveat", "fallback"}
 
 
