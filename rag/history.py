@@ -435,7 +435,8 @@ class RunStore:
         turns: dict[int, builtins.list[Run]] = {}
         for row in rows:
             turns.setdefault(row["turn"], []).append(Run.model_validate_json(row["data"]))
-        return Thread(summary=summary, turns=[ThreadTurn(turn=n, runs=runs) for n, runs in sorted(turns.items())])
+        return Thread(summary=summary,
+                      turns=[ThreadTurn(turn=n, runs=runs) for n, runs in sorted(turns.items())])
 
     def _own_thread(self, db: sqlite3.Connection, thread_id: str, session_id: str, verb: str) -> bool:
         row = db.execute("SELECT session_id FROM threads WHERE id = ?", (thread_id,)).fetchone()
@@ -469,7 +470,8 @@ class RunStore:
             db.execute("DELETE FROM thread_runs WHERE thread_id = ?", (thread_id,))
             db.execute("DELETE FROM threads WHERE id = ?", (thread_id,))
             if with_runs and run_ids:
-                db.execute(f"DELETE FROM runs WHERE session_id = ? AND id IN ({', '.join('?' * len(run_ids))})",
+                marks = ", ".join("?" * len(run_ids))
+                db.execute(f"DELETE FROM runs WHERE session_id = ? AND id IN ({marks})",
                            (session_id, *run_ids))
         return True
 
