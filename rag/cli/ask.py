@@ -1,6 +1,8 @@
 """``python -m rag ask "QUESTION"``.
 
 Ask a question through the graph; the run is saved to the history (session ``cli``).
+With ``--thread ID`` the question is a turn of the conversation ``ID`` (created when it does not
+exist yet): its earlier turns are the run's history (contextualize_question).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import json
 import sys
 
 from rag.cli._common import SharedArgs, save_cli_run, settings_of
+from rag.history import CLI_SESSION, RunStore
 from rag.config import PRESETS, preset_options
 from rag.models import TraceEvent
 from rag.run import make_context, run_question
@@ -28,7 +31,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     """Ask ``args.question`` through the graph.
 
     Steps on stderr as they run, then the answer, its sources and the path (or, with
-    ``--json``, one object: :meth:`rag.models.Run.cli_json`).
+    ``--json``, one object: :meth:`rag.models.Run.cli_json`, plus ``thread_id`` with
+    ``--thread``).
 
     Returns:
         0, or 2 when the run failed.
@@ -39,7 +43,14 @@ def cmd_ask(args: argparse.Namespace) -> int:
     overrides: dict = {key: False for flag, key in _SWITCHES if getattr(args, flag)}
     if args.top_k:
         overrides["top_k"] = args.top_k
+    if args.no_history:
+        overrides["use_history"] = False
     options = preset_options(args.preset, **overrides)
+    store = history = None
+    if args.thread:
+        store = RunStore.for_settings(settings)  # OSError: one line, before any step runs
+        thread = store.create_thread(CLI_SESSION, knowledge_base=kb.name, thread_id=args.thread)
+        history = store.thread_history(thread.id)
 
     def show(event: TraceEvent) -> None:
         if not args.json:
@@ -47,12 +58,22 @@ def cmd_ask(args: argparse.Namespace) -> int:
             print(f"  {event.step:>2}. {event.node:<20} {event.summary}{nxt}", file=sys.stderr,
                   flush=True)
 
-    run = run_question(args.question, make_context(settings, kb), options, on_event=show)
-    if problem := save_cli_run(settings, run):  # the run id printed below opens it later
+    run = run_question(args.question, make_context(settings, kb), options, history=history or (),
+                       on_event=show)
+    if store is not None:
+        turn = store.add_turn(args.thread, CLI_SESSION, run)
+        if not args.json:
+            print(f"thread {args.thread}, turn {turn}", file=sys.stderr)
+    elif problem := save_cli_run(settings, run):  # the run id printed below opens it later
         print(f"warning: {problem}", file=sys.stderr)
     if args.json:
-        print(json.dumps(run.cli_json(), indent=2, default=str))
+        out = run.cli_json()
+        if args.thread:
+            out["thread_id"] = args.thread
+        print(json.dumps(out, indent=2, default=str))
     else:
+        if run.standalone_question and run.standalone_question != run.question:
+            print(f"Understood as: {run.standalone_question}\n")
         print(run.answer)
         if run.citations:
             print("\nSources:")
@@ -70,6 +91,10 @@ def register(commands, shared: SharedArgs) -> None:
     p.add_argument("question")
     p.add_argument("--preset", choices=list(PRESETS), default="full")
     p.add_argument("--top-k", type=int)
+    p.add_argument("--thread", metavar="ID",
+                   help="ask as the next turn of conversation ID (created if new; see 'threads list')")
+    p.add_argument("--no-history", action="store_true",
+                   help="do not use the thread's earlier turns (no contextualize_question)")
     for flag in ("grading", "rewrite", "web", "grounding", "answer-check", "decomposition"):
         p.add_argument(f"--no-{flag}", action="store_true")
     p.set_defaults(func=cmd_ask)

@@ -18,8 +18,8 @@ from rag.graph.state import GraphState, InputState
 from rag.models import TERMINALS
 
 NODES = (nodes.contextualize_question, nodes.decompose_query, nodes.retrieve, nodes.grade_documents,
-         nodes.rewrite_query, nodes.web_search, nodes.generate, nodes.check_grounding, nodes.grade_answer, nodes.finalize, nodes.finalize_with_caveat,
-         nodes.fallback)
+         nodes.rewrite_query, nodes.web_search, nodes.generate, nodes.check_grounding, nodes.grade_answer,
+         nodes.finalize, nodes.finalize_with_caveat, nodes.fallback)
 
 
 def _builder() -> StateGraph[GraphState, RunContext, InputState, GraphState]:

@@ -194,3 +194,49 @@ def test_llm_contextualizes_with_fenced_turns_and_the_generator_sees_them(fake, 
     assert fell.standalone_question == "How is Self-RAG trained?"
     fallbacks = fell.events[0].detail.fallbacks
     assert fallbacks and "contextualizer fell back" in fallbacks[0]
+
+
+# --------------------------------------------------------------------------- the CLI
+
+
+def test_cli_ask_continues_a_thread_and_threads_list_show_delete(papers_kb, cli):
+    data = str(papers_kb.settings.data_dir)
+    first = cli("ask", "What is Self-RAG?", "--thread", "t-cli", "--json", "--data-dir", data,
+                "--collection", papers_kb.name)
+    assert first.returncode == 0, first.stderr
+    one = json.loads(first.stdout)
+    assert one["thread_id"] == "t-cli" and one["standalone_question"] == "What is Self-RAG?"
+    second = cli("ask", "How is it trained?", "--thread", "t-cli", "--json", "--data-dir", data,
+                 "--collection", papers_kb.name)
+    two = json.loads(second.stdout)
+    assert two["standalone_question"] == "How is Self-RAG trained?"
+    assert two["path"][0] == "contextualize_question"
+    text = cli("ask", "Which datasets was it evaluated on?", "--thread", "t-cli", "--data-dir", data,
+               "--collection", papers_kb.name)
+    assert text.returncode == 0 and "Understood as: Which datasets was Self-RAG evaluated on?" in text.stdout
+    assert "turn 3" in text.stderr
+
+    listed = json.loads(cli("threads", "list", "--json", "--data-dir", data).stdout)
+    row = next(r for r in listed if r["id"] == "t-cli")
+    assert row["turns"] == 3 and row["title"] == "What is Self-RAG?" and row["session_id"] == "cli"
+    shown = json.loads(cli("threads", "show", "t-cli", "--json", "--data-dir", data).stdout)
+    assert [t["turn"] for t in shown["turns"]] == [1, 2, 3]
+    assert shown["turns"][1]["runs"][0]["run_id"] == two["run_id"]
+    assert shown["turns"][1]["runs"][0]["standalone_question"] == "How is Self-RAG trained?"
+    plain = cli("threads", "show", "t-cli", "--data-dir", data).stdout
+    assert "understood as: How is Self-RAG trained?" in plain
+
+    # another session's thread: readable in --all, never continued or deleted from here
+    store = RunStore(papers_kb.settings.data_dir / "runs.sqlite")
+    store.create_thread("browser-1", title="theirs", thread_id="t-browser")
+    assert any(r["id"] == "t-browser" for r in json.loads(
+        cli("threads", "list", "--all", "--json", "--data-dir", data).stdout))
+    assert not any(r["id"] == "t-browser" for r in listed)
+    refused = cli("ask", "How is it trained?", "--thread", "t-browser", "--data-dir", data,
+                  "--collection", papers_kb.name)
+    assert refused.returncode == 2 and "another session" in refused.stderr
+    assert cli("threads", "delete", "t-browser", "--data-dir", data).returncode == 2
+
+    assert cli("threads", "delete", "t-cli", "--data-dir", data).returncode == 0
+    gone = cli("threads", "show", "t-cli", "--data-dir", data)
+    assert gone.returncode == 2 and "no thread" in gone.stderr
