@@ -12,8 +12,8 @@ import json
 import sys
 
 from rag.cli._common import SharedArgs, save_cli_run, settings_of
-from rag.history import CLI_SESSION, RunStore
 from rag.config import PRESETS, preset_options
+from rag.history import CLI_SESSION, RunStore
 from rag.models import TraceEvent
 from rag.run import make_context, run_question
 from rag.store.chroma import open_knowledge_base
