@@ -21,6 +21,24 @@ def _kb(args, settings: Settings):
     return open_knowledge_base(settings, args.collection)
 
 
+def _page_progress(stream):
+    """Per-page progress on ``stream``: a line per page read by OCR (seconds each), and on a
+    terminal a counter that rewrites itself for the other pages."""
+    tty = stream.isatty()
+    back = "\r" if tty else ""
+
+    def show(name: str, done: int, total: int, ocr: bool) -> None:
+        if ocr:
+            print(f"{back}  {name}: page {done}/{total} read by OCR",
+                  file=stream, flush=True)
+        elif tty:
+            print(f"\r  {name}: page {done}/{total}", end="", file=stream, flush=True)
+            if done == total:
+                print("\r\033[K", end="", file=stream, flush=True)
+
+    return show
+
+
 def cmd_ingest(args) -> int:
     from rag.ingest.pipeline import ChunkSettings, ingest_files
 
@@ -28,7 +46,8 @@ def cmd_ingest(args) -> int:
     kb = _kb(args, settings)
     reports = ingest_files(kb, args.paths, password=args.password,
                            chunking=ChunkSettings(args.chunk_size, args.chunk_overlap),
-                           max_bytes=settings.max_upload_bytes)
+                           max_bytes=settings.max_upload_bytes, ocr=not args.no_ocr,
+                           on_page=_page_progress(sys.stderr))
     for r in reports:
         mark = {"ingested": "ok  ", "already indexed": "same", "failed": "FAIL"}[r.status]
         print(f"{mark} {r.line()}", flush=True)
@@ -85,10 +104,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--data-dir", help="data directory (default: $RAG_DATA_DIR or ./data)")
         p.add_argument("--collection", default=DEFAULT_COLLECTION, help="knowledge base name")
 
-    p = sub.add_parser("ingest", help="index PDF, .txt and .md files")
+    p = sub.add_parser("ingest", help="index PDF, Word (.docx), HTML, .txt and .md files")
     p.add_argument("paths", nargs="+")
     common(p)
     p.add_argument("--password", help="password for encrypted PDFs")
+    p.add_argument("--no-ocr", action="store_true",
+                   help="do not read scanned pages by OCR (on by default; seconds per page)")
     p.add_argument("--chunk-size", type=int, default=1000, help="characters (default 1000)")
     p.add_argument("--chunk-overlap", type=int, default=150, help="characters (default 150)")
     p.set_defaults(func=cmd_ingest)

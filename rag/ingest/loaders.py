@@ -196,6 +196,22 @@ def _load_pdf(filename: str, data: bytes, password: str | None, *, ocr: bool = T
     return assemble_pdf(filename, pages, page_count, warnings, ocr=ocr)
 
 
+def _load_pdf_range(data: bytes, password: str | None, first: int, last: int, *, ocr: bool = True,
+                    on_page: PageCallback | None = None) -> tuple[list[Page], list[str]]:
+    """Pages ``first..last`` (1-based, inclusive) of a PDF that PDFium opens, as
+    :func:`extract_pages_pdfium` gives them (for worker processes). Raises :class:`CorruptFile`
+    when PDFium cannot open it."""
+    pdf = _open_pdfium(data, password)
+    if pdf is None:
+        raise CorruptFile("corrupt or unreadable PDF: PDFium cannot open it")
+    with _PDFIUM_LOCK:
+        try:
+            return extract_pages_pdfium(pdf, range(first, last + 1), ocr=ocr, on_page=on_page,
+                                        fallback=_PypdfPages(data, password))
+        finally:
+            pdf.close()
+
+
 _PDFIUM_LOCK = threading.RLock()
 """PDFium is not thread-safe: every call into it, from any thread, holds this lock."""
 
