@@ -101,9 +101,77 @@ def ocr_page(page) -> str:
         result = ocr(image)
     finally:
         bitmap.close()
-    lines = [line.strip() for line in (getattr(result, "txts", None) or ()) if line]
+    txts = list(getattr(result, "txts", None) or ())
+    boxes = getattr(result, "boxes", None)
+    if boxes is not None and len(boxes) == len(txts):
+        txts = reading_order(boxes, txts)
+    lines = [line.strip() for line in txts if line]
     # Lines with no letter or digit are shapes read as glyphs (a picture's blocks become "■").
     lines = [line for line in lines if any(ch.isalnum() for ch in line)]
     if sum(ch.isalnum() for line in lines for ch in line) < MIN_ALNUM:
         return ""  # a picture, not text: a stray "1" is not worth a chunk
     return "\n".join(lines)
+
+
+def _gaps(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Empty stretches ``(start, end)`` between the union of 1-D ``spans``, widest first."""
+    spans = sorted(spans)
+    gaps: list[tuple[float, float]] = []
+    reach = spans[0][1]
+    for start, end in spans[1:]:
+        if start > reach:
+            gaps.append((reach, start))
+        reach = max(reach, end)
+    return sorted(gaps, key=lambda g: g[0] - g[1])
+
+
+def reading_order(boxes, texts: list[str]) -> list[str]:
+    """``texts`` (one per detected line, with ``boxes`` its 4-corner polygons in pixels) in
+    reading order, by recursive XY-cut: a region is split at its widest vertical gutter (columns,
+    left to right) when one at least half a line-height wide runs through all of it, else at its
+    widest horizontal gap (top to bottom); a region with neither is read top to bottom, left to
+    right. The boxes are first turned by the median slope of their top edges, so a skewed scan's
+    columns still line up. Keeps two-column pages from being read across the gutter line by
+    line."""
+    import math
+
+    # A skewed scan: undo the median slope of the lines' top edges first.
+    angles = sorted(math.atan2(float(b[1][1]) - float(b[0][1]), float(b[1][0]) - float(b[0][0]))
+                    for b in boxes)
+    angle = angles[len(angles) // 2] if angles else 0.0
+    cos, sin = math.cos(-angle), math.sin(-angle)
+    rects = []
+    for box, text in zip(boxes, texts):
+        points = [(float(p[0]) * cos - float(p[1]) * sin, float(p[0]) * sin + float(p[1]) * cos)
+                  for p in box]
+        xs = [p[0] for p in points]
+        ys = [p[1] for p in points]
+        rects.append((min(xs), min(ys), max(xs), max(ys), text))
+    if len(rects) < 2:
+        return [r[4] for r in rects]
+    heights = sorted(r[3] - r[1] for r in rects)
+    line_height = max(heights[len(heights) // 2], 1.0)
+    out: list[str] = []
+
+    def cut(region: list[tuple[float, float, float, float, str]]) -> None:
+        if len(region) == 1:
+            out.append(region[0][4])
+            return
+        # Boxes overlap a little; shrinking each by a tenth of a line height lets a real gap show.
+        pad = line_height * 0.1
+        columns = _gaps([(r[0] + pad, r[2] - pad) for r in region])
+        if columns and columns[0][1] - columns[0][0] >= line_height * 0.5:
+            at = (columns[0][0] + columns[0][1]) / 2
+            cut([r for r in region if (r[0] + r[2]) / 2 < at])
+            cut([r for r in region if (r[0] + r[2]) / 2 >= at])
+            return
+        rows = _gaps([(r[1] + pad, r[3] - pad) for r in region])
+        if rows:
+            at = (rows[0][0] + rows[0][1]) / 2
+            cut([r for r in region if (r[1] + r[3]) / 2 < at])
+            cut([r for r in region if (r[1] + r[3]) / 2 >= at])
+            return
+        out.extend(r[4] for r in sorted(region, key=lambda r: (r[1], r[0])))
+
+    cut(rects)
+    return out

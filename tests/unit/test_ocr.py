@@ -99,3 +99,34 @@ def test_render_scale_bounds() -> None:
     assert ocr_module.render_scale(*A4) == 2.0
     assert ocr_module.render_scale(3.84, 3.84) * 3.84 == pytest.approx(ocr_module.MIN_RENDER_SIDE)
     assert ocr_module.render_scale(2160.0, 2160.0) * 2160.0 == pytest.approx(ocr_module.MAX_RENDER_SIDE)
+
+
+def _box(x0: float, y0: float, x1: float, y1: float) -> list[list[float]]:
+    return [[x0, y0], [x1, y0], [x1, y1], [x0, y1]]
+
+
+def test_reading_order_reads_columns_one_after_the_other() -> None:
+    # A full-width title, two columns 20 px apart (line height 22 px), a full-width footer;
+    # the detector lists the lines row by row across the gutter.
+    lines = [((100, 10, 1000, 40), "Title"),
+             ((100, 60, 540, 82), "left 1"), ((560, 62, 1000, 84), "right 1"),
+             ((100, 90, 540, 112), "left 2"), ((560, 92, 1000, 114), "right 2"),
+             ((100, 120, 540, 142), "left 3"),
+             ((100, 170, 1000, 192), "Footer")]
+    boxes = [_box(*r) for r, _ in lines]
+    got = ocr_module.reading_order(boxes, [t for _, t in lines])
+    assert got == ["Title", "left 1", "left 2", "left 3", "right 1", "right 2", "Footer"]
+
+
+def test_reading_order_undoes_skew() -> None:
+    import math
+
+    lines = [((100, 60, 540, 82), "left 1"), ((560, 60, 1000, 82), "right 1"),
+             ((100, 90, 540, 112), "left 2"), ((560, 90, 1000, 112), "right 2")]
+    turn = math.radians(4)
+
+    def rotate(box: list[list[float]]) -> list[list[float]]:
+        return [[x * math.cos(turn) - y * math.sin(turn), x * math.sin(turn) + y * math.cos(turn)] for x, y in box]
+
+    got = ocr_module.reading_order([rotate(_box(*r)) for r, _ in lines], [t for _, t in lines])
+    assert got == ["left 1", "left 2", "right 1", "right 2"]
