@@ -13,6 +13,7 @@ import random
 import re
 import shutil
 import string
+import sys
 import tempfile
 import time
 import warnings
@@ -501,10 +502,71 @@ def _stages(files: Sequence[Path], root: Path, chunk_size: int, chunk_overlap: i
     return timings, pages, chunks
 
 
+def _peak_rss_mb() -> dict:
+    """Peak resident set size in MB (10^6 bytes) so far: of this process, and of the largest
+    child process reaped so far (the ingest workers); None where ``resource`` is missing."""
+    try:
+        import resource
+    except ImportError:
+        return {"self": None, "largest_child": None}
+    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * scale
+    return {"self": round(own / 1e6, 1), "largest_child": round(kids / 1e6, 1)}
+
+
+def character_error_rate(text: str, truth: str) -> float:
+    """Levenshtein distance between ``text`` and ``truth`` over the length of ``truth``, both
+    with whitespace runs collapsed to one space (line breaks differ between OCR engines);
+    rapidfuzz computes it when installed. Raises ValueError for an empty ``truth``."""
+    a, b = " ".join(text.split()), " ".join(truth.split())
+    if not b:
+        raise ValueError("the true text is empty")
+    try:
+        from rapidfuzz.distance import Levenshtein
+
+        return Levenshtein.distance(a, b) / len(b)
+    except ImportError:
+        prev = list(range(len(b) + 1))
+        for i, ca in enumerate(a, 1):
+            cur = [i]
+            for j, cb in enumerate(b, 1):
+                cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+            prev = cur
+        return prev[-1] / len(b)
+
+
+def bench_ocr(files: Sequence[Path | str], root: Path, *, workers: int | None = None) -> dict:
+    """OCR throughput and accuracy: ``files`` (scanned PDFs) through the whole pipeline with OCR
+    on, into a fresh store under ``root``. Returns the OCR'd pages, wall seconds, pages/s, and
+    for each PDF with a ``.txt`` of the same name beside it (its true text) the character error
+    rate (:func:`character_error_rate`) of its OCR'd text."""
+    from rag.ingest.loaders import load_document, normalize_text
+    from rag.ingest.pipeline import ingest_files
+
+    files = [Path(f) for f in files]
+    kb = _fresh_kb(root, "ocr")
+    started = time.perf_counter()
+    reports = ingest_files(kb, files, workers=workers)
+    seconds = time.perf_counter() - started
+    pages = sum(r.ocr_pages for r in reports)
+    cer = {}
+    for f in files:
+        truth = f.with_suffix(".txt")
+        if truth.is_file():
+            doc = load_document(f.name, f.read_bytes())
+            cer[f.name] = round(character_error_rate(
+                "\n".join(p.text for p in doc.pages),
+                normalize_text(truth.read_text(encoding="utf-8", errors="replace"))), 4)
+    return {"files": len(files), "ocr_pages": pages, **_rate(seconds, pages, 0),
+            "failed": [r.line() for r in reports if not r.ok], "cer": cer}
+
+
 def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
                  chunk_size: int = 1000, chunk_overlap: int = 150, workers: int | None = None,
                  reference: bool = True, repeat: int = 1,
-                 on_stage: Optional[Callable[[str], None]] = None) -> dict:
+                 on_stage: Optional[Callable[[str], None]] = None,
+                 ocr_files: Sequence[Path | str] = ()) -> dict:
     """Ingestion throughput on the same files, all measured in this call.
 
     Ours, stage by stage in one process (parse, chunk, embed, upsert: pages/s and chunks/s of
@@ -517,7 +579,10 @@ def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
     load on the machine; each figure is the median, and ``runs`` keeps every wall time (s).
     ``cpu_seconds`` (this process and its worker processes) shows the work apart from how
     much of the machine was free.
-    ``ratios`` divide our pipeline's pages/s by each baseline's. Stores live in a temporary
+    ``ratios`` divide our pipeline's pages/s by each baseline's. ``peak_rss_mb`` is the peak
+    memory after our runs (this process, which also ran the stage-by-stage pass, and the
+    largest worker), before the reference runs. ``ocr_files`` (scanned PDFs) are measured
+    apart by :func:`bench_ocr` (``ocr``). Stores live in a temporary
     directory under ``workdir``, removed afterwards. ``on_stage(name)`` is called as each
     measurement starts. Raises OSError for a missing path, ImportError when the reference's
     packages (langchain-community, langchain-chroma) are missing.
@@ -557,6 +622,8 @@ def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
                 runs["pipeline"].append(round(time.perf_counter() - t, 3))
                 cpu["pipeline"].append(round(_cpu_seconds() - c, 3))
                 failed = [r.line() for r in reports if not r.ok]
+                if rep == 1:
+                    peak = _peak_rss_mb()  # before the reference loads its own stack
 
                 if reference:
                     note(f"LangChain reference (run {rep})")
@@ -574,6 +641,10 @@ def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
             for f in files:
                 hashlib.sha256(f.read_bytes()).hexdigest()
             hash_s = time.perf_counter() - t
+            ocr = None
+            if ocr_files:
+                note("ours, OCR of scanned pages")
+                ocr = bench_ocr(ocr_files, root, workers=workers)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -597,6 +668,8 @@ def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
         "ratios": {"vs_pypdf_parse": ratio(pipeline["pages_per_s"] or 0, floor["pages_per_s"] or 0),
                    "vs_langchain_reference": ratio(pipeline["pages_per_s"] or 0,
                                                    ref["pages_per_s"] or 0) if ref else None},
+        "peak_rss_mb": peak,
+        "ocr": ocr,
         "runs": {k: v for k, v in runs.items() if v},
         "runs_cpu_seconds": {k: v for k, v in cpu.items() if v},
     }

@@ -176,6 +176,12 @@ def format_ingest(result: dict) -> str:
     for stage, rate in result["stages"].items():
         rows.append({"what": f"ours: {stage} (one process)", **rate})
     rows.append({"what": f"ours: whole pipeline ({ours['workers']} workers)", **ours, "ours_vs": 1.0})
+    ocr = result.get("ocr")
+    if ocr:
+        cer = ", ".join(f"CER {name} {value:.2%}" for name, value in ocr["cer"].items())
+        rows.append({"what": f"ours: OCR ({ocr['ocr_pages']} scanned pages, {ocr['files']} files)",
+                     "seconds": ocr["seconds"], "pages_per_s": ocr["pages_per_s"],
+                     "note": cer or "-"})
     again = result["reingest"]
     rows.append({"what": "ours: same files again (hashing only)", "seconds": again["seconds"],
                  "ours_vs": None, "note": f"hashing alone {again['hash_only_seconds']} s "
@@ -187,7 +193,22 @@ def format_ingest(result: dict) -> str:
             f"median of {result['repeat']} interleaved run(s)"
             + (f"; left out byte-identical copies: {', '.join(result['skipped_duplicates'])}"
                if result["skipped_duplicates"] else ""))
+    peak = result.get("peak_rss_mb") or {}
+    if peak.get("self") is not None:
+        head += (f"\npeak memory (RSS) after our runs: {peak['self']} MB in this process, "
+                 f"{peak['largest_child']} MB in the largest worker")
     return head + "\n" + table
+
+
+DEFAULT_OCR_FILES = ("../shared/data/tricky-pdfs/ocrmypdf__c02-22.pdf",
+                     "../shared/data/tricky-pdfs/ocrmypdf__linn.pdf")
+"""Scanned PDFs OCR'd by ``bench ingest`` when they exist (linn has its true text beside it)."""
+
+
+def _ocr_files(args) -> list[str]:
+    if args.ocr_files is None:
+        return [f for f in DEFAULT_OCR_FILES if Path(f).is_file()]
+    return list(args.ocr_files)
 
 
 def cmd_bench_ingest(args) -> int:
@@ -198,6 +219,7 @@ def cmd_bench_ingest(args) -> int:
     result = bench_ingest(args.paths, workdir=settings.data_dir, chunk_size=args.chunk_size,
                           chunk_overlap=args.chunk_overlap, workers=args.workers,
                           reference=not args.no_reference, repeat=args.repeat,
+                          ocr_files=_ocr_files(args),
                           on_stage=lambda name: print(f"measuring {name} ...", file=sys.stderr,
                                                       flush=True))
     table = format_ingest(result)
@@ -291,6 +313,10 @@ def add_bench_commands(sub) -> None:
     p.add_argument("--chunk-overlap", type=int, default=150)
     p.add_argument("--no-reference", action="store_true",
                    help="skip the LangChain reference (needs langchain-community, langchain-chroma)")
+    p.add_argument("--ocr-files", nargs="*", metavar="PDF",
+                   help="scanned PDFs for OCR pages/s and, where X.txt sits beside X.pdf, the "
+                        "character error rate (default: c02-22 and linn from the shared "
+                        "tricky-pdfs; give none to skip)")
     common(p, collection=False)
     p.set_defaults(func=cmd_bench_ingest)
 

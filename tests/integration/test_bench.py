@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from rag.bench import (BeirData, answer_hit, bench_ingest, bench_scale, fill_store, index_corpus,
                        load_beir, normalize_answer, read_jsonl, recall, run_qa, summarize_qa)
 from rag.config import preset_options
@@ -135,3 +137,29 @@ def test_cli_bench_qa_refuses_an_unknown_preset(tmp_path):
                            "--preset", "naive,nonsense", "--data-dir", str(tmp_path)],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "unknown preset" in proc.stderr
+
+
+def test_character_error_rate():
+    from rag.bench import character_error_rate
+
+    assert character_error_rate("the  widow's\ngarden", "the widow's garden") == 0.0
+    assert character_error_rate("the widdow's garden", "the widow's garden") == 1 / 18
+    with pytest.raises(ValueError):
+        character_error_rate("x", " \n")
+
+
+def test_bench_ocr_reports_pages_and_cer(tmp_path):
+    import shutil
+
+    from rag.bench import bench_ocr
+    from tests.conftest import TRICKY
+
+    scan = tmp_path / "c02-22.pdf"
+    shutil.copy(TRICKY / "ocrmypdf__c02-22.pdf", scan)
+    scan.with_suffix(".txt").write_text("WE went tip-toeing along a path amongst the trees back "
+                                        "towards the end of the widow's garden", encoding="utf-8")
+    result = bench_ocr([scan], tmp_path / "stores")
+    assert result["ocr_pages"] == 1 and result["failed"] == [] and result["pages_per_s"] > 0
+    # The true text given is the page's first 95 characters, read right; the other ~1,000
+    # characters OCR reads on the page are insertions: CER = about 1,000 / 95.
+    assert 8.0 < result["cer"]["c02-22.pdf"] < 13.0
