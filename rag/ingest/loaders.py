@@ -184,7 +184,8 @@ def _load_pdf(filename: str, data: bytes, password: str | None, *, ocr: bool = T
         reader = open_pdf(data, password)
         page_count = len(reader.pages)
         pages, warnings = extract_pages(reader, range(1, page_count + 1), on_page=on_page)
-        return assemble_pdf(filename, pages, page_count, warnings)
+        return assemble_pdf(filename, pages, page_count, warnings,
+                            hint="scanned? PDFium cannot render this file for OCR" if ocr else None)
     with _PDFIUM_LOCK:
         try:
             page_count = len(pdf)
@@ -416,13 +417,14 @@ def extract_pages(reader: pypdf.PdfReader, numbers: Iterable[int], *,
 
 
 def assemble_pdf(filename: str, pages: list[Page], page_count: int,
-                 warnings: list[str], *, ocr: bool = False) -> LoadedDocument:
+                 warnings: list[str], *, ocr: bool = False, hint: str | None = None) -> LoadedDocument:
     """The :class:`LoadedDocument` of a PDF from its extracted ``pages`` (in page order);
-    ``ocr`` says whether OCR was tried on pages without text (it changes the advice given).
+    ``ocr`` says whether OCR was tried on pages without text, which changes the advice given
+    about pages with no text (``hint`` replaces it).
 
     Raises :class:`NoExtractableText` when no page has text.
     """
-    hint = "no text found by OCR either" if ocr else "scanned? turn OCR on"
+    hint = hint or ("no text found by OCR either" if ocr else "scanned? turn OCR on")
     if not pages:
         noun = "page" if page_count == 1 else "pages"
         raise NoExtractableText(f"no extractable text ({page_count} {noun}; {hint})")

@@ -21,7 +21,7 @@ from typing import Callable, Optional
 
 from rag.ingest.chunking import chunk_document
 from rag.ingest.errors import IngestError
-from rag.ingest.loaders import (LoadedDocument, _suffix, assemble_pdf, load_document)
+from rag.ingest.loaders import LoadedDocument, _suffix, assemble_pdf, load_document
 from rag.ingest.types import Page
 
 log = logging.getLogger(__name__)
@@ -47,6 +47,8 @@ def _die_with_parent(parent_pid: int) -> None:
             import ctypes
             import signal
 
+            # The signal comes when the thread that forked this worker ends; the pool is made
+            # and shut down by the thread that runs ingest_files, so that is the parent's life.
             libc = ctypes.CDLL(None, use_errno=True)
             PR_SET_PDEATHSIG = 1
             libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
@@ -137,7 +139,7 @@ class PrefetchingLoader:
         workers = workers if workers is not None else (os.cpu_count() or 1)
         if workers < 2:
             return
-        from rag.ingest.loaders import _open_pdfium, _PDFIUM_LOCK, open_pdf
+        from rag.ingest.loaders import _PDFIUM_LOCK, _open_pdfium
 
         plans = []
         seen: set[str] = set()
