@@ -1,7 +1,7 @@
 """UI glue for run history and exports: this browser session's id, the run store, the price
 table, keeping a run (in the session and in SQLite), and the secrets an export must never hold.
 
-Only Streamlit glue lives here; the history itself is ``rag.runs``.
+Only Streamlit glue lives here; the history itself is ``rag.history``.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from typing import Optional
 import streamlit as st
 
 from pages import _shared
-from rag.pricing import PRICES_ENV, Price, load_prices
-from rag.runs import DB_NAME, RunStore, preset_label
+from rag.trace.pricing import PRICES_ENV, Price, load_prices
+from rag.history import DB_NAME, RunStore
+from rag.config import preset_label
 
 SESSION_ID = "session_id"
 """Session-state key of this browser session's random id (its runs are "my runs")."""

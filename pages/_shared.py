@@ -12,8 +12,8 @@ import streamlit as st
 from chromadb.api import ClientAPI
 
 from rag.config import Settings
-from rag.graph.state import Citation, TraceEvent
-from rag.store import KnowledgeBase, list_knowledge_bases, make_client, open_knowledge_base
+from rag.models import Citation, TraceEvent
+from rag.store.chroma import KnowledgeBase, list_knowledge_bases, make_client, open_knowledge_base
 
 DEFAULT_KB = "default"
 ENGINE_OFFLINE = "Offline engine (no keys)"

@@ -5,9 +5,10 @@ from pydantic import ValidationError
 
 from pages import _runs, _shared
 from rag.config import PRESETS, Options
-from rag.runner import Run, make_context, run_question
+from rag.models import Run
+from rag.run import make_context, run_question
 from rag.samples import load_samples
-from rag.store import StoreError
+from rag.store.chroma import StoreError
 
 TOGGLES = {
     "decomposition": ("Decompose the question", "Split multi-hop and comparison questions into "

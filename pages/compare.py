@@ -3,14 +3,16 @@
 import streamlit as st
 
 from pages import _runs, _shared
-from rag import figures, story
-from rag.compare import (MAX_PIPELINES, TOGGLES, Comparison, grounded_verdict, parse_pipelines,
-                         run_comparison, useful_verdict)
+from rag.trace import charts as figures, story
+from rag.config import MAX_PIPELINES, TOGGLES, parse_pipelines
+from rag.models import Comparison
+from rag.trace.story import grounded_verdict, useful_verdict
+from rag.run import run_comparison
 from rag.config import PRESETS, Options
-from rag.export import comparison_html, comparison_json
-from rag.pricing import DEFAULT_PRICES, format_cost, run_cost
-from rag.runner import make_context
-from rag.store import StoreError
+from rag.trace.export import comparison_html, comparison_json
+from rag.trace.pricing import DEFAULT_PRICES, format_cost, run_cost
+from rag.run import make_context
+from rag.store.chroma import StoreError
 
 TOGGLE_LABELS = {"grading": "Grade chunks", "rewriting": "Rewrite the query",
                  "web_fallback": "Web fallback", "grounding_check": "Grounding check",

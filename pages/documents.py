@@ -7,7 +7,7 @@ import streamlit as st
 from pages import _shared
 from rag.ingest.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, MIN_CHUNK_SIZE
 from rag.ingest.pipeline import ChunkSettings, FileReport, ingest_files
-from rag.store import StoreError
+from rag.store.chroma import StoreError
 
 LOCKED_CODES = ("password_required", "wrong_password")
 

@@ -4,9 +4,9 @@ strategies, paths, stop reasons, latency, LLM calls and tokens)."""
 import streamlit as st
 
 from pages import _runs, _shared
-from rag import figures, insights
-from rag.pricing import DEFAULT_PRICES, format_cost
-from rag.runs import preset_label, preset_of
+from rag.trace import charts as figures, insights
+from rag.trace.pricing import DEFAULT_PRICES, format_cost
+from rag.config import preset_label, preset_of
 
 st.title("Insights")
 try:

@@ -4,11 +4,14 @@ reopen, filter, export and delete runs from the history."""
 import streamlit as st
 
 from pages import _runs, _shared
-from rag import figures, story, viz
-from rag.export import run_html, run_json
-from rag.pricing import (DEFAULT_PRICES, event_cost, format_cost, node_totals, run_cost,
+from rag.models import GradeDetail
+from rag.trace import charts as figures
+from rag.trace import replay, story, views
+from rag.trace.export import run_html, run_json
+from rag.trace.pricing import (DEFAULT_PRICES, event_cost, format_cost, node_totals, run_cost,
                           unpriced_models)
-from rag.runs import RunOwnedElsewhere, preset_label, preset_of
+from rag.history import RunOwnedElsewhere
+from rag.config import preset_label, preset_of
 
 st.title("Trace")
 
@@ -158,35 +161,24 @@ def show_step(s: story.Step, event, n: int) -> None:
     e = _shared.md_escape
     st.markdown(f"**Step {s.step} of {n} · {e(s.label)}** — {e(s.decided)}")
     st.markdown(f"→ **{e(s.next)}**: {e(s.why)}" if s.next else f"■ {e(s.why)}")
-    d = event.detail or {}
-    if s.node == "grade_documents":
+    d = event.detail
+    if isinstance(d, GradeDetail):
         lines = []
-        for v in story.chunk_verdicts(event):
-            where = v["source"] if not v["page"] else f"{v['source']} p.{v['page']}"
-            fb = f" :orange-badge[fallback: {e(v['fallback'])}]" if v["fallback"] else ""
-            lines.append(f"- {_badge(v['relevant'], 'relevant', 'not relevant')} "
-                         f":gray-badge[{e(v['grade'])}] **{e(where)}** — {e(v['reasoning'])}{fb}")
+        for v in d.verdicts:
+            fb = f" :orange-badge[fallback: {e(v.fallback)}]" if v.fallback else ""
+            lines.append(f"- {_badge(v.relevant, 'relevant', 'not relevant')} "
+                         f":gray-badge[{e(v.grade)}] **{e(v.label())}** — {e(v.reasoning)}{fb}")
         st.markdown("\n".join(lines) or "No chunk to grade.")
-    elif s.node == "rewrite_query":
-        st.markdown(f":orange-badge[{e(d.get('strategy', ''))}] new query: "
-                    f"“{e(d.get('query', ''))}”")
-    elif s.node == "check_grounding":
-        claims = d.get("ungrounded_claims") or []
-        st.markdown(_badge(bool(d.get("grounded")), "grounded", "not grounded")
-                    + f" confidence {float(d.get('confidence') or 0):.2f}"
-                    + "".join(f"\n- ungrounded: {e(c)}" for c in claims))
-    elif s.node == "grade_answer":
-        st.markdown(_badge(bool(d.get("useful")), "useful", "not useful"))
-    elif s.node == "decompose_query":
-        for q in d.get("sub_questions", []) or []:
-            st.markdown(f"- sub-question: {e(q)}")
-    elif s.node == "generate":
-        cited = [f"[{c.get('n')}] {c.get('source', '')}"
-                 + (f" p.{c['page']}" if c.get("page") else "") for c in d.get("citations", [])]
-        st.markdown("Cites " + e(", ".join(cited)) if cited else "Cites nothing.")
-    elif s.node == "web_search":
-        for r in d.get("results", []):
-            st.markdown(f"- {e(r.get('source', ''))}")
+    elif s.node in ("check_grounding", "grade_answer"):
+        passed = bool(getattr(d, "grounded" if s.node == "check_grounding" else "useful", False))
+        yes, no = ("grounded", "not grounded") if s.node == "check_grounding" else ("useful", "not useful")
+        confidence = getattr(d, "confidence", None)
+        st.markdown(_badge(passed, yes, no) + (f" confidence {confidence:.2f}" if confidence is not None else ""))
+    items = views.view(s.node).items(d)
+    if s.node == "generate":
+        st.markdown("Cites " + e(", ".join(items)) if items else "Cites nothing.")
+    elif items:
+        st.markdown("\n".join(f"- {e(item)}" for item in items))
     if s.reasoning:
         st.caption(f"Reasoning: {e(s.reasoning)}")
     for f in s.fallbacks:
@@ -222,7 +214,7 @@ def _on_click() -> None:
     st.session_state["trace_flow_clicks"] = st.session_state.get("trace_flow_clicks", 0) + 1
 
 
-st.plotly_chart(figures.replay_figure(run, step=step), width="stretch", key=flow_key,
+st.plotly_chart(replay.replay_figure(run, step=step), width="stretch", key=flow_key,
                 on_select=_on_click, selection_mode="points",
                 config={"displaylogo": False})
 st.caption("Boxes are coloured by the verdict of their last visit; blue arrows are the run's "
@@ -236,7 +228,7 @@ with st.container(border=True):
 
 # -- node details (a click on the flow, or a pick here) ------------------------------------
 visited = list(dict.fromkeys(s.node for s in steps))
-options = visited + [x for x in viz.POSITIONS if x not in visited]
+options = visited + [x for x in views.VIEWS if x not in visited]
 if st.session_state.get("trace_w_node") not in (None, *options):
     st.session_state.pop("trace_w_node")
 node = st.pills("Node details", options, key="trace_w_node",
@@ -263,7 +255,7 @@ with right:
 
 # -- verdicts ------------------------------------------------------------------------------
 st.subheader("Grader verdicts")
-verdicts = viz.verdict_rows(run)
+verdicts = story.verdict_rows(run)
 if verdicts:
     st.dataframe(verdicts, hide_index=True, width="stretch", row_height=64,
                  column_order=["step", "attempt", "source", "page", "grade", "relevant",
@@ -292,7 +284,7 @@ for chk in story.checks(run):
 
 # -- steps and timeline --------------------------------------------------------------------
 st.subheader("Steps")
-st.dataframe(viz.event_rows(run), hide_index=True, width="stretch",
+st.dataframe(story.event_rows(run), hide_index=True, width="stretch",
              column_config={
                  "step": st.column_config.NumberColumn("Step", width="small"),
                  "node": st.column_config.TextColumn("Node"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal, Mapping
+from typing import Literal, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -178,3 +178,72 @@ def preset_options(name: str, **overrides) -> Options:
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
     return Options(**{**PRESETS[name][1], **overrides})
+
+
+MIN_PIPELINES = 2
+MAX_PIPELINES = 4
+TOGGLES: tuple[str, ...] = tuple(PRESETS["full"][1])
+"""The switches a custom pipeline turns on or off: those the presets set (grading, rewriting,
+web_fallback, grounding_check, answer_check, …)."""
+CUSTOM = "custom"
+"""The preset key of options that match no preset."""
+
+
+def preset_of(options: Options) -> str:
+    """The preset key whose toggles ``options`` has (``naive``, ``crag``, ``self-rag``,
+    ``full``), or ``custom``."""
+    for key, (_, toggles) in PRESETS.items():
+        if all(getattr(options, k) == v for k, v in toggles.items()):
+            return key
+    return CUSTOM
+
+
+def preset_label(key: str) -> str:
+    """``Corrective RAG (CRAG)`` for ``crag``; ``Custom`` for anything not a preset."""
+    return PRESETS[key][0] if key in PRESETS else "Custom"
+
+
+def custom_label(options: Options) -> str:
+    """``Custom: grading, rewriting`` (the switches that are on), ``Custom: all off``."""
+    on = [t for t in TOGGLES if getattr(options, t)]
+    return "Custom: " + (", ".join(t.replace("_", " ") for t in on) if on else "all off")
+
+
+def custom_options(toggles_on: Sequence[str], **numbers) -> Options:
+    """Options with exactly ``toggles_on`` switched on (names from :data:`TOGGLES`) and the
+    given top_k / min_relevant / max_rewrites. Raises ValueError for an unknown switch or
+    invalid numbers."""
+    unknown = [t for t in toggles_on if t not in TOGGLES]
+    if unknown:
+        raise ValueError(f"unknown switch {unknown[0]!r}; choose from {', '.join(TOGGLES)}")
+    return Options(**{t: t in toggles_on for t in TOGGLES}, **numbers)
+
+
+def parse_pipelines(presets: str | Sequence[str] = (), customs: Sequence[str] = (),
+                    **numbers) -> list[tuple[str, Options]]:
+    """Pipelines from preset keys (``"naive,crag,full"`` or a list) and custom switch sets
+    (each ``"grading+rewriting"``, or ``"none"`` for all off), as (label, Options) pairs in that
+    order; ``numbers`` (top_k, min_relevant, max_rewrites) apply to each.
+
+    Raises ValueError for an unknown preset or switch, a pipeline given twice, or fewer than
+    2 or more than 4 pipelines.
+    """
+    keys = [p.strip() for p in (presets.split(",") if isinstance(presets, str) else presets)
+            if p and p.strip()]
+    out: list[tuple[str, Options]] = []
+    for key in keys:
+        if key not in PRESETS:
+            raise ValueError(f"unknown preset {key!r}; choose from {', '.join(PRESETS)}")
+        out.append((PRESETS[key][0], preset_options(key, **numbers)))
+    for spec in customs:
+        on = [] if spec.strip() in ("", "none") else [t.strip() for t in spec.split("+")]
+        options = custom_options(on, **numbers)
+        out.append((custom_label(options), options))
+    labels = [label for label, _ in out]
+    dupes = {label for label in labels if labels.count(label) > 1}
+    if dupes:
+        raise ValueError(f"{sorted(dupes)[0]} is given twice; compare different pipelines")
+    if not MIN_PIPELINES <= len(out) <= MAX_PIPELINES:
+        raise ValueError(f"compare {MIN_PIPELINES} to {MAX_PIPELINES} pipelines "
+                         f"(got {len(out)})")
+    return out

@@ -6,6 +6,9 @@ from __future__ import annotations
 import time
 
 from rag.config import Settings
+from rag.store.chroma import list_knowledge_bases, make_client
+from rag.store.embeddings import embedding_identity, make_embedding_function
+from rag.web import WebSearchError, make_web_search
 
 
 def _ms(started: float) -> str:
@@ -19,7 +22,9 @@ def check_llm(settings: Settings) -> tuple[bool, str]:
     from langchain_openai import ChatOpenAI
     from pydantic import SecretStr
 
-    from rag.engines.llm import describe_error
+    from rag.engines.llm import (
+        describe_error,  # langchain-openai: loaded only for this check
+    )
 
     where = settings.openai_base_url or "api.openai.com"
     started = time.perf_counter()
@@ -35,8 +40,9 @@ def check_llm(settings: Settings) -> tuple[bool, str]:
 
 def check_embeddings(settings: Settings) -> tuple[bool, str]:
     """Embed one short text with the configured embedding function."""
-    from rag.embeddings import embedding_identity, make_embedding_function
-    from rag.engines.llm import describe_error
+    from rag.engines.llm import (
+        describe_error,  # langchain-openai: loaded only for this check
+    )
 
     started = time.perf_counter()
     try:
@@ -49,8 +55,6 @@ def check_embeddings(settings: Settings) -> tuple[bool, str]:
 
 def check_web(settings: Settings) -> tuple[bool, str]:
     """Run one Tavily search (only when a Tavily key is set)."""
-    from rag.web import WebSearchError, make_web_search
-
     web = make_web_search(settings)
     if web is None:
         return False, "No Tavily key: web search is off (web_search records it as skipped)."
@@ -64,8 +68,6 @@ def check_web(settings: Settings) -> tuple[bool, str]:
 
 def check_store(settings: Settings) -> tuple[bool, str]:
     """Open the Chroma client (embedded or server) and list its collections."""
-    from rag.store import list_knowledge_bases, make_client
-
     where = (f"Chroma server {settings.chroma_host}:{settings.chroma_port}" if settings.chroma_host
              else f"Chroma at {settings.data_dir / 'chroma'}")
     started = time.perf_counter()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from functools import lru_cache
 
 import snowballstemmer
@@ -45,7 +46,7 @@ def _cjk_bigrams(run: str) -> list[str]:
         return [run]
     return [run[i:i + 2] for i in range(len(run) - 1)]
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
-_stemmer = snowballstemmer.stemmer("english")
+_local = threading.local()
 
 
 def words(text: str) -> list[str]:
@@ -72,8 +73,15 @@ def words(text: str) -> list[str]:
 
 @lru_cache(maxsize=200_000)
 def stem(word: str) -> str:
-    """Snowball (Porter 2) English stem of one lower-case word."""
-    return _stemmer.stemWord(word)
+    """Snowball (Porter 2) English stem of one lower-case word.
+
+    One stemmer per thread: a snowballstemmer object keeps its word in itself, so threads sharing
+    one (Compare runs pipelines in parallel) corrupt each other's stems ("string index out of range").
+    """
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        stemmer = _local.stemmer = snowballstemmer.stemmer("english")
+    return stemmer.stemWord(word)
 
 
 def terms(text: str, *, drop: frozenset[str] = STOPWORDS) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from rag.graph.state import Chunk
+from rag.models import Chunk
 
 
 class WebSearchError(Exception):

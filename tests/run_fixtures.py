@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 
 from rag.config import Settings, preset_options
-from rag.pricing import Price
-from rag.runner import Run, make_context, run_question
+from rag.trace.pricing import Price
+from rag.models import Run
+from rag.run import make_context, run_question
 from tests.fakes.servers import Reply, default_script
 
 QUESTION = "What is the retrieval component of RAG and how is it trained?"

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Callable, Literal, Optional, Protocol, Sequence
+from typing import Any, Callable, Literal, Optional, Protocol, Self, Sequence
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-from rag.graph.state import Chunk, Verdict
+from rag.models import Chunk, Verdict
 
 
 class CallMeta(BaseModel):
@@ -29,7 +29,7 @@ class Judgment(BaseModel):
     def meta(self) -> CallMeta:
         return self._meta
 
-    def with_meta(self, **values) -> "Judgment":
+    def with_meta(self, **values: Any) -> Self:
         self._meta = self._meta.model_copy(update=values)
         return self
 

@@ -18,10 +18,18 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Optional, Sequence
 
 from rag.engines import prompts
-from rag.engines.base import (Answer, AnswerCitation, AnswerGrade, Decomposition, GroundingCheck,
-                              Judgment, RelevanceGrade, RewrittenQuery)
+from rag.engines.base import (
+    Answer,
+    AnswerCitation,
+    AnswerGrade,
+    Decomposition,
+    GroundingCheck,
+    Judgment,
+    RelevanceGrade,
+    RewrittenQuery,
+)
 from rag.engines.local import LocalEngine
-from rag.graph.state import Chunk, Verdict
+from rag.models import Chunk, Verdict
 
 _CITE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 

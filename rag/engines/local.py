@@ -16,11 +16,18 @@ import re
 from collections import Counter, defaultdict
 from typing import Callable, Sequence
 
-from rag.engines.base import (Answer, AnswerCitation, AnswerGrade, Decomposition, GroundingCheck,
-                              RelevanceGrade, RewrittenQuery)
-from rag.graph.state import Chunk, Verdict
-from rag.retrieval import LexicalStats
-from rag.text import STOPWORDS, QUESTION_WORDS, sentences, stem, terms, words
+from rag.engines.base import (
+    Answer,
+    AnswerCitation,
+    AnswerGrade,
+    Decomposition,
+    GroundingCheck,
+    RelevanceGrade,
+    RewrittenQuery,
+)
+from rag.models import Chunk, Verdict
+from rag.store.bm25 import LexicalStats
+from rag.text import QUESTION_WORDS, STOPWORDS, sentences, stem, terms, words
 
 RELEVANT_AT = 0.5
 """A chunk is relevant when it covers at least this share of the question's IDF weight."""

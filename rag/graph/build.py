@@ -1,58 +1,50 @@
-"""build_graph(): the StateGraph wiring of the self-correcting RAG graph, and node-name constants."""
+"""build_graph(): the StateGraph wiring of the self-correcting RAG graph.
+
+Each node is registered by its function (its name is never written twice); each routing node's
+conditional edge reads the decision the node made (:func:`rag.graph.routing.read_route`), with
+the targets listed once in :data:`rag.graph.routing.TARGETS`.
+"""
 
 from __future__ import annotations
 
 from functools import lru_cache
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 
 from rag.graph import nodes, routing
-from rag.graph.nodes import RunContext
-from rag.graph.state import GraphState
+from rag.graph.context import RunContext
+from rag.graph.state import GraphState, InputState
+from rag.models import TERMINALS
 
-DECOMPOSE_QUERY = "decompose_query"
-RETRIEVE = "retrieve"
-GRADE_DOCUMENTS = "grade_documents"
-REWRITE_QUERY = "rewrite_query"
-WEB_SEARCH = "web_search"
-GENERATE = "generate"
-CHECK_GROUNDING = "check_grounding"
-GRADE_ANSWER = "grade_answer"
-FINALIZE = "finalize"
-FINALIZE_WITH_CAVEAT = "finalize_with_caveat"
-FALLBACK = "fallback"
-
-NODE_ORDER = (DECOMPOSE_QUERY, RETRIEVE, GRADE_DOCUMENTS, REWRITE_QUERY, WEB_SEARCH, GENERATE, CHECK_GROUNDING,
-              GRADE_ANSWER, FINALIZE, FINALIZE_WITH_CAVEAT, FALLBACK)
-"""Every node, in the order a run meets them first."""
-TERMINALS = (FINALIZE, FINALIZE_WITH_CAVEAT, FALLBACK)
+NODES = (nodes.decompose_query, nodes.retrieve, nodes.grade_documents, nodes.rewrite_query, nodes.web_search,
+         nodes.generate, nodes.check_grounding, nodes.grade_answer, nodes.finalize, nodes.finalize_with_caveat,
+         nodes.fallback)
 
 
-def _builder() -> StateGraph:
-    builder = StateGraph(GraphState, context_schema=RunContext)
-    for fn in (nodes.decompose_query, nodes.retrieve, nodes.grade_documents, nodes.rewrite_query, nodes.web_search,
-               nodes.generate, nodes.check_grounding, nodes.grade_answer, nodes.finalize,
-               nodes.finalize_with_caveat, nodes.fallback):
+def _builder() -> StateGraph[GraphState, RunContext, InputState, GraphState]:
+    builder = StateGraph(GraphState, context_schema=RunContext, input_schema=InputState)
+    for fn in NODES:
         builder.add_node(fn)
-    builder.add_conditional_edges(START, routing.route_start)
-    builder.add_edge(DECOMPOSE_QUERY, RETRIEVE)
-    builder.add_conditional_edges(RETRIEVE, routing.route_after_retrieve)
-    builder.add_conditional_edges(GRADE_DOCUMENTS, routing.route_after_grading)
-    builder.add_edge(REWRITE_QUERY, RETRIEVE)
-    builder.add_conditional_edges(WEB_SEARCH, routing.route_after_web_search)
-    builder.add_conditional_edges(GENERATE, routing.route_after_generate)
-    builder.add_conditional_edges(CHECK_GROUNDING, routing.route_after_grounding)
-    builder.add_conditional_edges(GRADE_ANSWER, routing.route_after_answer_check)
+    builder.add_conditional_edges(START, routing.read_route, list(routing.START_TARGETS))
+    for source, target in routing.FIXED.items():
+        builder.add_edge(source, target)
+    for source, targets in routing.TARGETS.items():
+        builder.add_conditional_edges(source, routing.read_route, list(targets))
     for terminal in TERMINALS:
         builder.add_edge(terminal, END)
     return builder
 
 
 @lru_cache(maxsize=1)
-def build_graph():
-    """The compiled graph (built once per process, on first call; compiled graphs are
-    stateless and safe to share). Invoke with ``context=RunContext(...)`` and
-    ``config={"recursion_limit": options.recursion_limit()}``."""
+def build_graph() -> CompiledStateGraph[GraphState, RunContext, InputState, GraphState]:
+    """The compiled graph, built once per process on first call (compiled graphs are stateless
+    and safe to share).
+
+    Invoke with ``{"question": q, "route": routing.decide_start(options)}``,
+    ``context=RunContext(..., options=options)`` and
+    ``config={"recursion_limit": options.recursion_limit()}``.
+    """
     return _builder().compile()
 
 

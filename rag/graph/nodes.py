@@ -1,50 +1,48 @@
 """The graph's nodes: one ``verb_noun(state, runtime)`` function each, returning only the keys
-it changes plus its TraceEvent. Counters rise only in the node that acts (rewrite_query,
-web_search, generate); routers read them."""
+it changes plus its TraceEvent and, for a node that routes, its routing decision.
+
+Counters rise only in the node that acts (rewrite_query, web_search, generate); deciders in
+:mod:`rag.graph.routing` read them. Each node calls its decider exactly once (:func:`_record`).
+"""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Optional
+from collections import ChainMap
+from typing import Callable, NamedTuple, Optional, Sequence
 
 from langgraph.runtime import Runtime
 
 from rag.config import Options
-from rag.engines.base import Answer, AnswerCitation, CallMeta, Engine
-from rag.graph.routing import DECIDERS
-from rag.graph.state import Chunk, Citation, GraphState, TraceEvent, Verdict
-from rag.retrieval import retrieve as retrieve_chunks
+from rag.engines.base import Answer, AnswerCitation, CallMeta, RelevanceGrade
+from rag.graph import routing
+from rag.graph.context import RunContext
+from rag.graph.state import GraphState
+from rag.models import (
+    AnswerCheckDetail,
+    Chunk,
+    ChunkView,
+    Citation,
+    CitationRef,
+    DecomposeDetail,
+    EndDetail,
+    GenerateDetail,
+    GradedChunk,
+    GradeDetail,
+    GroundingDetail,
+    NodeDetail,
+    RetrieveDetail,
+    RewriteDetail,
+    SubQueryHits,
+    TraceEvent,
+    Verdict,
+    WebSearchDetail,
+)
 from rag.web import WebSearchError
 
-PREVIEW_CHARS = 240
 NO_ANSWER = "I could not find an answer to this question in the knowledge base."
 
-
-@dataclass
-class RunContext:
-    """What every node needs for one run; travels in LangGraph's runtime context."""
-
-    engine: Engine
-    kb: Any
-    """The KnowledgeBase to retrieve from."""
-    web: Optional[Any] = None
-    """A web search client (``search(query) -> list[Chunk]``), or None when not configured."""
-    retriever: Any = field(default=retrieve_chunks)
-    """``retriever(kb, query, k, mode) -> list[Chunk]``."""
-
-
-def _chunk_view(c: Chunk) -> dict:
-    return {"id": c.id, "source": c.source, "page": c.page, "origin": c.origin,
-            "score": c.score, "preview": c.text[:PREVIEW_CHARS]}
-
-
-def _merged(state: GraphState, update: dict) -> dict:
-    merged = {**state, **update}
-    for key in ("verdicts", "events"):
-        if key in update:
-            merged[key] = list(state.get(key, [])) + list(update[key])
-    return merged
+Decider = Callable[[routing.State, Options], routing.Decision]
 
 
 class _Clock(NamedTuple):
@@ -53,57 +51,57 @@ class _Clock(NamedTuple):
     perf: float
 
     @classmethod
-    def start(cls) -> "_Clock":
+    def start(cls) -> _Clock:
         return cls(time.time(), time.perf_counter())
 
     def elapsed_ms(self) -> float:
         return round((time.perf_counter() - self.perf) * 1000, 3)
 
 
-def _record(state: GraphState, runtime: Runtime[RunContext], node: str, started: _Clock,
-            summary: str, detail: dict, update: dict, metas: list[CallMeta] = ()) -> dict:
-    """Finish a node: build its TraceEvent (with the route its router will take), stream it,
-    and return ``update`` with the event appended."""
+def _record(state: GraphState, runtime: Runtime[RunContext], node: str, started: _Clock, summary: str,
+            detail: NodeDetail, update: dict, metas: Sequence[CallMeta] = (),
+            decide: Optional[Decider] = None) -> dict:
+    """Finish a node: decide the route once (when the node routes), build its TraceEvent with
+    that route, stream it, and return ``update`` with the event and the route.
+
+    The decider sees the state as this node's update leaves it; it reads only plain fields
+    (counters, evidence, verdict flags), never the reducer lists ``verdicts`` and ``events``.
+    """
     events = state.get("events", [])
-    decide = DECIDERS.get(node)
+    update = dict(update)
     route = None
     if decide is not None:
-        decision = decide(_merged(state, update))
-        route = {"to": decision.to, "why": decision.why}
+        decision = decide(ChainMap(update, dict(state)), runtime.context.options)
+        update["route"] = decision
+        route = decision.as_route()
     fallbacks = [m.fallback for m in metas if m.fallback]
     if fallbacks:
-        detail = {**detail, "fallbacks": fallbacks}
+        detail = detail.model_copy(update={"fallbacks": fallbacks})
     event = TraceEvent(
-        step=len(events) + 1, node=node,
-        attempt=1 + sum(1 for e in events if e.node == node),
-        started_at=started.wall, duration_ms=started.elapsed_ms(),
-        summary=summary, detail=detail, route=route,
-        llm_calls=sum(m.llm_calls for m in metas),
+        step=len(events) + 1, node=node, attempt=1 + sum(1 for e in events if e.node == node),
+        started_at=started.wall, duration_ms=started.elapsed_ms(), summary=summary, detail=detail,
+        route=route, llm_calls=sum(m.llm_calls for m in metas),
         prompt_tokens=sum(m.prompt_tokens for m in metas),
         completion_tokens=sum(m.completion_tokens for m in metas))
-    runtime.stream_writer({"kind": "event", "event": event.model_dump()})
+    runtime.stream_writer({"kind": "event", "event": event})
     return {**update, "events": [event]}
-
-
-def _opts(state: GraphState) -> Options:
-    return state.get("options") or Options()
 
 
 def decompose_query(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     """Split a multi-hop or comparison question into 2-4 sub-questions, each to be retrieved
     on its own. A first retrieval for the question shows the engine the bridge entities."""
     started = _Clock.start()
-    o = _opts(state)
+    o = runtime.context.options
     question = state["question"]
     first_hop = runtime.context.retriever(runtime.context.kb, question, o.top_k, o.retrieval)
     plan = runtime.context.engine.decompose(question, first_hop)
     subs = list(plan.sub_questions) if plan.kind != "single" else []
     summary = (f"{plan.kind}: {len(subs)} sub-questions" if subs
                else "single-hop: no sub-questions needed")
-    return _record(state, runtime, "decompose_query", started, summary,
-                   {"kind": plan.kind, "sub_questions": subs, "reasoning": plan.reasoning,
-                    "first_hop": [_chunk_view(c) for c in first_hop]},
-                   {"sub_queries": subs}, [plan.meta])
+    detail = DecomposeDetail(kind=plan.kind, sub_questions=subs, reasoning=plan.reasoning,
+                             first_hop=[ChunkView.of(c) for c in first_hop])
+    return _record(state, runtime, "decompose_query", started, summary, detail, {"sub_queries": subs},
+                   [plan.meta], routing.decide_after_decompose)
 
 
 def _interleave(lists: list[list[Chunk]], shares: list[int] | None = None) -> list[Chunk]:
@@ -125,7 +123,7 @@ def _interleave(lists: list[list[Chunk]], shares: list[int] | None = None) -> li
 def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     """Fetch the top_k chunks for the current query, or top_k for each sub-question."""
     started = _Clock.start()
-    o = _opts(state)
+    o = runtime.context.options
     query = state.get("query") or state["question"]
     queries = state.get("sub_queries") or [query]
     per_query = [runtime.context.retriever(runtime.context.kb, q, o.top_k, o.retrieval)
@@ -139,16 +137,17 @@ def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     if not o.grading:
         update["documents"] = chunks[:o.top_k]
     best = f"; best {chunks[0].label()} ({chunks[0].score:.2f})" if chunks else ""
-    detail = {"query": query, "top_k": o.top_k, "mode": o.retrieval,
-              "chunks": [_chunk_view(c) for c in chunks]}
+    detail = RetrieveDetail(query=query, top_k=o.top_k, mode=o.retrieval,
+                            chunks=[ChunkView.of(c) for c in chunks])
     if len(queries) > 1:
-        detail["sub_queries"] = [{"query": q, "chunks": [c.id for c in found]}
-                                 for q, found in zip(queries, per_query)]
+        detail.sub_queries = [SubQueryHits(query=q, chunks=[c.id for c in found])
+                              for q, found in zip(queries, per_query)]
         summary = (f"Retrieved {len(chunks)} chunks for {len(queries)} sub-questions"
                    f"{best}")
     else:
         summary = f"Retrieved {len(chunks)} chunks for '{query[:80]}'{best}"
-    return _record(state, runtime, "retrieve", started, summary, detail, update)
+    return _record(state, runtime, "retrieve", started, summary, detail, update,
+                   decide=routing.decide_after_retrieve)
 
 
 EVIDENCE_SHARE_OF_QUESTION = 3
@@ -166,7 +165,7 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     orders), taken in turn from each sub-question so every hop is represented.
     """
     started = _Clock.start()
-    o = _opts(state)
+    o = runtime.context.options
     question = state["question"]
     chunks = state.get("retrieved", [])
     query_of = state.get("query_of") or {}
@@ -177,7 +176,7 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     by_query: dict[str, list[Chunk]] = {}
     for c in chunks:
         by_query.setdefault(asked[c.id], []).append(c)
-    graded: dict[str, object] = {}
+    graded: dict[str, RelevanceGrade] = {}
     partial = bool(state.get("sub_queries"))  # each passage may answer only its hop
     for q, group in by_query.items():
         graded.update({c.id: g for c, g in
@@ -196,40 +195,39 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     shares = [EVIDENCE_SHARE_OF_QUESTION if q == question else 1 for q in by_query]
     documents = (list(kept.values()) + _interleave(relevant_per_query, shares))[:o.top_k]
     n_rel = sum(g.relevant for g in grades)
-    detail = {"question": question, "query": state.get("query", question),
-              "verdicts": [{**_chunk_view(c), "query": fetched_for[c.id],
-                            "graded_against": asked[c.id], "relevant": g.relevant,
-                            "grade": g.score, "reasoning": g.reasoning, "cached": g.meta.cached,
-                            "fallback": g.meta.fallback} for c, g in zip(chunks, grades)],
-              "relevant": n_rel, "evidence": len(documents)}
+    detail = GradeDetail(
+        question=question, query=state.get("query", question), relevant=n_rel, evidence=len(documents),
+        verdicts=[GradedChunk(**ChunkView.of(c).model_dump(), query=fetched_for[c.id], graded_against=asked[c.id],
+                              relevant=g.relevant, grade=g.score, reasoning=g.reasoning, cached=g.meta.cached,
+                              fallback=g.meta.fallback) for c, g in zip(chunks, grades)])
     return _record(state, runtime, "grade_documents", started,
                    f"{n_rel} of {len(chunks)} chunks relevant; {len(documents)} in evidence",
                    detail, {"verdicts": verdicts, "documents": documents},
-                   [g.meta for g in grades])
+                   [g.meta for g in grades], routing.decide_after_grading)
 
 
 def rewrite_query(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     """Rewrite the query from the failed chunks and their grade reasons, or from the
     ungrounded claims after a failed grounding check."""
     started = _Clock.start()
-    o = _opts(state)
+    o = runtime.context.options
     rewrites = state.get("rewrites", 0) + 1
     last_attempt = max((v.attempt for v in state.get("verdicts", [])), default=0)
     verdicts = [v for v in state.get("verdicts", []) if v.attempt == last_attempt]
-    previous = [e.detail.get("query", "") for e in state.get("events", []) if e.node == "retrieve"]
+    previous = [e.detail.query for e in state.get("events", []) if isinstance(e.detail, RetrieveDetail)]
     claims = state.get("ungrounded_claims", []) if state.get("grounded") is False else []
     result = runtime.context.engine.rewrite(
         state["question"], state.get("query") or state["question"], verdicts=verdicts,
         chunks=state.get("retrieved", []), ungrounded_claims=claims, previous_queries=previous)
-    detail = {"from": state.get("query"), "query": result.query, "strategy": result.strategy,
-              "reasoning": result.reasoning, "rewrite": rewrites, "budget": o.max_rewrites,
-              "ungrounded_claims": claims}
+    detail = RewriteDetail(from_query=state.get("query"), query=result.query, strategy=result.strategy,
+                           reasoning=result.reasoning, rewrite=rewrites, budget=o.max_rewrites,
+                           ungrounded_claims=list(claims))
     # Clearing the last verdicts makes the next answer re-earn its checks.
     return _record(state, runtime, "rewrite_query", started,
                    f"Rewrite {rewrites} of {o.max_rewrites} ({result.strategy}): '{result.query[:80]}'",
                    detail, {"query": result.query, "rewrites": rewrites, "grounded": None,
                             "useful": None, "ungrounded_claims": [], "sub_queries": []},
-                   [result.meta])
+                   [result.meta], routing.decide_after_rewrite)
 
 
 def web_search(state: GraphState, runtime: Runtime[RunContext]) -> dict:
@@ -255,14 +253,15 @@ def web_search(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     seen = {c.id for c in documents}
     documents += [c for c in results if c.id not in seen]
     return _record(state, runtime, "web_search", started, f"Web search {note}",
-                   {"query": query, "status": note, "results": [_chunk_view(c) for c in results]},
-                   {"web_searches": searches, "documents": documents, "web_note": note})
+                   WebSearchDetail(query=query, status=note, results=[ChunkView.of(c) for c in results]),
+                   {"web_searches": searches, "documents": documents, "web_note": note},
+                   decide=routing.decide_after_web_search)
 
 
 def generate(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     """Write a cited answer from the evidence (the retrieved chunks when grading is off)."""
     started = _Clock.start()
-    o = _opts(state)
+    o = runtime.context.options
     documents = state.get("documents", [])
     # The answer text streams to the UI (custom stream mode) while the checks still wait.
     answer: Answer = runtime.context.engine.generate(
@@ -274,13 +273,14 @@ def generate(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                           text=by_id[a.chunk_id].text)
                  for a in answer.citations if a.chunk_id in by_id]
     weak = o.grading and len(documents) < o.min_relevant
-    detail = {"answer": answer.text, "evidence": [_chunk_view(c) for c in documents],
-              "citations": [{"n": c.n, "chunk_id": c.chunk_id, "source": c.source,
-                             "page": c.page} for c in citations], "weak_evidence": weak}
+    detail = GenerateDetail(answer=answer.text, evidence=[ChunkView.of(c) for c in documents], weak_evidence=weak,
+                            citations=[CitationRef(n=c.n, chunk_id=c.chunk_id, source=c.source, page=c.page)
+                                       for c in citations])
     return _record(state, runtime, "generate", started,
                    f"Answer of {len(answer.text.split())} words citing {len(citations)} chunks",
                    detail, {"answer": answer.text, "citations": citations, "weak_evidence": weak,
-                            "generations": state.get("generations", 0) + 1}, [answer.meta])
+                            "generations": state.get("generations", 0) + 1}, [answer.meta],
+                   routing.decide_after_generate)
 
 
 def _answer_record(state: GraphState) -> Answer:
@@ -296,10 +296,10 @@ def check_grounding(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     verdict = "grounded" if result.grounded else f"{len(result.ungrounded_claims)} ungrounded claim(s)"
     return _record(state, runtime, "check_grounding", started,
                    f"{verdict} (confidence {result.confidence:.2f})",
-                   {"grounded": result.grounded, "ungrounded_claims": result.ungrounded_claims,
-                    "confidence": result.confidence, "reasoning": result.reasoning},
+                   GroundingDetail(grounded=result.grounded, ungrounded_claims=list(result.ungrounded_claims),
+                                   confidence=result.confidence, reasoning=result.reasoning),
                    {"grounded": result.grounded, "ungrounded_claims": result.ungrounded_claims},
-                   [result.meta])
+                   [result.meta], routing.decide_after_grounding)
 
 
 def grade_answer(state: GraphState, runtime: Runtime[RunContext]) -> dict:
@@ -308,12 +308,11 @@ def grade_answer(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     result = runtime.context.engine.grade_answer(state["question"], _answer_record(state))
     return _record(state, runtime, "grade_answer", started,
                    "useful" if result.useful else "not useful",
-                   {"useful": result.useful, "reasoning": result.reasoning},
-                   {"useful": result.useful}, [result.meta])
+                   AnswerCheckDetail(useful=result.useful, reasoning=result.reasoning),
+                   {"useful": result.useful}, [result.meta], routing.decide_after_answer_check)
 
 
-def _checks_said(state: GraphState) -> str:
-    o = _opts(state)
+def _checks_said(state: GraphState, o: Options) -> str:
     said = []
     if o.grounding_check and state.get("grounded"):
         said.append("grounding check passed")
@@ -325,22 +324,22 @@ def _checks_said(state: GraphState) -> str:
 def finalize(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     """Commit the answer: evidence was sufficient and every check that ran passed."""
     started = _Clock.start()
-    o = _opts(state)
+    o = runtime.context.options
     n = len(state.get("documents", []))
     parts = [f"{n} chunks of evidence" if o.grading else f"{n} chunks retrieved (no grading)"]
-    if checks := _checks_said(state):
+    if checks := _checks_said(state, o):
         parts.append(checks)
     if state.get("rewrites"):
         parts.append(f"after {state['rewrites']} rewrite(s)")
     reason = "Answered: " + "; ".join(parts) + "."
-    return _record(state, runtime, "finalize", started, reason, {"stop_reason": reason},
+    return _record(state, runtime, "finalize", started, reason, EndDetail(stop_reason=reason),
                    {"final_answer": state.get("answer", ""), "stop_reason": reason})
 
 
 def finalize_with_caveat(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     """Commit the answer with a caveat that says plainly what could not be verified."""
     started = _Clock.start()
-    o = _opts(state)
+    o = runtime.context.options
     why = []
     if o.rewriting and state.get("rewrites", 0) >= o.max_rewrites:
         why.append(f"the rewrite budget ({o.max_rewrites}) was spent")
@@ -358,14 +357,14 @@ def finalize_with_caveat(state: GraphState, runtime: Runtime[RunContext]) -> dic
     caveat = "Caveat: " + (" and ".join(why) if why else "evidence is limited") + "."
     final = f"{caveat}\n\n{state.get('answer', '')}"
     return _record(state, runtime, "finalize_with_caveat", started, reason,
-                   {"stop_reason": reason, "caveat": caveat},
+                   EndDetail(stop_reason=reason, caveat=caveat),
                    {"final_answer": final, "stop_reason": reason})
 
 
 def fallback(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     """Abstain: no evidence good enough to answer from; say why in plain words."""
     started = _Clock.start()
-    o = _opts(state)
+    o = runtime.context.options
     why = []
     if not state.get("retrieved") and not state.get("events", [])[:1]:
         why.append("nothing was retrieved")
@@ -380,6 +379,6 @@ def fallback(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     if state.get("web_note"):
         why.append(f"web search {state['web_note']}")
     reason = "No answer: " + ("; ".join(why) if why else "no evidence")
-    return _record(state, runtime, "fallback", started, reason, {"stop_reason": reason},
+    return _record(state, runtime, "fallback", started, reason, EndDetail(stop_reason=reason),
                    {"final_answer": f"{NO_ANSWER} ({'; '.join(why) or 'no evidence'}.)",
                     "stop_reason": reason, "citations": []})

@@ -1,94 +1,26 @@
-"""GraphState and the records it holds: Chunk, Verdict, TraceEvent."""
+"""InputState (what a caller passes) and GraphState (what one run carries from node to node)."""
 
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, Literal, Optional, TypedDict
+from typing import Annotated, Optional, TypedDict
 
-from pydantic import BaseModel, Field
-
-from rag.config import Options
-
-
-class Chunk(BaseModel):
-    """A retrievable piece of evidence: a chunk of an indexed document, or a web result.
-
-    ``page`` is 1-based (0 for web results); ``score`` is the retriever's similarity in [0, 1]
-    (cosine for dense retrieval), higher is better.
-    """
-
-    id: str
-    text: str
-    source: str
-    """File name for documents, URL for web results."""
-    page: int = 0
-    index: int = 0
-    """0-based chunk index within its document."""
-    doc_sha: str = ""
-    score: float = 0.0
-    origin: Literal["kb", "web"] = "kb"
-    title: str = ""
-
-    def label(self) -> str:
-        """Human label: ``file.pdf p.3`` or the URL."""
-        return self.source if self.origin == "web" else f"{self.source} p.{self.page}"
+from rag.graph.routing import Decision
+from rag.models import Chunk, Citation, TraceEvent, Verdict
 
 
-class Verdict(BaseModel):
-    """A relevance verdict on one chunk for one query (the output of grade_documents)."""
-
-    chunk_id: str
-    source: str
-    page: int
-    query: str
-    relevant: bool
-    score: Literal["high", "medium", "low"]
-    reasoning: str
-    attempt: int = 1
-    """Which grade_documents visit produced this verdict (1-based)."""
-    fallback: Optional[str] = None
-    """Set when the engine could not judge and a fallback judgment was used, with why."""
-
-
-class TraceEvent(BaseModel):
-    """What one node did: appended by every node, and streamed live (custom stream mode).
-
-    ``step`` is 1-based over the run; ``attempt`` is the nth visit to this node (1-based);
-    ``started_at`` is a UNIX time in seconds; ``duration_ms`` is wall time in milliseconds.
-    """
-
-    step: int
-    node: str
-    attempt: int
-    started_at: float
-    duration_ms: float
-    summary: str
-    detail: dict[str, Any] = Field(default_factory=dict)
-    route: Optional[dict[str, str]] = None
-    """``{"to": next node, "why": plain words}``; None for terminal nodes."""
-    llm_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-
-class Citation(BaseModel):
-    """Answer marker ``[n]`` -> the chunk it cites. ``n`` is 1-based; ``page`` 1-based (0 for web)."""
-
-    n: int
-    chunk_id: str
-    source: str
-    page: int
-    origin: Literal["kb", "web"] = "kb"
-    text: str = ""
-
-
-class GraphState(TypedDict, total=False):
-    """Everything one run carries from node to node."""
+class InputState(TypedDict):
+    """What a caller passes in: the question, and where the run starts (routing.decide_start)."""
 
     question: str
     """The user's question, unchanged for the whole run."""
-    options: Options
-    """The per-run switches and budgets."""
+    route: Decision
+    """The latest routing decision; each node that routes replaces it, and the edges read it."""
+
+
+class GraphState(InputState, total=False):
+    """Everything one run carries from node to node (the run's Options are in RunContext)."""
+
     query: str
     """The current retrieval query; rewrite_query replaces it."""
     sub_queries: list[str]

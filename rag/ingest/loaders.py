@@ -10,22 +10,23 @@ messages for corrupt and encrypted files.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import re
 import threading
 import unicodedata
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Callable, Iterable
 
 import pypdf
 from pypdf.errors import DependencyError
 
 from rag.ingest.errors import (
     CorruptFile,
-    IngestError,
     EmptyFile,
+    IngestError,
     MissingDependency,
     NoExtractableText,
     PasswordRequired,
@@ -297,6 +298,39 @@ def needs_ocr(text: str, width_pt: float, height_pt: float,
     return cover >= (0.1 if chars == 0 else MIN_IMAGE_COVER)
 
 
+def _text_layer(page, number: int, fallback: Callable[[int], str] | None) -> str:
+    """Normalised text layer of a ``pypdfium2.PdfPage`` (page ``number``, 1-based); a page in a
+    right-to-left script comes from ``fallback(number)`` (pypdf) when that gives text."""
+    textpage = page.get_textpage()
+    try:
+        text = normalize_text(textpage.get_text_range())
+    finally:
+        textpage.close()
+    if fallback is not None and _RTL.search(text):
+        with contextlib.suppress(IngestError):  # keep PDFium's text
+            text = fallback(number) or text
+    return text
+
+
+def _maybe_ocr(page, number: int, text: str, warnings: list[str]) -> tuple[str, bool]:
+    """``(text, ocr)`` of a page whose text layer is ``text``: OCR's text when the page
+    :func:`needs_ocr` and OCR reads more, else ``text``. A failed OCR adds to ``warnings``.
+    Raises :class:`MissingDependency` when rapidocr is missing."""
+    width, height = page.get_size()
+    if not needs_ocr(text, width, height, lambda: _image_cover(page)):
+        return text, False
+    from rag.ingest.ocr import ocr_page
+
+    try:
+        read = normalize_text(ocr_page(page))
+    except IngestError:
+        raise
+    except Exception as exc:
+        warnings.append(f"page {number}: OCR failed: {_short_reason(exc)}")
+        return text, False
+    return (read, True) if len(read) > len(text) else (text, False)
+
+
 def extract_pages_pdfium(pdf, numbers: Iterable[int], *, ocr: bool = True,
                          on_page: PageCallback | None = None,
                          fallback: Callable[[int], str] | None = None
@@ -316,30 +350,9 @@ def extract_pages_pdfium(pdf, numbers: Iterable[int], *, ocr: bool = True,
         page = None
         try:
             page = pdf[number - 1]
-            textpage = page.get_textpage()
-            try:
-                text = normalize_text(textpage.get_text_range())
-            finally:
-                textpage.close()
-            if fallback is not None and _RTL.search(text):
-                try:
-                    text = fallback(number) or text
-                except IngestError:
-                    pass  # keep PDFium's text
+            text = _text_layer(page, number, fallback)
             if ocr:
-                width, height = page.get_size()
-                if needs_ocr(text, width, height, lambda: _image_cover(page)):
-                    try:
-                        from rag.ingest.ocr import ocr_page
-
-                        read = normalize_text(ocr_page(page))
-                    except IngestError:
-                        raise
-                    except Exception as exc:
-                        warnings.append(f"page {number}: OCR failed: {_short_reason(exc)}")
-                    else:
-                        if len(read) > len(text):
-                            text, used_ocr = read, True
+                text, used_ocr = _maybe_ocr(page, number, text, warnings)
         except IngestError:
             raise
         except Exception as exc:

@@ -141,7 +141,7 @@ def reading_order(boxes, texts: list[str]) -> list[str]:
     angle = angles[len(angles) // 2] if angles else 0.0
     cos, sin = math.cos(-angle), math.sin(-angle)
     rects = []
-    for box, text in zip(boxes, texts):
+    for box, text in zip(boxes, texts, strict=False):
         points = [(float(p[0]) * cos - float(p[1]) * sin, float(p[0]) * sin + float(p[1]) * cos)
                   for p in box]
         xs = [p[0] for p in points]

@@ -16,8 +16,8 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from typing import Callable, Optional
 
 from rag.ingest.chunking import chunk_document
 from rag.ingest.errors import IngestError
@@ -80,9 +80,9 @@ def _init_worker(parent_pid: int, pypdf_log_level: int, queue) -> None:
     ocr._engine_lock = threading.Lock()
 
 
-def _prepare_range(key: str, data: bytes, password: Optional[str], first: int, last: int,
+def _prepare_range(key: str, data: bytes, password: str | None, first: int, last: int,
                    ocr: bool, chunk_size: int, chunk_overlap: int, embed
-                   ) -> tuple[list[tuple[int, str, bool]], list[str], Optional[list[str]], Optional[list]]:
+                   ) -> tuple[list[tuple[int, str, bool]], list[str], list[str] | None, list | None]:
     """Worker task: pages ``first..last`` (1-based, inclusive) as ``(number, text, ocr)``
     tuples, their warnings, and when ``embed`` is given the chunk texts of these pages and
     their vectors (chunks never span pages, so the document's chunks are the ranges' in order).
@@ -126,9 +126,9 @@ class PrefetchingLoader:
     leaving it stops the workers.
     """
 
-    def __init__(self, files: list[tuple[str, bytes]], password_for: Callable[[str], Optional[str]],
-                 skip: Callable[[str], bool], *, workers: Optional[int] = None,
-                 max_bytes: Optional[int] = None, ocr: bool = True, embed=None,
+    def __init__(self, files: list[tuple[str, bytes]], password_for: Callable[[str], str | None],
+                 skip: Callable[[str], bool], *, workers: int | None = None,
+                 max_bytes: int | None = None, ocr: bool = True, embed=None,
                  chunking: tuple[int, int] = (1000, 150)) -> None:
         self._pending: dict[tuple[str, str], _Pending] = {}
         self._vectors: dict[str, tuple[list[str], list]] = {}
@@ -203,9 +203,9 @@ class PrefetchingLoader:
             key, number, used_ocr = self._queue.get()
             self._events.setdefault(key, []).append((number, used_ocr))
 
-    def load(self, filename: str, data: bytes, *, password: Optional[str] = None,
-             max_bytes: Optional[int] = None,
-             on_page: Optional[Callable[[int, int, bool], None]] = None) -> LoadedDocument:
+    def load(self, filename: str, data: bytes, *, password: str | None = None,
+             max_bytes: int | None = None,
+             on_page: Callable[[int, int, bool], None] | None = None) -> LoadedDocument:
         """Same contract as :func:`rag.ingest.loaders.load_document` (``ocr`` as given to the
         constructor); ``on_page(done, total, ocr)`` is called for each page as workers finish
         it."""
@@ -225,7 +225,7 @@ class PrefetchingLoader:
             while waiting:
                 finished, waiting = wait(waiting, timeout=0.25, return_when=FIRST_COMPLETED)
                 self._drain()
-                for number, used_ocr in self._events.pop(sha, []):
+                for _number, used_ocr in self._events.pop(sha, []):
                     done += 1
                     if on_page:
                         on_page(done, pending.page_count, used_ocr)
@@ -254,7 +254,7 @@ class PrefetchingLoader:
             self._vectors[sha] = (texts, vectors)
         return assemble_pdf(filename, pages, pending.page_count, warnings, ocr=self._ocr)
 
-    def embeddings(self, doc_sha: str, chunk_texts: list[str]) -> Optional[list]:
+    def embeddings(self, doc_sha: str, chunk_texts: list[str]) -> list | None:
         """The vectors the workers computed for the chunks of the document ``doc_sha``, when
         they are exactly ``chunk_texts`` (in order); else None (the store embeds them)."""
         texts, vectors = self._vectors.pop(doc_sha, (None, None))
@@ -272,7 +272,7 @@ class PrefetchingLoader:
         self._pending.clear()
         self._vectors.clear()
 
-    def __enter__(self) -> "PrefetchingLoader":
+    def __enter__(self) -> PrefetchingLoader:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Literal, Optional, Union
+from typing import Literal, Union
 
-from rag.ingest.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, chunk_document
+from rag.ingest.chunking import (
+    DEFAULT_CHUNK_OVERLAP,
+    DEFAULT_CHUNK_SIZE,
+    chunk_document,
+)
 from rag.ingest.errors import IngestError
 from rag.ingest.loaders import load_document
 from rag.ingest.parallel import PrefetchingLoader
@@ -52,7 +57,7 @@ class ChunkSettings:
     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP
 
 
-def _read(item: FileInput) -> tuple[str, Optional[bytes], Optional[str]]:
+def _read(item: FileInput) -> tuple[str, bytes | None, str | None]:
     if isinstance(item, tuple):
         return item[0], item[1], None
     path = Path(item)
@@ -125,7 +130,7 @@ def _probe_doc():
 def _local_embedding(kb):
     """``kb``'s embedding function when it runs locally and can be sent to worker processes
     (the hashing embeddings); None for one that calls a service (it runs in this process)."""
-    from rag.embeddings import HashingEmbeddingFunction
+    from rag.store.embeddings import HashingEmbeddingFunction
 
     ef = getattr(kb, "embedding_function", None)
     return ef if isinstance(ef, HashingEmbeddingFunction) else None

@@ -39,7 +39,7 @@ def open_app() -> AppTest:
 
 def kb_for(data_dir: Path):
     from rag.config import Settings
-    from rag.store import open_knowledge_base
+    from rag.store.chroma import open_knowledge_base
 
     return open_knowledge_base(Settings.from_env({}, data_dir=data_dir))
 

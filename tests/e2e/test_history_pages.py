@@ -11,9 +11,9 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from rag import insights, story
+from rag.trace import insights, story
 from rag.config import Settings
-from rag.runs import RunStore
+from rag.history import RunStore
 from tests.conftest import LEWIS, ROOT, SELF_RAG
 from tests.run_fixtures import CLAIM, QUESTION, llm_run
 
@@ -30,7 +30,7 @@ def plain(text: str) -> str:
 def papers_dir(tmp_path_factory):
     """A data dir holding the two papers, ingested once for the module."""
     from rag.ingest.pipeline import ingest_files
-    from rag.store import open_knowledge_base
+    from rag.store.chroma import open_knowledge_base
 
     d = tmp_path_factory.mktemp("history-papers") / "data"
     kb = open_knowledge_base(Settings.from_env({}, data_dir=d))
@@ -246,7 +246,7 @@ def test_replay_step_slider_and_node_details(data_dir, runs):
     rewrite = run.events[k - 1]
     assert f"Step {k} of {n} · rewrite 1 of 2** — {rewrite.summary}" in text
     assert f"→ **retrieve**: {rewrite.route['why']}" in text
-    assert f"new query: “{rewrite.detail['query']}”" in text
+    assert f"new query: “{rewrite.detail.query}”" in text
 
     # node details: every visit of grade_documents, each verdict on its chunk with its reason
     at.pills(key="trace_w_node").set_value("grade_documents").run()
@@ -256,7 +256,7 @@ def test_replay_step_slider_and_node_details(data_dir, runs):
     for g, e in enumerate(gradings, 1):
         assert f"Step {e.step} of {n} · grade_documents {g} of 3**" in text
         for v in story.chunk_verdicts(e):
-            assert f"**{v['source']} p.{v['page']}** — {v['reasoning']}" in text
+            assert f"**{v.source} p.{v.page}** — {v.reasoning}" in text
     # the loops unrolled, by attempt
     assert "**Attempt 2: “" in text and f"**{k}** rewrite 1 of 2" in text
     assert f"**{k + 3}** rewrite 2 of 2" in text
@@ -337,7 +337,7 @@ def test_insights_over_my_runs_and_all_sessions(data_dir, runs):
 
 def test_a_run_that_failed_before_any_step_still_opens(data_dir):
     from rag.config import Options
-    from rag.runner import Run
+    from rag.models import Run
 
     run = Run(question="Why?", options=Options(), engine="local",
               error="ConnectionError in retrieve: Chroma is down", error_node="retrieve",

@@ -66,7 +66,7 @@ def test_session_keys_run_the_llm_engine_and_stay_in_the_session(data_dir, fake,
 
     # index through the session's own knowledge base (OpenAI-compatible embeddings)
     with_keys = _shared.settings().with_(openai_api_key=KEY, openai_base_url=fake.base_url)
-    from rag.store import open_knowledge_base
+    from rag.store.chroma import open_knowledge_base
 
     report = ingest_files(open_knowledge_base(with_keys), [LEWIS])[0]
     assert report.status == "ingested", report.line()

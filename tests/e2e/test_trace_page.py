@@ -9,9 +9,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from pages._shared import md_escape
-from rag import viz
+from rag.trace import story
 from rag.config import preset_options
-from rag.runner import Run, make_context, run_question
+from rag.models import Run
+from rag.run import make_context, run_question
 from tests.run_fixtures import ABSENT, QUESTION, WEAK_QUESTION
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "trace.py")
@@ -87,8 +88,8 @@ def test_a_run_shows_its_flow_verdicts_steps_and_answer(rewritten):
     assert len(steps) == len(rewritten.events)
 
     verdicts, steps_table = at.dataframe[0].value, at.dataframe[1].value
-    assert len(verdicts) == len(viz.verdict_rows(rewritten)) == sum(
-        len(e.detail["verdicts"]) for e in rewritten.events if e.node == "grade_documents")
+    assert len(verdicts) == len(story.verdict_rows(rewritten)) == sum(
+        len(e.detail.verdicts) for e in rewritten.events if e.node == "grade_documents")
     assert {"source", "page", "grade", "relevant", "reasoning"} <= set(verdicts.columns)
     assert all(verdicts["reasoning"].str.len() > 0)
     assert list(steps_table["node"]) == rewritten.path

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rag.ingest.pipeline import ingest_files
-from rag.retrieval import retrieve
+from rag.store.retrieval import retrieve
 from rag.text import terms
 
 RETRIEVER_ZH = """检索器的工作原理

@@ -8,9 +8,9 @@ import pytest
 
 from rag.config import preset_options
 from rag.engines.local import LocalEngine, entities
-from rag.graph.state import Chunk
-from rag.retrieval import LexicalStats
-from rag.runner import make_context, run_question
+from rag.models import Chunk
+from rag.store.bm25 import LexicalStats
+from rag.run import make_context, run_question
 from tests.conftest import DATA
 
 HOTPOT = DATA / "hotpotqa" / "corpus.jsonl"
@@ -60,14 +60,14 @@ def test_graph_retrieves_and_grades_each_sub_question(papers_kb):
     run = run_question("Do RAG and Self-RAG both train their retriever?", ctx,
                        preset_options("full"))
     plan = run.events[0]
-    assert plan.node == "decompose_query" and plan.detail["kind"] == "comparison"
-    assert plan.detail["sub_questions"] == ["RAG train retriever", "Self-RAG train retriever"]
+    assert plan.node == "decompose_query" and plan.detail.kind == "comparison"
+    assert plan.detail.sub_questions == ["RAG train retriever", "Self-RAG train retriever"]
     retrieve = run.events[1]
-    assert [s["query"] for s in retrieve.detail["sub_queries"]] == plan.detail["sub_questions"]
+    assert [s.query for s in retrieve.detail.sub_queries] == plan.detail.sub_questions
     grading = run.events[2]
-    assert {v["graded_against"] for v in grading.detail["verdicts"]} == set(plan.detail["sub_questions"])
-    assert grading.detail["relevant"] >= 2
-    assert len(next(e for e in run.events if e.node == "generate").detail["evidence"]) <= 6
+    assert {v.graded_against for v in grading.detail.verdicts} == set(plan.detail.sub_questions)
+    assert grading.detail.relevant >= 2
+    assert len(next(e for e in run.events if e.node == "generate").detail.evidence) <= 6
 
 
 def test_decomposition_off_skips_the_node(papers_kb):

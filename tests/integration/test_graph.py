@@ -7,9 +7,10 @@ import pytest
 from rag.config import Options, preset_options
 from rag.engines.base import AnswerGrade, GroundingCheck, RelevanceGrade
 from rag.engines.local import LocalEngine
-from rag.graph.build import NODE_ORDER, build_graph
-from rag.retrieval import lexical_stats
-from rag.runner import make_context, run_question
+from rag.graph.build import build_graph
+from rag.models import NODE_ORDER
+from rag.store.bm25 import lexical_stats
+from rag.run import make_context, run_question
 
 QUESTION = "What is the retrieval component of RAG and how is it trained?"
 
@@ -49,9 +50,9 @@ def test_full_answers_with_cited_pages_from_lewis(ctx):
         assert (e.route is None) == (e.node in ("finalize", "finalize_with_caveat", "fallback"))
     grade = next(e for e in run.events if e.node == "grade_documents")
     retrieved = next(e for e in run.events if e.node == "retrieve")
-    assert len(grade.detail["verdicts"]) == len(retrieved.detail["chunks"]) >= 6
-    assert all("Matched" in v["reasoning"] or "Matched no" in v["reasoning"]
-               for v in grade.detail["verdicts"])
+    assert len(grade.detail.verdicts) == len(retrieved.detail.chunks) >= 6
+    assert all("Matched" in v.reasoning or "Matched no" in v.reasoning
+               for v in grade.detail.verdicts)
 
 
 def test_events_stream_live_in_order(ctx):
@@ -67,16 +68,16 @@ def test_off_topic_question_rewrites_then_abstains_with_plain_reason(ctx):
     assert run.path.count("rewrite_query") == 2
     assert "web_search" in run.path
     web = next(e for e in run.events if e.node == "web_search")
-    assert web.detail["status"] == "skipped: no web search configured"
+    assert web.detail.status == "skipped: no web search configured"
     assert run.path[-1] == "fallback"
     assert run.stop_reason.startswith("No answer:")
     assert "no web search configured" in run.stop_reason
     assert run.citations == []
     attempts = [e.attempt for e in run.events if e.node == "retrieve"]
     assert attempts == [1, 2, 3]
-    strategies = [e.detail["strategy"] for e in run.events if e.node == "rewrite_query"]
+    strategies = [e.detail.strategy for e in run.events if e.node == "rewrite_query"]
     assert strategies == ["expand_terms", "narrow_focus"]
-    queries = [e.detail["query"] for e in run.events if e.node == "retrieve"]
+    queries = [e.detail.query for e in run.events if e.node == "retrieve"]
     assert len(set(queries)) == 3, "a rewrite repeated an earlier query"
 
 

@@ -5,19 +5,20 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-import subprocess
-import sys
 import threading
 
 import pytest
 
-from rag.compare import (Comparison, custom_label, grounded_verdict, parse_pipelines,
-                         run_comparison, useful_verdict)
+from rag.models import Comparison
+from rag.config import custom_label, parse_pipelines
+from rag.trace.story import grounded_verdict, useful_verdict
+from rag.run import run_comparison
 from rag.config import preset_options
-from rag.export import comparison_html, comparison_json, run_html, run_json
-from rag.runner import make_context, run_question
-from rag.runs import CLI_SESSION, RunOwnedElsewhere, RunStore, preset_of
-from tests.conftest import LEWIS, ROOT, SELF_RAG
+from rag.trace.export import comparison_html, comparison_json, run_html, run_json
+from rag.run import make_context, run_question
+from rag.history import CLI_SESSION, RunOwnedElsewhere, RunStore
+from rag.config import preset_of
+from tests.conftest import LEWIS, SELF_RAG
 from tests.run_fixtures import CLAIM, KEY, PRICES, QUESTION
 
 
@@ -242,12 +243,14 @@ def test_json_exports(runs, papers_kb):
 # --------------------------------------------------------------------------- the CLI
 
 
-def rag_cli(*args, data_dir):
-    return subprocess.run([sys.executable, "-m", "rag", *args, "--data-dir", str(data_dir)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+@pytest.fixture
+def rag_cli(cli):
+    """``python -m rag ARGS... --data-dir D``, in this process."""
+    return lambda *args, data_dir: cli(*args, "--data-dir", data_dir)
 
 
-def test_cli_ask_compare_list_and_export(tmp_path):
+@pytest.mark.slow
+def test_cli_ask_compare_list_and_export(tmp_path, rag_cli):
     data = tmp_path / "data"
     assert rag_cli("ingest", str(LEWIS), str(SELF_RAG), data_dir=data).returncode == 0
 

@@ -15,10 +15,10 @@ import pytest
 from rag.config import Options, Settings, preset_options
 from rag.engines.llm import GradeCache, LLMEngine
 from rag.engines.local import LocalEngine
-from rag.graph.state import Chunk
+from rag.models import Chunk
 from rag.ingest.pipeline import ingest_files
-from rag.runner import make_context, run_question
-from rag.store import EmbeddingMismatch, open_knowledge_base
+from rag.run import make_context, run_question
+from rag.store.chroma import EmbeddingMismatch, open_knowledge_base
 from rag.web import make_web_search
 from tests.conftest import LEWIS, ROOT
 from tests.fakes.servers import Reply, default_script, free_port
@@ -100,10 +100,10 @@ def test_rewrite_sees_failed_chunks_and_reasons_then_web_search_cites_urls(tmp_p
     rewrite_bodies = [r for r in fake.requests if fake._kind(r) == "RewrittenQuery"]
     text = json.dumps(rewrite_bodies[0]["messages"])
     assert "REASON-MARKER" in text and "What is the boiling point of tungsten?" in text
-    assert [e.detail["strategy"] for e in run.events if e.node == "rewrite_query"] == \
+    assert [e.detail.strategy for e in run.events if e.node == "rewrite_query"] == \
         ["rephrase_intent", "rephrase_intent"]
     web = next(e for e in run.events if e.node == "web_search")
-    assert web.detail["status"] == "2 web results"
+    assert web.detail.status == "2 web results"
     assert tavily.requests[0]["query"] == "What is the boiling point of tungsten?"
     assert run.citations[0].origin == "web"
     assert run.citations[0].source == "https://example.org/tungsten"
@@ -122,11 +122,11 @@ def test_decomposition_through_the_llm_retrieves_each_sub_question(llm_kb, fake)
     fake.script = script
     run = run_question(QUESTION, make_context(settings, kb), preset_options("full"))
     plan = run.events[0]
-    assert plan.node == "decompose_query" and plan.detail["sub_questions"] == subs
+    assert plan.node == "decompose_query" and plan.detail.sub_questions == subs
     assert plan.llm_calls == 1 and "fallbacks" not in plan.detail
     retrieve = run.events[1]
-    assert [s["query"] for s in retrieve.detail["sub_queries"]] == subs
-    graded_against = {v["graded_against"] for v in run.events[2].detail["verdicts"]}
+    assert [s.query for s in retrieve.detail.sub_queries] == subs
+    graded_against = {v.graded_against for v in run.events[2].detail.verdicts}
     assert graded_against == set(subs)
     body = next(r for r in fake.requests if fake._kind(r) == "Decomposition")
     assert "<first_results>" in body["messages"][1]["content"]
@@ -146,7 +146,7 @@ def test_retrieved_text_is_fenced_as_data(fake):
 
 
 def lexical_stats_stub():
-    from rag.retrieval import LexicalStats
+    from rag.store.bm25 import LexicalStats
 
     return LexicalStats(n_docs=10, df={"dpr": 1})
 
@@ -181,7 +181,7 @@ def test_repeated_grades_come_from_the_cache(llm_kb, fake):
     assert fake.kinds().count("RelevanceGrade") == before, "a cached grade was asked again"
     grade = next(e for e in run.events if e.node == "grade_documents")
     assert grade.llm_calls == 0
-    assert all(v["cached"] for v in grade.detail["verdicts"])
+    assert all(v.cached for v in grade.detail.verdicts)
 
 
 @pytest.mark.parametrize("reply,reason", [
@@ -203,12 +203,12 @@ def test_failures_fall_back_to_the_offline_judgment(llm_kb, fake, reply, reason)
     run = run_question(QUESTION, make_context(settings, kb), preset_options("full"))
     assert run.error is None and run.stop_reason
     grade = next(e for e in run.events if e.node == "grade_documents")
-    assert grade.detail["fallbacks"][0] == f"grader fell back to lexical: {reason}"
-    assert all(v["fallback"] for v in grade.detail["verdicts"])
-    assert all("Covers" in v["reasoning"] for v in grade.detail["verdicts"])
+    assert grade.detail.fallbacks[0] == f"grader fell back to lexical: {reason}"
+    assert all(v.fallback for v in grade.detail.verdicts)
+    assert all("Covers" in v.reasoning for v in grade.detail.verdicts)
     check = next((e for e in run.events if e.node == "check_grounding"), None)
     if check is not None:
-        assert check.detail["fallbacks"] == [f"grounding check fell back to lexical support: {reason}"]
+        assert check.detail.fallbacks == [f"grounding check fell back to lexical support: {reason}"]
 
 
 def test_connection_refused_mid_run_still_ends(tmp_path):
@@ -221,7 +221,7 @@ def test_connection_refused_mid_run_still_ends(tmp_path):
     ingest_files(kb, [LEWIS])
     run = run_question(QUESTION, make_context(settings, kb), preset_options("full"))
     assert run.error is None and run.path[-1] in ("finalize", "finalize_with_caveat")
-    fallbacks = [f for e in run.events for f in e.detail.get("fallbacks", [])]
+    fallbacks = [f for e in run.events for f in e.detail.fallbacks]
     assert any(f.startswith("grader fell back to lexical: connection failed") for f in fallbacks)
     assert any(f.startswith("generator fell back to extractive: connection failed")
                for f in fallbacks)
@@ -233,7 +233,7 @@ def test_failing_streamed_generation_falls_back(llm_kb, fake):
     fake.script = lambda kind, body: Reply(status=503) if kind == "stream" else default_script(kind, body)
     run = run_question(QUESTION, make_context(settings, kb), preset_options("naive"))
     gen = next(e for e in run.events if e.node == "generate")
-    assert gen.detail["fallbacks"] == ["generator fell back to extractive: server error 503"]
+    assert gen.detail.fallbacks == ["generator fell back to extractive: server error 503"]
     assert run.citations and run.path[-1] == "finalize"
 
 
@@ -251,7 +251,7 @@ def test_tavily_errors_are_recorded_and_routing_continues(tmp_path, fake, tavily
     run = run_question("What is the boiling point of tungsten?", make_context(settings, kb),
                        Options(rewriting=False))
     web = next(e for e in run.events if e.node == "web_search")
-    assert web.detail["status"].startswith(f"failed: {expected}")
+    assert web.detail.status.startswith(f"failed: {expected}")
     assert run.path[-1] == "fallback" and "web search failed" in run.stop_reason
 
 
@@ -310,11 +310,13 @@ def test_no_key_in_trace_log_or_data_dir(tmp_path, fake, tavily, caplog):
 
 
 def test_cli_ask_json_runs_every_node_through_the_server(tmp_path, fake):
+    """The one test of the real ``python -m rag`` process (the other CLI tests call
+    ``rag.cli.main`` in-process): configured by its environment alone, every LLM node through
+    the server, and the key on neither stdout nor stderr."""
     env = {"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": fake.base_url,
            "RAG_DATA_DIR": str(tmp_path / "data"), "ANONYMIZED_TELEMETRY": "False"}
-    out = subprocess.run([sys.executable, "-m", "rag", "ingest", str(LEWIS)], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
+    reports = ingest_files(open_knowledge_base(Settings.from_env(env)), [LEWIS])
+    assert reports[0].status == "ingested", reports[0].line()
     out = subprocess.run([sys.executable, "-m", "rag", "ask", QUESTION, "--json"], cwd=ROOT,
                          env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr

@@ -6,7 +6,7 @@ import pytest
 
 from rag.engines.base import Answer, AnswerCitation
 from rag.engines.local import LocalEngine
-from rag.retrieval import lexical_stats
+from rag.store.bm25 import lexical_stats
 
 QUESTION = "What is the retrieval component of RAG and how is it trained?"
 

@@ -8,11 +8,12 @@ from dataclasses import replace
 
 import pytest
 
-from rag.bench import corpus_documents, read_jsonl
+from rag.bench.data import corpus_documents, read_jsonl
 from rag.ingest.parallel import PrefetchingLoader
 from rag.ingest.pipeline import ingest_files
-from rag.retrieval import LexicalIndex, LexicalStats, index_path, lexical_index, retrieve
-from rag.store import open_knowledge_base
+from rag.store.bm25 import LexicalIndex, LexicalStats, index_path, lexical_index
+from rag.store.retrieval import retrieve
+from rag.store.chroma import open_knowledge_base
 from rag.text import terms
 from tests.conftest import DATA, LEWIS, SELF_RAG, TRICKY
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from rag.config import Settings
-from rag.embeddings import HashingEmbeddingFunction
+from rag.store.embeddings import HashingEmbeddingFunction
 from rag.ingest.pipeline import ingest_files
 from rag.ingest.types import ChunkRecord
-from rag.store import EmbeddingMismatch, open_knowledge_base, validate_collection_name
+from rag.store.chroma import EmbeddingMismatch, open_knowledge_base, validate_collection_name
 from tests.conftest import DEFAULT_EMBEDDING_CALLS, LEWIS, DefaultEmbeddingCalled
 
 
@@ -139,8 +139,8 @@ def chroma_server(tmp_path):
 @pytest.mark.server
 def test_server_mode_against_real_chroma_run(chroma_server, tmp_path):
     from chromadb.api.client import Client as _  # noqa: F401  (import check only)
-    from rag.runner import make_context, run_question
-    from rag.store import make_client
+    from rag.run import make_context, run_question
+    from rag.store.chroma import make_client
 
     settings = Settings.from_env({"CHROMA_HOST": "127.0.0.1", "CHROMA_PORT": str(chroma_server)},
                                  data_dir=tmp_path / "local")

@@ -38,6 +38,7 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+@pytest.mark.slow
 def test_workers_exit_when_the_ingest_is_killed(tmp_path: Path) -> None:
     hook = tmp_path / "workers.pids"
     env = {**os.environ, TEST_HOOK_ENV: str(hook)}

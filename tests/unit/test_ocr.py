@@ -32,6 +32,7 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return attempts
 
 
+@pytest.mark.slow
 def test_scanned_page_is_read_by_ocr_offline(monkeypatch: pytest.MonkeyPatch, no_network: list[str]) -> None:
     monkeypatch.setattr(ocr_module, "_engine", None)  # build the engine here, with no network
     progress: list[tuple[int, int, bool]] = []
@@ -52,6 +53,7 @@ def test_ocr_off_refuses_the_scan_with_advice() -> None:
         load_document("c02-22.pdf", (TRICKY / "ocrmypdf__c02-22.pdf").read_bytes(), ocr=False)
 
 
+@pytest.mark.slow
 def test_a_picture_with_no_text_is_still_no_text() -> None:
     # A drawing of a boy scout: OCR runs and finds no letters.
     with pytest.raises(NoExtractableText, match=r"^no extractable text \(1 page; no text found by OCR either\)$"):

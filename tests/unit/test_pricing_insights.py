@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from rag import insights
+from rag.trace import insights
 from rag.config import Options
-from rag.graph.state import TraceEvent
-from rag.pricing import (DEFAULT_PRICES, Price, event_cost, format_cost, load_prices,
+from rag.models import TraceEvent
+from rag.trace.pricing import (DEFAULT_PRICES, Price, event_cost, format_cost, load_prices,
                          node_totals, price_of, run_cost, unpriced_models)
-from rag.runner import Run
+from rag.models import Run
 
 
 def test_prices_default_and_override_from_json():
@@ -50,22 +50,22 @@ def test_cost_is_per_event_by_the_model_of_its_role():
     run = Run(question="q", options=Options(), engine="openai",
               models={"grader": "gpt-4o-mini", "generator": "gpt-4o"},
               events=[_event(1, "retrieve"), _event(2, "grade_documents", 1_000_000, 100_000),
-                      _event(3, "generate", 200_000, 50_000),
-                      _event(4, "check_grounding", 10_000, 0, model="my-local-model")])
+                      _event(3, "generate", 200_000, 50_000), _event(4, "check_grounding", 10_000, 0)])
     mini, big = DEFAULT_PRICES["gpt-4o-mini"], DEFAULT_PRICES["gpt-4o"]
     assert event_cost(run.events[0], run, DEFAULT_PRICES) == 0.0
     assert event_cost(run.events[1], run, DEFAULT_PRICES) == pytest.approx(
         mini.input + 0.1 * mini.output)
     assert event_cost(run.events[2], run, DEFAULT_PRICES) == pytest.approx(
         0.2 * big.input + 0.05 * big.output)
-    # a model recorded on the event wins; with no price the run's cost is unknown, and says why
-    assert event_cost(run.events[3], run, DEFAULT_PRICES) is None
-    assert run_cost(run, DEFAULT_PRICES) is None
-    assert unpriced_models(run, DEFAULT_PRICES) == ["my-local-model"]
+    assert event_cost(run.events[3], run, DEFAULT_PRICES) == pytest.approx(0.01 * big.input)
+    # a generator with no price: the run's cost is unknown, and says why
+    local = run.model_copy(update={"models": {"grader": "gpt-4o-mini", "generator": "my-local-model"}})
+    assert event_cost(local.events[3], local, DEFAULT_PRICES) is None
+    assert run_cost(local, DEFAULT_PRICES) is None
+    assert unpriced_models(local, DEFAULT_PRICES) == ["my-local-model"]
     priced = {**DEFAULT_PRICES, "my-local-model": Price(0, 0)}
-    assert run_cost(run, priced) == pytest.approx(mini.input + 0.1 * mini.output
-                                                  + 0.2 * big.input + 0.05 * big.output)
-    rows = node_totals(run, DEFAULT_PRICES)
+    assert run_cost(local, priced) == pytest.approx(mini.input + 0.1 * mini.output)
+    rows = node_totals(local, DEFAULT_PRICES)
     assert [r["node"] for r in rows] == ["retrieve", "grade_documents", "generate",
                                          "check_grounding"]
     assert rows[1]["tokens"] == 1_100_000 and rows[1]["llm_calls"] == 1
@@ -105,8 +105,8 @@ def test_insights_over_real_runs(runs):
     assert ins.mean_rewrites_answered == pytest.approx(sum(r.rewrites for r in answered) / 4)
     checks = [e for r in sample for e in r.events if e.node == "check_grounding"]
     assert ins.grounding_checks == len(checks) >= 2
-    assert ins.grounding_failures == sum(1 for e in checks if not e.detail["grounded"])
-    strategies = [e.detail["strategy"] for r in sample for e in r.events
+    assert ins.grounding_failures == sum(1 for e in checks if not e.detail.grounded)
+    strategies = [e.detail.strategy for r in sample for e in r.events
                   if e.node == "rewrite_query"]
     assert sum(ins.strategies.values()) == len(strategies) >= 2
     assert set(ins.strategies) == set(strategies)

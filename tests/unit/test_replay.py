@@ -8,8 +8,9 @@ import re
 
 import pytest
 
-from rag import figures, story, viz
-from rag.pricing import event_cost
+from rag.trace import charts as figures
+from rag.trace import replay, story, views
+from rag.trace.pricing import event_cost
 from tests.run_fixtures import CLAIM, PRICES
 
 
@@ -41,11 +42,11 @@ def segments(xs: list) -> list[list]:
 
 def test_replay_has_one_frame_per_step_in_the_runs_order(runs):
     run = runs["rewritten"]
-    fig = as_json(figures.replay_figure(run))
+    fig = as_json(replay.replay_figure(run))
     n = len(run.events)
     assert [f["name"] for f in fig["frames"]] == [str(k) for k in range(n + 1)]
     names = [t["name"] for t in fig["data"]]
-    assert [names[i] for i in fig["frames"][0]["traces"]] == list(figures.REPLAY_TRACES)
+    assert [names[i] for i in fig["frames"][0]["traces"]] == list(replay.REPLAY_TRACES)
     # the flow itself is all there: every node, every step label
     nodes = trace(fig, "nodes")
     assert set(run.path) <= set(nodes["customdata"])
@@ -82,7 +83,7 @@ def test_replay_has_one_frame_per_step_in_the_runs_order(runs):
 
 def test_replay_slider_and_play_pause_drive_the_frames(runs):
     run = runs["answered"]
-    fig = as_json(figures.replay_figure(run, step=2))
+    fig = as_json(replay.replay_figure(run, step=2))
     [slider] = fig["layout"]["sliders"]
     assert slider["active"] == 2
     assert [s["args"][0] for s in slider["steps"]] == [[str(k)] for k in range(len(run.events) + 1)]
@@ -90,15 +91,15 @@ def test_replay_slider_and_play_pause_drive_the_frames(runs):
     [menu] = fig["layout"]["updatemenus"]
     play, pause = menu["buttons"]
     assert "Play" in play["label"] and play["args"][0] == [f["name"] for f in fig["frames"]]
-    assert play["args"][1]["frame"]["duration"] == figures.FRAME_MS
+    assert play["args"][1]["frame"]["duration"] == replay.FRAME_MS
     assert "Pause" in pause["label"] and pause["args"][0] == [None]
     # the figure opens on frame 2: its replay traces hold frame 2's data
     assert trace(fig, "replay:current")["customdata"] == [run.path[1]]
     assert trace(fig, "replay:trail")["x"] == fig["frames"][2]["data"][0]["x"]
     # out of range is clamped, the default is the whole run
-    assert as_json(figures.replay_figure(run, step=99))["layout"]["sliders"][0]["active"] == \
+    assert as_json(replay.replay_figure(run, step=99))["layout"]["sliders"][0]["active"] == \
         len(run.events)
-    assert as_json(figures.replay_figure(run))["layout"]["sliders"][0]["active"] == len(run.events)
+    assert as_json(replay.replay_figure(run))["layout"]["sliders"][0]["active"] == len(run.events)
 
 
 def test_loops_are_unrolled_and_labelled_with_attempts(runs):
@@ -113,7 +114,7 @@ def test_loops_are_unrolled_and_labelled_with_attempts(runs):
     rounds = story.rounds(run)
     assert [r.number for r in rounds] == [1, 2, 3]
     assert [len(r.steps) for r in rounds] == [i + 3, 3, len(run.events) - 6 - i]
-    queries = [e.detail["query"] for e in run.events if e.node == "retrieve"]
+    queries = [e.detail.query for e in run.events if e.node == "retrieve"]
     assert [r.query for r in rounds] == queries and rounds[0].query == run.question
     # each step says what it decided and why the run went on
     for s, e in zip(story.steps(run), run.events):
@@ -128,9 +129,9 @@ def test_loops_are_unrolled_and_labelled_with_attempts(runs):
     bands = [s["name"] for s in fig["layout"]["shapes"] if s["name"].startswith("attempt:")]
     assert bands == ["attempt:1", "attempt:2", "attempt:3"]
     colors = {s["name"]: s["fillcolor"] for s in fig["layout"]["shapes"]}
-    assert colors[f"step:{i + 3}"] == viz.COLOR_WEAK  # a rewrite
-    assert colors[f"step:{len(run.events)}"] == viz.COLOR_WEAK  # the caveat
-    assert colors[f"step:{i + 1}"] == viz.COLOR_OK  # chunks came back
+    assert colors[f"step:{i + 3}"] == views.STATUS_COLORS[views.WEAK]  # a rewrite
+    assert colors[f"step:{len(run.events)}"] == views.STATUS_COLORS[views.WEAK]  # the caveat
+    assert colors[f"step:{i + 1}"] == views.STATUS_COLORS[views.OK]  # chunks came back
 
 
 def test_naive_run_is_one_attempt(runs):
@@ -173,9 +174,9 @@ def test_llm_run_story_verdicts_claims_fallbacks_tokens_and_cost(llm):
     # chunk verdicts sit on their chunks, with the model's reason
     grading = next(e for e in run.events if e.node == "grade_documents")
     verdicts = story.chunk_verdicts(grading)
-    assert len(verdicts) >= 6 and all(v["relevant"] and v["grade"] == "high" for v in verdicts)
-    assert all(v["source"].endswith(".pdf") and v["page"] >= 1 for v in verdicts)
-    assert {v["reasoning"] for v in verdicts} == {"The chunk discusses the question's topic."}
+    assert len(verdicts) >= 6 and all(v.relevant and v.grade == "high" for v in verdicts)
+    assert all(v.source.endswith(".pdf") and v.page >= 1 for v in verdicts)
+    assert {v.reasoning for v in verdicts} == {"The chunk discusses the question's topic."}
     line = story.verdict_line(verdicts[0])
     assert line.startswith("relevant · high · ") and "p." in line
 

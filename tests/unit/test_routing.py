@@ -8,7 +8,7 @@ import pytest
 
 from rag.config import Options, preset_options
 from rag.graph import routing
-from rag.graph.state import Chunk, Citation
+from rag.models import Chunk, Citation
 
 
 def chunks(n: int, origin: str = "kb") -> list[Chunk]:
@@ -17,6 +17,16 @@ def chunks(n: int, origin: str = "kb") -> list[Chunk]:
 
 
 CITED = [Citation(n=1, chunk_id="c0", source="f.pdf", page=1)]
+
+
+def decide(decider, s):
+    """The decider's Decision for state ``s`` under ``s["options"]``."""
+    return decider(s, s["options"])
+
+
+def route(decider, s) -> str:
+    """The next node the decider picks."""
+    return decide(decider, s).to
 
 
 def state(**kw):
@@ -28,127 +38,141 @@ def state(**kw):
 
 # -- after retrieve -------------------------------------------------------------------------
 def test_retrieve_goes_to_grading_when_on():
-    assert routing.route_after_retrieve(state(retrieved=chunks(3))) == "grade_documents"
+    assert route(routing.decide_after_retrieve, state(retrieved=chunks(3))) == "grade_documents"
 
 
 def test_retrieve_without_grading_generates_when_chunks_came_back():
     s = state(options=preset_options("naive"), retrieved=chunks(3))
-    assert routing.route_after_retrieve(s) == "generate"
+    assert route(routing.decide_after_retrieve, s) == "generate"
 
 
 def test_retrieve_without_grading_falls_back_on_nothing():
     s = state(options=preset_options("naive"), retrieved=[])
-    assert routing.route_after_retrieve(s) == "fallback"
+    assert route(routing.decide_after_retrieve, s) == "fallback"
 
 
 # -- after grade_documents ------------------------------------------------------------------
 def test_enough_relevant_generates():
-    d = routing.decide_after_grading(state(documents=chunks(2)))
+    d = decide(routing.decide_after_grading, state(documents=chunks(2)))
     assert d.to == "generate" and "2 relevant" in d.why
 
 
 def test_weak_evidence_rewrites_first():
-    d = routing.decide_after_grading(state(documents=chunks(1)))
+    d = decide(routing.decide_after_grading, state(documents=chunks(1)))
     assert d.to == "rewrite_query" and "rewrite 1 of 2" in d.why
 
 
 def test_rewrite_budget_spent_then_web():
     s = state(documents=chunks(1), rewrites=2)
-    assert routing.route_after_grading(s) == "web_search"
+    assert route(routing.decide_after_grading, s) == "web_search"
 
 
 def test_rewriting_off_goes_to_web():
     s = state(options=Options(rewriting=False), documents=[])
-    assert routing.route_after_grading(s) == "web_search"
+    assert route(routing.decide_after_grading, s) == "web_search"
 
 
 def test_after_web_with_one_relevant_generates_with_caveat():
     s = state(documents=chunks(1), rewrites=2, web_searches=1)
-    d = routing.decide_after_grading(s)
+    d = decide(routing.decide_after_grading, s)
     assert d.to == "generate" and "caveat" in d.why
 
 
 def test_nothing_relevant_and_no_correction_left_falls_back():
     s = state(documents=[], rewrites=2, web_searches=1)
-    assert routing.route_after_grading(s) == "fallback"
+    assert route(routing.decide_after_grading, s) == "fallback"
 
 
 def test_empty_index_skips_rewrites():
     s = state(retrieved=[], documents=[])
-    d = routing.decide_after_grading(s)
+    d = decide(routing.decide_after_grading, s)
     assert d.to == "web_search" and "no chunks" in d.why
-    assert routing.route_after_grading(state(retrieved=[], documents=[], web_searches=1)) == "fallback"
+    assert route(routing.decide_after_grading, state(retrieved=[], documents=[], web_searches=1)) == "fallback"
 
 
 def test_zero_rewrite_budget_skips_rewrite():
     s = state(options=Options(max_rewrites=0, web_fallback=False), documents=[])
-    assert routing.route_after_grading(s) == "fallback"
+    assert route(routing.decide_after_grading, s) == "fallback"
 
 
 # -- after rewrite_query / web_search -------------------------------------------------------
 def test_rewrite_always_retrieves():
-    assert routing.DECIDERS["rewrite_query"](state()).to == "retrieve"
+    assert decide(routing.decide_after_rewrite, state()).to == "retrieve"
+    assert decide(routing.decide_after_decompose, state(sub_queries=["a", "b"])).to == "retrieve"
 
 
 def test_web_with_evidence_generates_and_without_falls_back():
-    assert routing.route_after_web_search(state(documents=chunks(1, "web"))) == "generate"
-    assert routing.route_after_web_search(state(documents=[])) == "fallback"
+    assert route(routing.decide_after_web_search, state(documents=chunks(1, "web"))) == "generate"
+    assert route(routing.decide_after_web_search, state(documents=[])) == "fallback"
 
 
 # -- after generate and the checks ----------------------------------------------------------
 def test_generate_goes_through_each_check_that_is_on():
     s = state(citations=CITED)
-    assert routing.route_after_generate(s) == "check_grounding"
+    assert route(routing.decide_after_generate, s) == "check_grounding"
     s = state(options=Options(grounding_check=False), citations=CITED)
-    assert routing.route_after_generate(s) == "grade_answer"
+    assert route(routing.decide_after_generate, s) == "grade_answer"
     s = state(options=Options(grounding_check=False, answer_check=False), citations=CITED)
-    assert routing.route_after_generate(s) == "finalize"
+    assert route(routing.decide_after_generate, s) == "finalize"
 
 
 def test_generate_with_weak_evidence_and_no_checks_finalizes_with_caveat():
     s = state(options=Options(grounding_check=False, answer_check=False), citations=CITED,
               weak_evidence=True, documents=chunks(1))
-    assert routing.route_after_generate(s) == "finalize_with_caveat"
+    assert route(routing.decide_after_generate, s) == "finalize_with_caveat"
 
 
 def test_uncited_answer_falls_back():
-    assert routing.route_after_generate(state(citations=[])) == "fallback"
+    assert route(routing.decide_after_generate, state(citations=[])) == "fallback"
 
 
 def test_grounded_goes_to_answer_check_or_finalize():
-    assert routing.route_after_grounding(state(grounded=True)) == "grade_answer"
+    assert route(routing.decide_after_grounding, state(grounded=True)) == "grade_answer"
     s = state(options=Options(answer_check=False), grounded=True)
-    assert routing.route_after_grounding(s) == "finalize"
+    assert route(routing.decide_after_grounding, s) == "finalize"
 
 
 def test_ungrounded_rewrites_while_budget_left_then_caveat():
     s = state(grounded=False, ungrounded_claims=["x"], rewrites=1)
-    assert routing.route_after_grounding(s) == "rewrite_query"
+    assert route(routing.decide_after_grounding, s) == "rewrite_query"
     s = state(grounded=False, ungrounded_claims=["x"], rewrites=2)
-    d = routing.decide_after_grounding(s)
+    d = decide(routing.decide_after_grounding, s)
     assert d.to == "finalize_with_caveat" and "budget spent" in d.why
 
 
 def test_not_useful_tries_web_then_rewrite_then_caveat():
-    assert routing.route_after_answer_check(state(useful=False)) == "web_search"
-    assert routing.route_after_answer_check(state(useful=False, web_searches=1)) == "rewrite_query"
+    assert route(routing.decide_after_answer_check, state(useful=False)) == "web_search"
+    assert route(routing.decide_after_answer_check, state(useful=False, web_searches=1)) == "rewrite_query"
     s = state(useful=False, web_searches=1, rewrites=2)
-    assert routing.route_after_answer_check(s) == "finalize_with_caveat"
+    assert route(routing.decide_after_answer_check, s) == "finalize_with_caveat"
 
 
 def test_useful_finalizes():
-    assert routing.route_after_answer_check(state(useful=True)) == "finalize"
+    assert route(routing.decide_after_answer_check, state(useful=True)) == "finalize"
     s = state(useful=True, weak_evidence=True, documents=chunks(1))
-    assert routing.route_after_answer_check(s) == "finalize_with_caveat"
+    assert route(routing.decide_after_answer_check, s) == "finalize_with_caveat"
 
 
-@pytest.mark.parametrize("decide", list(routing.DECIDERS.values()))
-def test_routers_never_mutate_state(decide):
+DECIDERS = [getattr(routing, name) for name in dir(routing) if name.startswith("decide_after_")]
+
+
+@pytest.mark.parametrize("decider", DECIDERS, ids=lambda f: f.__name__)
+def test_routers_never_mutate_state(decider):
     s = state(documents=chunks(1), citations=CITED, grounded=False, useful=False,
               ungrounded_claims=["x"], retrieved=chunks(2))
     before = copy.deepcopy(s)
-    decide(s)
+    decide(decider, s)
     assert s == before
+
+
+def test_every_decision_is_a_declared_edge():
+    """Each decider's choices are within the targets its conditional edge declares."""
+    from rag.models import NODE_ORDER
+
+    assert set(routing.TARGETS) | set(routing.FIXED) == set(NODE_ORDER) - {"finalize", "finalize_with_caveat",
+                                                                            "fallback"}
+    assert routing.decide_start(Options()).to in routing.START_TARGETS
+    assert routing.decide_start(Options(decomposition=False)).to in routing.START_TARGETS
 
 
 def test_recursion_limit_covers_the_longest_budgeted_path():

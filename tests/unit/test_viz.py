@@ -7,13 +7,15 @@ import re
 
 import pytest
 
-from rag import viz
+from rag.trace import flow as viz
+from rag.trace import geometry, story, views
 from rag.config import preset_options
 from rag.engines.local import LocalEngine
 from rag.graph.build import build_graph
-from rag.retrieval import lexical_stats
-from rag.runner import Run, make_context, run_question
-from tests.run_fixtures import ABSENT, QUESTION, WEAK_QUESTION
+from rag.store.bm25 import lexical_stats
+from rag.models import Run
+from rag.run import make_context, run_question
+from tests.run_fixtures import QUESTION, WEAK_QUESTION
 
 
 @pytest.fixture(scope="module")
@@ -22,19 +24,17 @@ def ctx(papers_kb):
 
 
 @pytest.fixture(scope="module")
-def answered(ctx) -> Run:
-    """The full pipeline on a question the papers answer (its ending is the engine's call)."""
-    run = run_question(QUESTION, ctx, preset_options("full"))
+def answered(runs) -> Run:
+    """The full pipeline on a question the papers answer (the shared run of tests/conftest.py)."""
+    run = runs["answered"]
     assert run.error is None and run.path[-1] in ("finalize", "finalize_with_caveat"), run.path
     return run
 
 
 @pytest.fixture(scope="module")
-def naive(ctx) -> Run:
-    """Plain single-pass RAG: retrieve, generate, finalize, whatever the engine thinks."""
-    run = run_question(QUESTION, ctx, preset_options("naive"))
-    assert run.path == ["retrieve", "generate", "finalize"], run.stop_reason
-    return run
+def naive(runs) -> Run:
+    """Plain single-pass RAG: retrieve, generate, finalize (the shared run)."""
+    return runs["naive"]
 
 
 @pytest.fixture(scope="module")
@@ -48,10 +48,9 @@ def rewritten(ctx) -> Run:
 
 
 @pytest.fixture(scope="module")
-def abstained(ctx) -> Run:
-    run = run_question(ABSENT, ctx, preset_options("full"))
-    assert run.path[-1] == "fallback", run.stop_reason
-    return run
+def abstained(runs) -> Run:
+    """The full pipeline on a question the papers cannot answer (the shared run)."""
+    return runs["abstained"]
 
 
 def figure_json(run: Run, graph=None) -> dict:
@@ -141,28 +140,29 @@ def test_repeated_nodes_are_labelled_by_visits(rewritten):
 
 def expected_color(event, min_relevant: int) -> str:
     """The colour rule of the brief, restated independently of rag.viz."""
-    d, node = event.detail, event.node
+    d = event.detail if isinstance(event.detail, dict) else event.detail.model_dump(by_alias=True)
+    node = event.node
     if d.get("fallbacks"):  # an engine fallback judgment is never a clean pass
         rest = {k: v for k, v in d.items() if k != "fallbacks"}
         clean = expected_color(event.model_copy(update={"detail": rest}), min_relevant)
-        return viz.COLOR_WEAK if clean == viz.COLOR_OK else clean
+        return views.STATUS_COLORS[views.WEAK] if clean == views.STATUS_COLORS[views.OK] else clean
     if node == "retrieve":
-        return viz.COLOR_OK if d["chunks"] else viz.COLOR_FAILED
+        return views.STATUS_COLORS[views.OK] if d["chunks"] else views.STATUS_COLORS[views.FAILED]
     if node == "grade_documents":
-        return (viz.COLOR_OK if d["evidence"] >= min_relevant else
-                viz.COLOR_WEAK if d["evidence"] else viz.COLOR_FAILED)
+        return (views.STATUS_COLORS[views.OK] if d["evidence"] >= min_relevant else
+                views.STATUS_COLORS[views.WEAK] if d["evidence"] else views.STATUS_COLORS[views.FAILED])
     if node == "web_search":
-        return viz.COLOR_OK if d["results"] else (
-            viz.COLOR_FAILED if d["status"].startswith("failed") else viz.COLOR_WEAK)
+        return views.STATUS_COLORS[views.OK] if d["results"] else (
+            views.STATUS_COLORS[views.FAILED] if d["status"].startswith("failed") else views.STATUS_COLORS[views.WEAK])
     if node == "generate":
-        return (viz.COLOR_FAILED if not d["citations"] else
-                viz.COLOR_WEAK if d["weak_evidence"] else viz.COLOR_OK)
+        return (views.STATUS_COLORS[views.FAILED] if not d["citations"] else
+                views.STATUS_COLORS[views.WEAK] if d["weak_evidence"] else views.STATUS_COLORS[views.OK])
     if node == "check_grounding":
-        return viz.COLOR_OK if d["grounded"] else viz.COLOR_FAILED
+        return views.STATUS_COLORS[views.OK] if d["grounded"] else views.STATUS_COLORS[views.FAILED]
     if node == "grade_answer":
-        return viz.COLOR_OK if d["useful"] else viz.COLOR_FAILED
-    return {"decompose_query": viz.COLOR_OK, "rewrite_query": viz.COLOR_WEAK, "finalize": viz.COLOR_OK,
-            "finalize_with_caveat": viz.COLOR_WEAK, "fallback": viz.COLOR_FAILED}[node]
+        return views.STATUS_COLORS[views.OK] if d["useful"] else views.STATUS_COLORS[views.FAILED]
+    return {"decompose_query": views.STATUS_COLORS[views.OK], "rewrite_query": views.STATUS_COLORS[views.WEAK], "finalize": views.STATUS_COLORS[views.OK],
+            "finalize_with_caveat": views.STATUS_COLORS[views.WEAK], "fallback": views.STATUS_COLORS[views.FAILED]}[node]
 
 
 @pytest.mark.parametrize("which", ["answered", "naive", "rewritten", "abstained"])
@@ -174,25 +174,25 @@ def test_nodes_are_coloured_by_the_verdict_of_their_last_visit(which, request):
         if node in ("__start__", "__end__"):
             continue
         want = (expected_color(last[node], run.options.min_relevant) if node in last
-                else viz.COLOR_NOT_VISITED)
+                else views.STATUS_COLORS[views.NOT_VISITED])
         assert point["color"] == want, (node, last.get(node))
 
 
 def test_colours_of_known_endings(naive, rewritten, abstained):
     ok = node_points(figure_json(naive))
-    assert [ok[n]["color"] for n in naive.path] == [viz.COLOR_OK] * 3
-    assert ok["grade_documents"]["color"] == viz.COLOR_NOT_VISITED
+    assert [ok[n]["color"] for n in naive.path] == [views.STATUS_COLORS[views.OK]] * 3
+    assert ok["grade_documents"]["color"] == views.STATUS_COLORS[views.NOT_VISITED]
 
     weak = node_points(figure_json(rewritten))
     # never min_relevant relevant, two rewrites, a skipped web search, a caveat: amber
     for node in ("grade_documents", "rewrite_query", "web_search", "finalize_with_caveat"):
-        assert weak[node]["color"] == viz.COLOR_WEAK, node
-    assert weak["finalize"]["color"] == viz.COLOR_NOT_VISITED
+        assert weak[node]["color"] == views.STATUS_COLORS[views.WEAK], node
+    assert weak["finalize"]["color"] == views.STATUS_COLORS[views.NOT_VISITED]
 
     bad = node_points(figure_json(abstained))
-    assert bad["fallback"]["color"] == viz.COLOR_FAILED
-    assert bad["grade_documents"]["color"] == viz.COLOR_FAILED  # no relevant chunk at all
-    assert bad["generate"]["color"] == viz.COLOR_NOT_VISITED
+    assert bad["fallback"]["color"] == views.STATUS_COLORS[views.FAILED]
+    assert bad["grade_documents"]["color"] == views.STATUS_COLORS[views.FAILED]  # no relevant chunk at all
+    assert bad["generate"]["color"] == views.STATUS_COLORS[views.NOT_VISITED]
 
 
 def test_hover_shows_each_visit_summary_route_and_detail(rewritten):
@@ -206,7 +206,7 @@ def test_hover_shows_each_visit_summary_route_and_detail(rewritten):
     assert "verdicts:" in grade and "relevant" in grade
     rewrite = plain(points["rewrite_query"]["hover"])
     first = next(e for e in rewritten.events if e.node == "rewrite_query")
-    assert f"strategy: {first.detail['strategy']}" in rewrite
+    assert f"strategy: {first.detail.strategy}" in rewrite
     assert "not visited" in plain(points["finalize"]["hover"])
 
 
@@ -226,7 +226,7 @@ def test_a_run_that_errors_marks_the_node_it_stopped_in(papers_kb):
     assert run.error and "check_grounding" in run.error
     fig = figure_json(run)
     points = node_points(fig)
-    assert points["check_grounding"]["color"] == viz.COLOR_FAILED
+    assert points["check_grounding"]["color"] == views.STATUS_COLORS[views.FAILED]
     assert "grounding engine down" in plain(points["check_grounding"]["hover"])
     assert trace(fig, "path:generate->check_grounding")["line"]["color"] == viz.COLOR_ERROR
     assert any(a.get("name") == "error" for a in fig["layout"]["annotations"])
@@ -252,19 +252,19 @@ def test_an_unknown_node_gets_a_place_instead_of_crashing(answered):
     g.add_edge("finalize", END)
     fig = figure_json(answered, g.compile())
     points = node_points(fig)
-    assert "rerank" in points and points["rerank"]["color"] == viz.COLOR_NOT_VISITED
-    assert points["rerank"]["y"] == viz.EXTRA_ROW_Y
+    assert "rerank" in points and points["rerank"]["color"] == views.STATUS_COLORS[views.NOT_VISITED]
+    assert points["rerank"]["y"] == geometry.EXTRA_ROW_Y
     # the run's own nodes are still shown, even those the given graph lacks
     assert {"grade_documents", "check_grounding"} <= set(points)
 
 
 def test_verdict_rows_are_every_verdict_of_every_grading(rewritten):
-    rows = viz.verdict_rows(rewritten)
+    rows = story.verdict_rows(rewritten)
     gradings = [e for e in rewritten.events if e.node == "grade_documents"]
-    assert len(rows) == sum(len(e.detail["verdicts"]) for e in gradings) == 18
+    assert len(rows) == sum(len(e.detail.verdicts) for e in gradings) == 18
     assert [r["attempt"] for r in rows] == [e.attempt for e in gradings
-                                            for _ in e.detail["verdicts"]]
-    queries = [e.detail["query"] for e in rewritten.events if e.node == "retrieve"]
+                                            for _ in e.detail.verdicts]
+    queries = [e.detail.query for e in rewritten.events if e.node == "retrieve"]
     assert [r["query"] for r in rows[::6]] == queries  # the query each chunk was fetched for
     for r in rows:
         assert set(r) >= {"step", "attempt", "query", "source", "page", "grade", "relevant",
@@ -275,7 +275,7 @@ def test_verdict_rows_are_every_verdict_of_every_grading(rewritten):
 
 
 def test_event_rows_are_one_per_step(rewritten):
-    rows = viz.event_rows(rewritten)
+    rows = story.event_rows(rewritten)
     assert [r["step"] for r in rows] == list(range(1, len(rewritten.events) + 1))
     assert [r["node"] for r in rows] == rewritten.path
     for r, e in zip(rows, rewritten.events):
@@ -286,5 +286,5 @@ def test_event_rows_are_one_per_step(rewritten):
 
 
 def test_no_grading_means_no_verdicts(naive):
-    assert viz.verdict_rows(naive) == []
-    assert len(viz.event_rows(naive)) == 3
+    assert story.verdict_rows(naive) == []
+    assert len(story.event_rows(naive)) == 3

@@ -7,13 +7,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
-from rag.story import ABSTAINED, ANSWERED, CAVEAT, STOP_KINDS, stop_kind
-
-if TYPE_CHECKING:
-    from rag.pricing import Price
-    from rag.runner import Run
+from rag.config import preset_label, preset_of
+from rag.models import GroundingDetail, RewriteDetail, Run
+from rag.trace.pricing import Price, load_prices, run_cost
+from rag.trace.story import ABSTAINED, ANSWERED, CAVEAT, STOP_KINDS, stop_kind
 
 
 def percentile(values: Sequence[float], q: float) -> Optional[float]:
@@ -29,7 +28,7 @@ def percentile(values: Sequence[float], q: float) -> Optional[float]:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-def path_key(run: "Run") -> str:
+def path_key(run: Run) -> str:
     """The run's path as one string, identical consecutive rounds folded: ``(retrieve →
     grade_documents → rewrite_query) ×2 → retrieve → grade_documents → generate → finalize``.
     A round ends with each rewrite_query; the steps before the first retrieve stand alone."""
@@ -90,12 +89,9 @@ class Insights:
     presets: dict[str, int] = field(default_factory=dict)
 
 
-def compute(runs: Sequence["Run"], prices: Mapping[str, "Price"] | None = None, *,
+def compute(runs: Sequence[Run], prices: Mapping[str, Price] | None = None, *,
             top_paths: int = 8) -> Insights:
-    """The :class:`Insights` of ``runs`` (any order). ``prices`` as in :mod:`rag.pricing`."""
-    from rag.pricing import load_prices, run_cost
-    from rag.runs import preset_label, preset_of
-
+    """The :class:`Insights` of ``runs`` (any order). ``prices`` as in :mod:`rag.trace.pricing`."""
     out = Insights(runs=len(runs))
     if not runs:
         return out
@@ -106,14 +102,13 @@ def compute(runs: Sequence["Run"], prices: Mapping[str, "Price"] | None = None, 
     out.rewrite_rate = sum(1 for r in runs if r.rewrites) / len(runs)
     if answered:
         out.mean_rewrites_answered = sum(r.rewrites for r in answered) / len(answered)
-    grounding = [e for r in runs for e in r.events if e.node == "check_grounding"]
+    grounding = [e.detail for r in runs for e in r.events if isinstance(e.detail, GroundingDetail)]
     out.grounding_checks = len(grounding)
-    out.grounding_failures = sum(1 for e in grounding if not (e.detail or {}).get("grounded"))
+    out.grounding_failures = sum(1 for d in grounding if not d.grounded)
     if grounding:
         out.hallucination_rate = out.grounding_failures / len(grounding)
-    out.strategies = dict(Counter(str((e.detail or {}).get("strategy", "unknown"))
-                                  for r in runs for e in r.events
-                                  if e.node == "rewrite_query").most_common())
+    out.strategies = dict(Counter(e.detail.strategy or "unknown" for r in runs for e in r.events
+                                  if isinstance(e.detail, RewriteDetail)).most_common())
     out.paths = Counter(path_key(r) for r in runs).most_common(top_paths)
     order = [ANSWERED, CAVEAT, ABSTAINED]
     counts = Counter(kinds)
@@ -125,17 +120,16 @@ def compute(runs: Sequence["Run"], prices: Mapping[str, "Price"] | None = None, 
     out.llm_calls_per_question = sum(r.llm_calls for r in runs) / len(runs)
     out.tokens_per_question = sum(r.prompt_tokens + r.completion_tokens for r in runs) / len(runs)
     costs = [run_cost(r, prices) for r in runs]
-    out.cost_per_question = None if any(c is None for c in costs) else sum(costs) / len(runs)
+    known = [c for c in costs if c is not None]
+    out.cost_per_question = None if len(known) < len(costs) else sum(known) / len(runs)
     out.presets = dict(Counter(preset_label(preset_of(r.options)) for r in runs).most_common())
     return out
 
 
-def by_pipeline(runs: Sequence["Run"], prices: Mapping[str, "Price"] | None = None) -> list[dict]:
+def by_pipeline(runs: Sequence[Run], prices: Mapping[str, Price] | None = None) -> list[dict]:
     """One row per pipeline (preset name, or ``Custom``), most runs first. Keys: ``pipeline``,
     ``runs``, ``answered``, ``rewrite_rate`` and ``hallucination_rate`` (fractions or None),
     ``llm_calls``, ``tokens`` (means per question), ``p50_ms``."""
-    from rag.runs import preset_label, preset_of
-
     groups: dict[str, list] = {}
     for r in runs:
         groups.setdefault(preset_label(preset_of(r.options)), []).append(r)

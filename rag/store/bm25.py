@@ -1,6 +1,7 @@
-"""Retrieval over a knowledge base: dense (Chroma), BM25 (bm25s) and hybrid by reciprocal rank
-fusion; plus the corpus statistics the offline engine needs. The BM25 index persists under the
-data directory and is rebuilt only when the knowledge base changes."""
+"""The BM25 index of a knowledge base (bm25s) and the corpus statistics the offline engine needs.
+
+The index persists under the data directory and is rebuilt only when the knowledge base changes.
+"""
 
 from __future__ import annotations
 
@@ -13,14 +14,12 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Literal, Optional
+from typing import Iterable, Optional
 
-from rag.graph.state import Chunk
+from rag.models import Chunk
+from rag.store.chroma import PAGE_SIZE
 from rag.text import terms
 
-RetrievalMode = Literal["dense", "bm25", "hybrid"]
-RRF_K = 60
-"""The rank constant of reciprocal rank fusion (Cormack, Clarke & Buettcher 2009)."""
 INDEX_FORMAT = 1
 """Version of the on-disk BM25 layout and of the tokenizer (:func:`rag.text.terms`) it was
 built with: an index saved under another version is rebuilt."""
@@ -168,8 +167,6 @@ def index_path(kb) -> Optional[Path]:
 
 
 def _read_rows(kb) -> Iterable[tuple[str, str]]:
-    from rag.store import PAGE_SIZE
-
     offset = 0
     while True:
         got = kb.collection.get(limit=PAGE_SIZE, offset=offset, include=["documents"])
@@ -209,35 +206,3 @@ def lexical_index(kb) -> LexicalIndex:
 def lexical_stats(kb) -> LexicalStats:
     """Term statistics of ``kb``'s chunks (see :func:`lexical_index`)."""
     return lexical_index(kb).stats
-
-
-def reciprocal_rank_fusion(rankings: list[list[Chunk]], k: int, *, rrf_k: int = RRF_K) -> list[Chunk]:
-    """Fuse ranked lists by RRF: score(d) = sum over lists of 1 / (rrf_k + rank), rank 1-based
-    (Cormack et al. 2009). Returns the top ``k``; ``score`` is normalised to [0, 1] by the
-    best possible fused score."""
-    fused: dict[str, float] = {}
-    first: dict[str, Chunk] = {}
-    for ranking in rankings:
-        for rank, chunk in enumerate(ranking, 1):
-            fused[chunk.id] = fused.get(chunk.id, 0.0) + 1.0 / (rrf_k + rank)
-            first.setdefault(chunk.id, chunk)
-    best = len(rankings) / (rrf_k + 1)
-    order = sorted(fused, key=lambda cid: -fused[cid])[:k]
-    return [first[cid].model_copy(update={"score": round(fused[cid] / best, 4)}) for cid in order]
-
-
-def retrieve(kb, query: str, k: int, mode: RetrievalMode = "bm25") -> list[Chunk]:
-    """The ``k`` best chunks for ``query``, best first (fewer when the KB is small).
-
-    ``dense``: cosine similarity in Chroma. ``bm25``: lexical BM25. ``hybrid``: both, each
-    asked for max(20, 4k) candidates, fused by reciprocal rank fusion.
-    Raises ValueError for an unknown mode.
-    """
-    if mode == "dense":
-        return kb.query(query, k)
-    if mode == "bm25":
-        return lexical_index(kb).search(kb, query, k)
-    if mode == "hybrid":
-        n = max(20, 4 * k)
-        return reciprocal_rank_fusion([kb.query(query, n), lexical_index(kb).search(kb, query, n)], k)
-    raise ValueError(f"unknown retrieval mode {mode!r}; use dense, bm25 or hybrid")

@@ -5,11 +5,20 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
-if TYPE_CHECKING:
-    from rag.graph.state import TraceEvent
-    from rag.runner import Run
+from rag.models import (
+    AnswerCheckDetail,
+    GradedChunk,
+    GradeDetail,
+    GroundingDetail,
+    RetrieveDetail,
+    RewriteDetail,
+    Run,
+    TraceEvent,
+    source_label,
+)
+from rag.trace.pricing import format_cost
 
 ANSWERED = "answered"
 CAVEAT = "caveat"
@@ -27,7 +36,7 @@ STOP_KINDS: dict[str, str] = {
 """Stop kind -> words, for filters and charts."""
 
 
-def stop_kind(run: "Run") -> str:
+def stop_kind(run: Run) -> str:
     """How ``run`` ended: ``answered`` (finalize), ``caveat`` (finalize_with_caveat),
     ``abstained`` (fallback), ``error``, or ``unfinished`` (no terminal node)."""
     if run.error:
@@ -37,7 +46,7 @@ def stop_kind(run: "Run") -> str:
             "fallback": ABSTAINED}.get(last or "", UNFINISHED)
 
 
-def headline(run: "Run") -> str:
+def headline(run: Run) -> str:
     """The stop reason in plain words, e.g. ``Answered with caveat: the rewrite budget (2) was
     spent and 1 claim could not be verified``; a sentence even for a run that has none."""
     if run.stop_reason:
@@ -68,19 +77,18 @@ class Step:
     """Engine fallbacks taken in this step (an LLM error, a parse failure), with why."""
 
 
-def step_label(event: "TraceEvent", run: "Run", visits: int) -> str:
+def step_label(event: TraceEvent, run: Run, visits: int) -> str:
     """``rewrite 2 of 2`` (attempt of the rewrite budget) for rewrite_query; ``retrieve 2 of 3``
     (attempt of the run's visits) for a node visited more than once; else the node's name."""
-    if event.node == "rewrite_query":
-        budget = event.detail.get("budget", run.options.max_rewrites)
-        n = event.detail.get("rewrite", event.attempt)
-        return f"rewrite {n} of {budget}"
+    if isinstance(event.detail, RewriteDetail):
+        budget = event.detail.budget or run.options.max_rewrites
+        return f"rewrite {event.detail.rewrite or event.attempt} of {budget}"
     if visits > 1:
         return f"{event.node} {event.attempt} of {visits}"
     return event.node
 
 
-def steps(run: "Run") -> list[Step]:
+def steps(run: Run) -> list[Step]:
     """Every step of ``run`` in order, with its label, round, decision and reason."""
     visits = Counter(e.node for e in run.events)
     out: list[Step] = []
@@ -94,11 +102,10 @@ def steps(run: "Run") -> list[Step]:
             why = f"stopped by an error: {run.error}"
         else:
             why = "the run ends here"
-        d = e.detail or {}
-        reasoning = str(d.get("reasoning", "") or "")
+        reasoning = str(getattr(e.detail, "reasoning", "") or "")
         out.append(Step(step=e.step, node=e.node, label=step_label(e, run, visits[e.node]),
                         round=round_, decided=e.summary, why=why, next=route.get("to"),
-                        reasoning=reasoning, fallbacks=tuple(str(f) for f in d.get("fallbacks", []))))
+                        reasoning=reasoning, fallbacks=tuple(e.detail.fallbacks)))
         if e.node == "rewrite_query":
             round_ += 1
     return out
@@ -123,7 +130,7 @@ class Round:
         return f"Attempt {self.number}: “{self.query}”{subs}"
 
 
-def rounds(run: "Run") -> list[Round]:
+def rounds(run: Run) -> list[Round]:
     """The run unrolled: one Round per retrieval attempt (a rewrite starts the next), in order.
     Steps after the last retrieval (web search, generation, checks, the ending) stay in the
     last round."""
@@ -133,10 +140,10 @@ def rounds(run: "Run") -> list[Round]:
     events = {e.step: e for e in run.events}
     out = []
     for number, group in by_round.items():
-        first = next((events[s.step].detail for s in group if s.node == "retrieve"), {})
-        subs = tuple(str(q.get("query", "")) for q in first.get("sub_queries", []) or [])
-        out.append(Round(number=number, query=first.get("query", "") or run.question,
-                         steps=group, sub_queries=subs))
+        first = next((d for s in group if isinstance(d := events[s.step].detail, RetrieveDetail)),
+                     RetrieveDetail())
+        out.append(Round(number=number, query=first.query or run.question, steps=group,
+                         sub_queries=tuple(q.query for q in first.sub_queries)))
     return out
 
 
@@ -157,48 +164,79 @@ class Check:
     """Set when the engine fell back (an LLM error, a parse failure), with why."""
 
 
-def checks(run: "Run") -> list[Check]:
+def checks(run: Run) -> list[Check]:
     """Every grounding and answer check of ``run``, in order."""
     out = []
     for e in run.events:
-        d = e.detail or {}
-        fallback = "; ".join(str(f) for f in d.get("fallbacks", [])) or None
-        if e.node == "check_grounding":
-            out.append(Check(step=e.step, kind="grounding", passed=bool(d.get("grounded")),
-                             reasoning=str(d.get("reasoning", "")),
-                             claims=tuple(d.get("ungrounded_claims", []) or ()),
-                             confidence=d.get("confidence"), fallback=fallback))
-        elif e.node == "grade_answer":
-            out.append(Check(step=e.step, kind="answer", passed=bool(d.get("useful")),
-                             reasoning=str(d.get("reasoning", "")), fallback=fallback))
+        d = e.detail
+        fallback = "; ".join(d.fallbacks) or None
+        if isinstance(d, GroundingDetail):
+            out.append(Check(step=e.step, kind="grounding", passed=d.grounded, reasoning=d.reasoning,
+                             claims=tuple(d.ungrounded_claims), confidence=d.confidence, fallback=fallback))
+        elif isinstance(d, AnswerCheckDetail):
+            out.append(Check(step=e.step, kind="answer", passed=d.useful, reasoning=d.reasoning,
+                             fallback=fallback))
     return out
 
 
-def chunk_verdicts(event: "TraceEvent") -> list[dict]:
-    """The verdicts of one grade_documents visit, each on its chunk: ``source``, ``page``
-    (1-based; 0 for web), ``grade`` (high/medium/low), ``relevant``, ``reasoning`` (in full),
-    ``fallback`` (why a fallback judgment was used, or None), ``chunk_id``, ``preview``."""
-    return [{"source": v.get("source", ""), "page": v.get("page", 0),
-             "grade": v.get("grade", v.get("score", "")), "relevant": bool(v.get("relevant")),
-             "reasoning": v.get("reasoning", ""), "fallback": v.get("fallback"),
-             "chunk_id": v.get("id", v.get("chunk_id", "")), "preview": v.get("preview", "")}
-            for v in (event.detail or {}).get("verdicts", [])]
+def chunk_verdicts(event: TraceEvent) -> list[GradedChunk]:
+    """The verdicts of one grade_documents visit, each on its chunk (none for any other node)."""
+    return list(event.detail.verdicts) if isinstance(event.detail, GradeDetail) else []
 
 
-def verdict_line(v: dict) -> str:
+def verdict_rows(run: Run) -> list[dict]:
+    """One row per document verdict, across every grade_documents visit of ``run``, in order (a table).
+
+    Keys: ``step`` (1-based), ``attempt`` (nth grade_documents visit, 1-based), ``query`` (the
+    query or sub-question the chunk was fetched for), ``source``, ``page`` (1-based; 0 for web),
+    ``grade`` (``high``/``medium``/``low``), ``relevant`` (bool), ``reasoning``, ``fallback``
+    (why a fallback judgment was used, or None), ``chunk_id``.
+    """
+    return [{"step": e.step, "attempt": e.attempt, "query": v.query, "source": v.source, "page": v.page,
+             "grade": v.grade, "relevant": v.relevant, "reasoning": v.reasoning, "fallback": v.fallback,
+             "chunk_id": v.id}
+            for e in run.events for v in chunk_verdicts(e)]
+
+
+def verdict_line(v: GradedChunk) -> str:
     """One verdict in words: ``relevant · high · file.pdf p.3 — reason`` (plain text)."""
-    where = v["source"] if not v["page"] else f"{v['source']} p.{v['page']}"
-    line = (f"{'relevant' if v['relevant'] else 'not relevant'} · {v['grade']} · {where} — "
-            f"{v['reasoning']}")
-    if v.get("fallback"):
-        line += f" [fallback: {v['fallback']}]"
-    return line
+    line = (f"{'relevant' if v.relevant else 'not relevant'} · {v.grade} · "
+            f"{source_label(v.source, v.page, v.origin)} — {v.reasoning}")
+    return line + (f" [fallback: {v.fallback}]" if v.fallback else "")
 
 
-def totals_line(run: "Run", cost: Optional[float] = None) -> str:
+def event_rows(run: Run) -> list[dict]:
+    """One row per trace event of ``run``, in step order.
+
+    Keys: ``step`` (1-based), ``node``, ``attempt`` (nth visit to the node, 1-based),
+    ``duration_ms`` (wall time, ms), ``summary``, ``next`` (the node the router chose, None for
+    a terminal node) and ``why`` (the router's reason in plain words, None for a terminal node).
+    """
+    return [{"step": e.step, "node": e.node, "attempt": e.attempt, "duration_ms": e.duration_ms,
+             "summary": e.summary, "next": (e.route or {}).get("to"), "why": (e.route or {}).get("why")}
+            for e in run.events]
+
+
+def totals_line(run: Run, cost: Optional[float] = None) -> str:
     """``13 steps · 2 rewrites · 0 LLM calls · 0 tokens · $0 · 812 ms`` (cost as given)."""
-    from rag.pricing import format_cost
-
     tokens = run.prompt_tokens + run.completion_tokens
     return (f"{len(run.events)} steps · {run.rewrites} rewrite(s) · {run.llm_calls} LLM call(s) · "
             f"{tokens} tokens · {format_cost(cost)} · {run.duration_ms:.0f} ms")
+
+
+def grounded_verdict(run: Run) -> str:
+    """The last grounding check in words: ``grounded``, ``not grounded (2 claims)`` or
+    ``not checked``."""
+    for c in reversed(checks(run)):
+        if c.kind == "grounding":
+            n = len(c.claims)
+            return "grounded" if c.passed else f"not grounded ({n} claim{'s' if n != 1 else ''})"
+    return "not checked"
+
+
+def useful_verdict(run: Run) -> str:
+    """The last answer check in words: ``useful``, ``not useful`` or ``not checked``."""
+    for c in reversed(checks(run)):
+        if c.kind == "answer":
+            return "useful" if c.passed else "not useful"
+    return "not checked"

@@ -8,19 +8,17 @@ filtering. A Run holds no key (keys live only in Settings, which is never stored
 
 from __future__ import annotations
 
+import builtins
 import json
 import sqlite3
 from contextlib import closing, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Optional
+from typing import Iterator, Optional
 
-from rag.config import PRESETS, Options
-from rag.story import stop_kind
-
-if TYPE_CHECKING:
-    from rag.compare import Comparison
-    from rag.runner import Run
+from rag.config import preset_of
+from rag.models import Comparison, Run
+from rag.trace.story import stop_kind
 
 DB_NAME = "runs.sqlite"
 CLI_SESSION = "cli"
@@ -55,20 +53,6 @@ CREATE TABLE IF NOT EXISTS comparisons (
 );
 CREATE INDEX IF NOT EXISTS comparisons_by_session ON comparisons (session_id, created_at);
 """
-
-
-def preset_of(options: Options) -> str:
-    """The preset key whose toggles ``options`` has (``naive``, ``crag``, ``self-rag``,
-    ``full``), or ``custom``."""
-    for key, (_, toggles) in PRESETS.items():
-        if all(getattr(options, k) == v for k, v in toggles.items()):
-            return key
-    return CUSTOM
-
-
-def preset_label(key: str) -> str:
-    """``Corrective RAG (CRAG)`` for ``crag``; ``Custom`` for anything not a preset."""
-    return PRESETS[key][0] if key in PRESETS else "Custom"
 
 
 class RunOwnedElsewhere(PermissionError):
@@ -137,7 +121,7 @@ class RunStore:
 
     # ----------------------------------------------------------------- runs
 
-    def save(self, run: "Run", session_id: str, *, comparison_id: str | None = None) -> None:
+    def save(self, run: Run, session_id: str, *, comparison_id: str | None = None) -> None:
         """Save ``run`` for ``session_id`` (insert, or replace that session's own copy).
 
         Raises RunOwnedElsewhere if a run with this id belongs to another session, and
@@ -157,10 +141,8 @@ class RunStore:
                  preset_of(run.options), run.knowledge_base, comparison_id, len(run.events),
                  run.llm_calls, run.duration_ms, run.model_dump_json()))
 
-    def get(self, run_id: str) -> Optional["Run"]:
+    def get(self, run_id: str) -> Optional[Run]:
         """The run ``run_id`` (from any session), or None."""
-        from rag.runner import Run
-
         with self._db() as db:
             row = db.execute("SELECT data FROM runs WHERE id = ?", (run_id,)).fetchone()
         return Run.model_validate_json(row["data"]) if row else None
@@ -172,7 +154,7 @@ class RunStore:
         return row["session_id"] if row else None
 
     def list(self, session_id: str | None = None, *, query: str | None = None,
-             stop_kinds: Optional[list[str]] = None, limit: int = 200) -> list[RunSummary]:
+             stop_kinds: Optional[list[str]] = None, limit: int = 200) -> builtins.list[RunSummary]:
         """Runs newest first: of ``session_id`` only, or of every session when None; whose
         question contains ``query`` (case-insensitive); ending in one of ``stop_kinds``."""
         where, args = [], []
@@ -194,10 +176,8 @@ class RunStore:
             rows = db.execute(sql, (*args, max(0, int(limit)))).fetchall()
         return [RunSummary(**dict(r)) for r in rows]
 
-    def load(self, session_id: str | None = None, *, limit: int = 5000) -> list["Run"]:
+    def load(self, session_id: str | None = None, *, limit: int = 5000) -> builtins.list[Run]:
         """Whole runs, newest first (of one session, or all when None), for Insights."""
-        from rag.runner import Run
-
         sql = "SELECT data FROM runs" + (" WHERE session_id = ?" if session_id is not None
                                          else "") + " ORDER BY created_at DESC LIMIT ?"
         args = ((session_id,) if session_id is not None else ()) + (max(0, int(limit)),)
@@ -227,7 +207,7 @@ class RunStore:
 
     # ----------------------------------------------------------------- comparisons
 
-    def save_comparison(self, cmp: "Comparison", session_id: str) -> None:
+    def save_comparison(self, cmp: Comparison, session_id: str) -> None:
         """Save a comparison and each of its runs for ``session_id``. Raises RunOwnedElsewhere
         if it (or one of its runs) belongs to another session."""
         if not session_id:
@@ -245,10 +225,8 @@ class RunStore:
                        (cmp.id, session_id, cmp.created_at, cmp.question,
                         json.dumps([r.id for r in cmp.runs]), json.dumps(cmp.labels)))
 
-    def get_comparison(self, cmp_id: str) -> Optional["Comparison"]:
+    def get_comparison(self, cmp_id: str) -> Optional[Comparison]:
         """The comparison ``cmp_id`` with the runs of it that still exist, or None."""
-        from rag.compare import Comparison
-
         with self._db() as db:
             row = db.execute("SELECT * FROM comparisons WHERE id = ?", (cmp_id,)).fetchone()
         if row is None:
@@ -260,7 +238,7 @@ class RunStore:
                           labels=[p[0] for p in pairs], runs=[p[1] for p in pairs])
 
     def list_comparisons(self, session_id: str | None = None, *,
-                         limit: int = 100) -> list[ComparisonSummary]:
+                         limit: int = 100) -> builtins.list[ComparisonSummary]:
         """Comparisons newest first, of ``session_id`` or of every session when None."""
         sql = "SELECT * FROM comparisons" + (" WHERE session_id = ?" if session_id is not None
                                               else "") + " ORDER BY created_at DESC LIMIT ?"

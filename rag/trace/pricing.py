@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Mapping, NamedTuple, Optional
+from typing import Mapping, NamedTuple, Optional
 
-if TYPE_CHECKING:
-    from rag.graph.state import TraceEvent
-    from rag.runner import Run
+from rag.models import Run, TraceEvent
+from rag.trace.views import view
 
 
 class Price(NamedTuple):
@@ -36,14 +35,6 @@ DEFAULT_PRICES: dict[str, Price] = {
 
 PRICES_ENV = "RAG_PRICES_JSON"
 
-NODE_ROLES: dict[str, str] = {
-    "grade_documents": "grader",
-    "grade_answer": "grader",
-    "generate": "generator",
-    "rewrite_query": "generator",
-    "check_grounding": "generator",
-}
-"""Which of ``Run.models`` a node's LLM calls use; any other node is taken as ``generator``."""
 
 
 def load_prices(env: Mapping[str, str] | None = None) -> dict[str, Price]:
@@ -95,16 +86,12 @@ def price_of(model: str | None, prices: Mapping[str, Price]) -> Optional[Price]:
     return prices[max(matches, key=len)] if matches else None
 
 
-def event_model(event: "TraceEvent", run: "Run") -> Optional[str]:
-    """The model a node visit used: ``detail["model"]`` when the engine recorded it, else the
-    run's model for the node's role (:data:`NODE_ROLES`); None for the offline engine."""
-    model = (event.detail or {}).get("model")
-    if model:
-        return str(model)
-    return (run.models or {}).get(NODE_ROLES.get(event.node, "generator"))
+def event_model(event: TraceEvent, run: Run) -> Optional[str]:
+    """The run's model for the node's role (``rag.trace.views.VIEWS``); None for the offline engine."""
+    return (run.models or {}).get(view(event.node).role)
 
 
-def event_cost(event: "TraceEvent", run: "Run",
+def event_cost(event: TraceEvent, run: Run,
                prices: Mapping[str, Price] | None = None) -> Optional[float]:
     """USD spent by one node visit; 0.0 when it used no tokens, None when its model has no
     price in ``prices`` (default :func:`load_prices`)."""
@@ -116,15 +103,16 @@ def event_cost(event: "TraceEvent", run: "Run",
     return (event.prompt_tokens * price.input + event.completion_tokens * price.output) / 1e6
 
 
-def run_cost(run: "Run", prices: Mapping[str, Price] | None = None) -> Optional[float]:
+def run_cost(run: Run, prices: Mapping[str, Price] | None = None) -> Optional[float]:
     """USD spent by the whole run (sum over its events); 0.0 for an offline run, None when
     any event used a model with no price (see :func:`unpriced_models`)."""
     prices = load_prices() if prices is None else prices
     costs = [event_cost(e, run, prices) for e in run.events]
-    return None if any(c is None for c in costs) else round(sum(costs), 6)
+    known = [c for c in costs if c is not None]
+    return None if len(known) < len(costs) else round(sum(known), 6)
 
 
-def unpriced_models(run: "Run", prices: Mapping[str, Price] | None = None) -> list[str]:
+def unpriced_models(run: Run, prices: Mapping[str, Price] | None = None) -> list[str]:
     """Models that spent tokens in ``run`` but have no price, sorted."""
     prices = load_prices() if prices is None else prices
     return sorted({event_model(e, run) or "unknown" for e in run.events
@@ -132,7 +120,7 @@ def unpriced_models(run: "Run", prices: Mapping[str, Price] | None = None) -> li
                    and price_of(event_model(e, run), prices) is None})
 
 
-def node_totals(run: "Run", prices: Mapping[str, Price] | None = None) -> list[dict]:
+def node_totals(run: Run, prices: Mapping[str, Price] | None = None) -> list[dict]:
     """One row per node of ``run``, in the order first visited: ``node``, ``visits``,
     ``duration_ms`` (summed), ``llm_calls``, ``tokens`` (prompt + completion) and ``cost``
     (text, see :func:`format_cost`; ``n/a`` when a visit used a model with no price)."""

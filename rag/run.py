@@ -1,66 +1,25 @@
-"""Run one question through the graph and collect a Run: answer, citations, path, trace, totals."""
+"""Run one question through the graph (a Run), or one question under several pipelines (a Comparison)."""
 
 from __future__ import annotations
 
 import time
-import uuid
-from typing import Callable, Optional
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import Any, Callable, Iterator, Optional, Sequence, cast
 
-from pydantic import BaseModel, Field
-
-from rag.config import Options, Settings
+from rag.config import DEFAULT_COLLECTION, MAX_PIPELINES, MIN_PIPELINES, Options, Settings
+from rag.engines import make_engine
 from rag.graph.build import build_graph
-from rag.graph.nodes import RunContext
-from rag.graph.state import Citation, TraceEvent
-
-
-class Run(BaseModel):
-    """Everything about one run of the graph. Durations in ms; ``created_at`` is UNIX seconds."""
-
-    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
-    question: str
-    options: Options
-    engine: str
-    models: dict[str, str] = Field(default_factory=dict)
-    knowledge_base: str = "default"
-    answer: str = ""
-    citations: list[Citation] = Field(default_factory=list)
-    path: list[str] = Field(default_factory=list)
-    """Node names in the order they ran."""
-    events: list[TraceEvent] = Field(default_factory=list)
-    stop_reason: str = ""
-    """Why the run ended, in plain words."""
-    llm_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    duration_ms: float = 0.0
-    created_at: float = Field(default_factory=time.time)
-    error: Optional[str] = None
-    """Set when the run was stopped by an error; the answer then says so."""
-    error_node: Optional[str] = None
-    """The node that raised the error (the route target of the last event)."""
-
-    @property
-    def rewrites(self) -> int:
-        return sum(1 for e in self.events if e.node == "rewrite_query")
-
-    def cli_json(self) -> dict:
-        """The shape ``python -m rag ask --json`` prints."""
-        return {"run_id": self.id, "answer": self.answer,
-                "citations": [{"n": c.n, "source": c.source, "page": c.page,
-                               "chunk_id": c.chunk_id, "origin": c.origin} for c in self.citations],
-                "path": self.path, "events": [e.model_dump() for e in self.events],
-                "stop_reason": self.stop_reason, "llm_calls": self.llm_calls,
-                "engine": self.engine, "duration_ms": self.duration_ms}
+from rag.graph.context import RunContext
+from rag.graph.routing import decide_start
+from rag.models import Comparison, Run, TraceEvent
+from rag.web import make_web_search
 
 
 def make_context(settings: Settings, kb, *, web=None, engine=None) -> RunContext:
     """The run context for ``kb``: the LLM engine when an OpenAI key is configured, else the
     offline engine (unless ``engine`` is given); Tavily web search when a Tavily key is
     configured (unless ``web`` is given)."""
-    from rag.engines import make_engine
-    from rag.web import make_web_search
-
     if engine is None:
         engine = make_engine(settings, kb)
     if web is None:
@@ -83,20 +42,23 @@ def run_question(question: str, context: RunContext, options: Options | None = N
     if not question:
         raise ValueError("the question is empty")
     options = options or Options()
+    context = replace(context, options=options)
     events: list[TraceEvent] = []
     final: dict = {}
     started = time.perf_counter()
     error = error_node = None
     try:
-        for mode, data in build_graph().stream(
-                {"question": question, "options": options, "query": question},
-                config={"recursion_limit": options.recursion_limit()},
-                context=context, stream_mode=["custom", "values"]):
+        # With a list of modes, LangGraph yields (mode, data) pairs; its stubs do not say so.
+        stream = cast(Iterator[tuple[str, Any]], build_graph().stream(
+            {"question": question, "route": decide_start(options)},
+            config={"recursion_limit": options.recursion_limit()},
+            context=context, stream_mode=["custom", "values"]))
+        for mode, data in stream:
             if mode == "custom" and data.get("kind") == "token":
                 if on_token is not None:
                     on_token(data["text"])
             elif mode == "custom":
-                event = TraceEvent.model_validate(data["event"])
+                event = data["event"]
                 events.append(event)
                 if on_event is not None:
                     on_event(event)
@@ -107,7 +69,7 @@ def run_question(question: str, context: RunContext, options: Options | None = N
         error = f"{type(exc).__name__} in {error_node}: {str(exc)[:300]}"
     run = Run(question=question, options=options, engine=context.engine.name,
               models=dict(getattr(context.engine, "models", {}) or {}),
-              knowledge_base=getattr(context.kb, "name", "default"),
+              knowledge_base=getattr(context.kb, "name", DEFAULT_COLLECTION),
               events=events, path=[e.node for e in events],
               duration_ms=round((time.perf_counter() - started) * 1000, 3),
               llm_calls=sum(e.llm_calls for e in events),
@@ -122,3 +84,36 @@ def run_question(question: str, context: RunContext, options: Options | None = N
         run.citations = list(final.get("citations", []))
         run.stop_reason = final.get("stop_reason", "")
     return run
+
+
+def run_comparison(question: str, context: "RunContext",
+                   pipelines: Sequence[tuple[str, Options]], *,
+                   on_event: Optional[Callable[[int, "TraceEvent"], None]] = None,
+                   concurrent: bool = True) -> Comparison:
+    """Run ``question`` under every pipeline, at the same time (one thread each; the compiled
+    graph is shared and the engines are read-only), and return the Comparison, runs in the
+    order of ``pipelines``.
+
+    ``on_event(i, event)`` is called from the worker threads as pipeline ``i`` makes progress.
+    A pipeline whose graph fails still yields its Run (with ``error`` set). Latencies of
+    concurrent runs include their contention. Raises ValueError for an empty question or a
+    count of pipelines outside 2..4.
+    """
+    question = (question or "").strip()
+    if not question:
+        raise ValueError("the question is empty")
+    if not MIN_PIPELINES <= len(pipelines) <= MAX_PIPELINES:
+        raise ValueError(f"compare {MIN_PIPELINES} to {MAX_PIPELINES} pipelines "
+                         f"(got {len(pipelines)})")
+
+    def one(i: int) -> Run:
+        callback = (lambda e: on_event(i, e)) if on_event else None
+        return run_question(question, context, pipelines[i][1], on_event=callback)
+
+    if concurrent:
+        with ThreadPoolExecutor(max_workers=len(pipelines),
+                                thread_name_prefix="retrace-compare") as pool:
+            runs = list(pool.map(one, range(len(pipelines))))
+    else:
+        runs = [one(i) for i in range(len(pipelines))]
+    return Comparison(question=question, labels=[label for label, _ in pipelines], runs=runs)

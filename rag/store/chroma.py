@@ -12,10 +12,10 @@ import chromadb
 from chromadb.api import ClientAPI
 from chromadb.api.types import EmbeddingFunction
 
-from rag.config import Settings
-from rag.embeddings import embedding_identity
-from rag.graph.state import Chunk
+from rag.config import DEFAULT_COLLECTION, Settings
 from rag.ingest.types import ChunkRecord
+from rag.models import Chunk
+from rag.store.embeddings import embedding_identity, make_embedding_function
 
 _NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,61}[a-zA-Z0-9]$")
 PAGE_SIZE = 2000  # rows per Chroma get(); keeps memory flat on large collections
@@ -295,12 +295,10 @@ def _to_chunk(cid: str, text: str, meta: dict, score: float = 0.0) -> Chunk:
                  doc_sha=str(meta.get("doc_sha", "")), score=round(score, 4))
 
 
-def open_knowledge_base(settings: Settings, name: str = "default",
+def open_knowledge_base(settings: Settings, name: str = DEFAULT_COLLECTION,
                         embedding_function: EmbeddingFunction | None = None,
                         client: ClientAPI | None = None) -> KnowledgeBase:
     """Open (creating on first write) the knowledge base ``name`` for ``settings``."""
-    from rag.embeddings import make_embedding_function
-
     ef = embedding_function or make_embedding_function(settings)
     return KnowledgeBase(client or make_client(settings), name, ef, data_dir=settings.data_dir)
 

@@ -1,29 +1,62 @@
-"""``python -m rag bench qa|retrieval|ingest|scale``: run the benchmarks of :mod:`rag.bench`
-with a progress bar on stderr, then print a table (or JSON with ``--json``)."""
+"""``python -m rag bench qa|retrieval|ingest|scale``.
+
+Run the benchmarks of :mod:`rag.bench`
+with a progress bar on stderr, then print a table (or JSON with ``--json``, the table then on
+stderr).
+"""
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from rag.config import PRESETS, Settings
+from tqdm import tqdm
 
-SHARED_HOTPOTQA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hotpotqa"
-"""The shared HotpotQA sample (../shared/data/hotpotqa from the project root): the default
-text source of ``bench scale``."""
+from rag.bench.data import (
+    SHARED_DATA_ENV,
+    BeirData,
+    CorpusIndex,
+    format_table,
+    index_corpus,
+    load_beir,
+    ratio,
+    read_jsonl,
+    shared_data_dir,
+)
+from rag.bench.ingest import bench_ingest
+from rag.bench.qa import QaRun, run_qa, summarize_qa
+from rag.bench.retrieval import retrieval_recall
+from rag.bench.scale import bench_scale, fill_store
+from rag.cli._common import SharedArgs
+from rag.config import PRESETS, Settings, preset_options
+from rag.store.chroma import KnowledgeBase, open_knowledge_base
+
+POSITION = 50
+HELP = "benchmarks on real data (qa, retrieval, ingest, scale)"
+
+QA_COLUMNS = [("preset", "preset"), ("retrieval", "retrieval"), ("questions", "questions"),
+              ("recall_all", "recall_all"), ("recall_any", "recall_any"),
+              ("answer_hit", "answer_hit"), ("llm_calls_mean", "llm calls"),
+              ("rewrites_mean", "rewrites"), ("steps_mean", "steps"),
+              ("latency_ms_p50", "p50 ms"), ("latency_ms_p95", "p95 ms"),
+              ("graph_overhead_ms_per_step", "graph ms/step"),
+              ("recall_all_vs", "recall_all vs {base}"), ("answer_hit_vs", "answer_hit vs {base}"),
+              ("latency_vs", "p50 vs {base}")]
+"""``bench qa`` table columns: (key, header); ``{base}`` is the baseline preset."""
 
 
-def _bar(desc: str, total: int | None = None):
-    from tqdm import tqdm
-
+# -- shared by the benchmarks ----------------------------------------------------------------
+def _bar(desc: str, total: int | None = None) -> tqdm:
     return tqdm(total=total, desc=desc, file=sys.stderr, unit="q", mininterval=0.5,
                 dynamic_ncols=True, leave=True)
 
 
-def _progress(bar):
+def _progress(bar: tqdm) -> Callable[[int, int], None]:
     def update(done: int, total: int) -> None:
         bar.total = total
         bar.n = done
@@ -32,7 +65,7 @@ def _progress(bar):
     return update
 
 
-def _bench_settings(args) -> Settings:
+def _bench_settings(args: argparse.Namespace) -> Settings:
     settings = Settings.from_env()
     data_dir = Path(args.data_dir) if args.data_dir else settings.data_dir / "bench"
     return settings.with_(data_dir=data_dir)
@@ -44,17 +77,11 @@ def _corpus_collection(corpus: Path, prefix: str) -> str:
     return f"{prefix}-{stem or 'corpus'}-{digest}"
 
 
-def _open(args, settings: Settings, default_name: str):
-    from rag.store import open_knowledge_base
-
-    return open_knowledge_base(settings, args.collection or default_name)
-
-
-def _index(args, settings):
-    from rag.bench import index_corpus, load_beir
-
+def _index(args: argparse.Namespace, settings: Settings
+           ) -> tuple[BeirData, KnowledgeBase, CorpusIndex]:
     data = load_beir(Path(args.corpus), Path(args.queries), Path(args.qrels), limit=args.limit)
-    kb = _open(args, settings, _corpus_collection(Path(args.corpus), "bench"))
+    name = args.collection or _corpus_collection(Path(args.corpus), "bench")
+    kb = open_knowledge_base(settings, name)
     with _bar("indexing corpus") as bar:
         bar.unit = "doc"
         index = index_corpus(kb, data.corpus, on_progress=_progress(bar))
@@ -64,20 +91,21 @@ def _index(args, settings):
     return data, kb, index
 
 
-QA_COLUMNS = [("preset", "preset"), ("retrieval", "retrieval"), ("questions", "questions"),
-              ("recall_all", "recall_all"), ("recall_any", "recall_any"),
-              ("answer_hit", "answer_hit"), ("llm_calls_mean", "llm calls"),
-              ("rewrites_mean", "rewrites"), ("steps_mean", "steps"),
-              ("latency_ms_p50", "p50 ms"), ("latency_ms_p95", "p95 ms"),
-              ("graph_overhead_ms_per_step", "graph ms/step"),
-              ("recall_all_vs", "recall_all vs {base}"), ("answer_hit_vs", "answer_hit vs {base}"),
-              ("latency_vs", "p50 vs {base}")]
+def _emit(args: argparse.Namespace, result, table: str) -> None:
+    """The table on stdout; with ``--json``, ``result`` as JSON on stdout and the table on stderr."""
+    if args.json:
+        print(json.dumps(result, indent=2))
+        print(table, file=sys.stderr)
+    else:
+        print(table)
 
 
-def cmd_bench_qa(args) -> int:
-    from rag.bench import QaRun, run_qa, summarize_qa
-    from rag.config import preset_options
+# -- bench qa --------------------------------------------------------------------------------
+def _qa_presets(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """``(requested, presets)``: the presets asked for, and those to run.
 
+    Naive runs first as the baseline unless ``--no-baseline``. Raises ValueError for an unknown preset.
+    """
     requested = []
     for item in args.preset or ["full"]:
         for name in item.split(","):
@@ -91,8 +119,10 @@ def cmd_bench_qa(args) -> int:
         presets.remove("naive")
     if "naive" in requested or not args.no_baseline:
         presets.insert(0, "naive")  # the baseline runs first, in the same process and store
-    settings = _bench_settings(args)
-    data, kb, index = _index(args, settings)
+    return requested, presets
+
+
+def _qa_overrides(args: argparse.Namespace) -> dict:
     overrides: dict = {"top_k": args.k}
     if args.retrieval:
         overrides["retrieval"] = args.retrieval
@@ -101,6 +131,20 @@ def cmd_bench_qa(args) -> int:
         if not sep or not key.strip():
             raise ValueError(f"--option wants KEY=VALUE, got {item!r}")
         overrides[key.strip()] = value.strip()  # Options validates and converts (pydantic)
+    return overrides
+
+
+def cmd_bench_qa(args: argparse.Namespace) -> int:
+    """``bench qa``: every question through the graph once per preset. Returns 0.
+
+    Raises:
+        ValueError: an unknown preset, a malformed ``--option`` or a bad data file.
+        OSError: a data file cannot be read.
+    """
+    requested, presets = _qa_presets(args)
+    settings = _bench_settings(args)
+    data, kb, index = _index(args, settings)
+    overrides = _qa_overrides(args)
     qa = QaRun(index=index)
     started = time.perf_counter()
     for name in presets:
@@ -117,18 +161,12 @@ def cmd_bench_qa(args) -> int:
           f"{time.perf_counter() - started:.1f} s (after indexing)", file=sys.stderr)
     rows = qa.with_ratios()
     shown = [r for r in rows if r["preset"] in requested] if "naive" not in requested else rows
-    table = format_qa(rows)
-    if args.json:
-        print(json.dumps(shown[0] if len(shown) == 1 else shown, indent=2))
-        print(table, file=sys.stderr)
-    else:
-        print(table)
+    _emit(args, shown[0] if len(shown) == 1 else shown, format_qa(rows))
     return 0
 
 
 def format_qa(rows: list[dict]) -> str:
-    from rag.bench import format_table
-
+    """The ``bench qa`` table of :meth:`rag.bench.qa.QaRun.with_ratios` rows."""
     flat = [{**r, "recall_all_vs": r["vs_baseline"]["recall_all"],
              "answer_hit_vs": r["vs_baseline"]["answer_hit"],
              "latency_vs": r["vs_baseline"]["latency_ms_p50"]} for r in rows]
@@ -136,9 +174,9 @@ def format_qa(rows: list[dict]) -> str:
     return format_table(flat, [(key, head.format(base=base)) for key, head in QA_COLUMNS])
 
 
-def cmd_bench_retrieval(args) -> int:
-    from rag.bench import format_table, ratio, retrieval_recall
-
+# -- bench retrieval -------------------------------------------------------------------------
+def cmd_bench_retrieval(args: argparse.Namespace) -> int:
+    """``bench retrieval``: recall@k of each mode alone; the first is the baseline. Returns 0."""
     settings = _bench_settings(args)
     data, kb, index = _index(args, settings)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -154,17 +192,16 @@ def cmd_bench_retrieval(args) -> int:
                                 ("recall_mean", f"recall@{args.k}"),
                                 ("latency_ms_p50", "p50 ms"), ("latency_ms_p95", "p95 ms"),
                                 ("recall_all_vs_first", f"recall_all vs {base['mode']}")])
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        print(table, file=sys.stderr)
-    else:
-        print(table)
+    _emit(args, rows, table)
     return 0
 
 
+# -- bench ingest ----------------------------------------------------------------------------
 def format_ingest(result: dict) -> str:
-    from rag.bench import format_table, ratio
+    """The ``bench ingest`` table of a :func:`rag.bench.ingest.bench_ingest` result.
 
+    Under a line with the files, pages and chunks measured.
+    """
     ours = result["pipeline"]
     rows = []
     floor, ref = result["baselines"]["pypdf_parse"], result["baselines"]["langchain_reference"]
@@ -200,20 +237,23 @@ def format_ingest(result: dict) -> str:
     return head + "\n" + table
 
 
-DEFAULT_OCR_FILES = ("../shared/data/tricky-pdfs/ocrmypdf__c02-22.pdf",
-                     "../shared/data/tricky-pdfs/ocrmypdf__linn.pdf")
-"""Scanned PDFs OCR'd by ``bench ingest`` when they exist (linn has its true text beside it)."""
+OCR_FILES = ("tricky-pdfs/ocrmypdf__c02-22.pdf", "tricky-pdfs/ocrmypdf__linn.pdf")
+"""Scanned PDFs in the shared data that ``bench ingest`` OCRs by default (linn has its true
+text beside it, for the character error rate)."""
 
 
-def _ocr_files(args) -> list[str]:
+def _ocr_files(args: argparse.Namespace) -> list[Path]:
     if args.ocr_files is None:
-        return [f for f in DEFAULT_OCR_FILES if Path(f).is_file()]
-    return list(args.ocr_files)
+        return [p for p in (shared_data_dir() / f for f in OCR_FILES) if p.is_file()]
+    return [Path(p) for p in args.ocr_files]
 
 
-def cmd_bench_ingest(args) -> int:
-    from rag.bench import bench_ingest
+def cmd_bench_ingest(args: argparse.Namespace) -> int:
+    """``bench ingest``: ingestion throughput against pypdf and LangChain.
 
+    Returns:
+        0, or 1 when our pipeline failed on a file.
+    """
     settings = _bench_settings(args)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     result = bench_ingest(args.paths, workdir=settings.data_dir, chunk_size=args.chunk_size,
@@ -222,21 +262,16 @@ def cmd_bench_ingest(args) -> int:
                           ocr_files=_ocr_files(args),
                           on_stage=lambda name: print(f"measuring {name} ...", file=sys.stderr,
                                                       flush=True))
-    table = format_ingest(result)
-    if args.json:
-        print(json.dumps(result, indent=2))
-        print(table, file=sys.stderr)
-    else:
-        print(table)
+    _emit(args, result, format_ingest(result))
     return 1 if result["pipeline"]["failed"] else 0
 
 
-def cmd_bench_scale(args) -> int:
-    from rag.bench import bench_scale, fill_store, format_table, read_jsonl
-    from rag.store import open_knowledge_base
-
-    corpus = Path(args.corpus) if args.corpus else SHARED_HOTPOTQA / "corpus.jsonl"
-    queries = Path(args.queries) if args.queries else SHARED_HOTPOTQA / "queries.jsonl"
+# -- bench scale -----------------------------------------------------------------------------
+def cmd_bench_scale(args: argparse.Namespace) -> int:
+    """``bench scale``: retrieval latency per mode in a store of ``--chunks`` chunks. Returns 0."""
+    hotpotqa = shared_data_dir() / "hotpotqa"
+    corpus = Path(args.corpus) if args.corpus else hotpotqa / "corpus.jsonl"
+    queries = Path(args.queries) if args.queries else hotpotqa / "queries.jsonl"
     settings = _bench_settings(args)
     name = args.collection or f"bench-scale-{args.chunks}"
     kb = open_knowledge_base(settings, name)
@@ -257,35 +292,28 @@ def cmd_bench_scale(args) -> int:
     table += (f"\n{result['chunks']} chunks, k={result['k']}, {result['queries']} queries per mode; "
               f"BM25 index built in {result['bm25_build_s']} s, loaded after a restart in "
               f"{result.get('bm25_load_s')} s ({result.get('bm25_build_vs_load')}x faster)")
-    if args.json:
-        print(json.dumps(result, indent=2))
-        print(table, file=sys.stderr)
-    else:
-        print(table)
+    _emit(args, result, table)
     return 0
 
 
-def add_bench_commands(sub) -> None:
-    """Register ``bench`` and its subcommands on the top-level subparsers ``sub``."""
-    bench = sub.add_parser("bench", help="benchmarks on real data (qa, retrieval, ingest, scale)")
+# -- the parsers -----------------------------------------------------------------------------
+def _beir_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--corpus", required=True, help="corpus.jsonl (_id, title, text)")
+    p.add_argument("--queries", required=True, help="queries.jsonl (_id, text, answers)")
+    p.add_argument("--qrels", required=True, help="qrels TSV with a header")
+    p.add_argument("--k", type=int, default=6, help="chunks given to the generator (default 6)")
+    p.add_argument("--limit", type=int, help="only the first N questions")
+
+
+def register(commands, shared: SharedArgs) -> None:
+    """Add ``bench`` and its subcommands to the top-level subparsers ``commands``."""
+    bench = commands.add_parser("bench", help=HELP)
     bsub = bench.add_subparsers(dest="bench_command", required=True)
+    stores = [shared.bench_dir, shared.bench_collection, shared.json]
 
-    def common(p, *, collection: bool = True) -> None:
-        p.add_argument("--data-dir", help="where benchmark stores live "
-                                          "(default: $RAG_DATA_DIR/bench, i.e. ./data/bench)")
-        if collection:
-            p.add_argument("--collection", help="knowledge base name (default: derived from the data)")
-        p.add_argument("--json", action="store_true", help="print one JSON result on stdout")
-
-    def beir(p) -> None:
-        p.add_argument("--corpus", required=True, help="corpus.jsonl (_id, title, text)")
-        p.add_argument("--queries", required=True, help="queries.jsonl (_id, text, answers)")
-        p.add_argument("--qrels", required=True, help="qrels TSV with a header")
-        p.add_argument("--k", type=int, default=6, help="chunks given to the generator (default 6)")
-        p.add_argument("--limit", type=int, help="only the first N questions")
-
-    p = bsub.add_parser("qa", help="questions through the graph: recall, answers, cost, latency")
-    beir(p)
+    p = bsub.add_parser("qa", help="questions through the graph: recall, answers, cost, latency",
+                        parents=stores)
+    _beir_args(p)
     p.add_argument("--preset", action="append",
                    help="naive, crag, self-rag, full or all; repeat or comma-separate "
                         "(default full; naive always runs first as the baseline)")
@@ -294,17 +322,16 @@ def add_bench_commands(sub) -> None:
     p.add_argument("--no-baseline", action="store_true", help="do not add the naive baseline")
     p.add_argument("--option", action="append", metavar="KEY=VALUE",
                    help="any run option for every preset, e.g. max_rewrites=3 (repeatable)")
-    common(p)
     p.set_defaults(func=cmd_bench_qa)
 
-    p = bsub.add_parser("retrieval", help="recall@k of each retrieval mode alone")
-    beir(p)
+    p = bsub.add_parser("retrieval", help="recall@k of each retrieval mode alone", parents=stores)
+    _beir_args(p)
     p.add_argument("--modes", default="dense,bm25,hybrid",
                    help="comma-separated; the first is the baseline (default dense,bm25,hybrid)")
-    common(p)
     p.set_defaults(func=cmd_bench_retrieval)
 
-    p = bsub.add_parser("ingest", help="ingestion throughput against pypdf and LangChain")
+    p = bsub.add_parser("ingest", help="ingestion throughput against pypdf and LangChain",
+                        parents=[shared.bench_dir, shared.json])
     p.add_argument("paths", nargs="+", help="files or directories (.pdf, .txt, .md)")
     p.add_argument("--workers", type=int, help="PDF parsing processes (default: one per core)")
     p.add_argument("--repeat", type=int, default=1,
@@ -315,17 +342,17 @@ def add_bench_commands(sub) -> None:
                    help="skip the LangChain reference (needs langchain-community, langchain-chroma)")
     p.add_argument("--ocr-files", nargs="*", metavar="PDF",
                    help="scanned PDFs for OCR pages/s and, where X.txt sits beside X.pdf, the "
-                        "character error rate (default: c02-22 and linn from the shared "
+                        f"character error rate (default: c02-22 and linn in ${SHARED_DATA_ENV}/"
                         "tricky-pdfs; give none to skip)")
-    common(p, collection=False)
     p.set_defaults(func=cmd_bench_ingest)
 
-    p = bsub.add_parser("scale", help="retrieval latency in a store of many chunks")
+    shared_hotpotqa = f"${SHARED_DATA_ENV}/hotpotqa, ${SHARED_DATA_ENV} defaulting to ../shared/data"
+    p = bsub.add_parser("scale", help="retrieval latency in a store of many chunks", parents=stores)
     p.add_argument("--chunks", type=int, default=100_000, help="store size (default 100000)")
-    p.add_argument("--corpus", help="text source, corpus.jsonl (default: the shared HotpotQA)")
-    p.add_argument("--queries", help="queries.jsonl (default: the shared HotpotQA questions)")
+    p.add_argument("--corpus", help=f"text source, corpus.jsonl (default: the shared HotpotQA's, "
+                                    f"in {shared_hotpotqa})")
+    p.add_argument("--queries", help=f"queries.jsonl (default: the shared HotpotQA questions, "
+                                     f"in {shared_hotpotqa})")
     p.add_argument("--queries-limit", type=int, default=200, help="queries per mode (default 200)")
     p.add_argument("--k", type=int, default=6)
-    common(p)
     p.set_defaults(func=cmd_bench_scale)
-

@@ -8,15 +8,15 @@ from __future__ import annotations
 import html
 import json
 import time
-from typing import TYPE_CHECKING, Iterable, Mapping, Optional
+from typing import Iterable, Mapping, Optional
 
-from rag import story
-from rag.pricing import format_cost, load_prices, run_cost
-
-if TYPE_CHECKING:
-    from rag.compare import Comparison
-    from rag.pricing import Price
-    from rag.runner import Run
+from rag.config import TOGGLES, preset_label, preset_of
+from rag.models import Comparison, GradeDetail, Run
+from rag.trace import story
+from rag.trace.charts import path_figure, timeline_figure
+from rag.trace.pricing import Price, format_cost, load_prices, run_cost
+from rag.trace.replay import replay_figure
+from rag.trace.story import grounded_verdict, useful_verdict
 
 REDACTED = "[redacted]"
 RUN_FORMAT = "retrace.run/1"
@@ -64,14 +64,12 @@ def _e(text) -> str:
 # --------------------------------------------------------------------------- JSON
 
 
-def _run_record(run: "Run", prices) -> dict:
-    from rag.runs import preset_label, preset_of
-
+def _run_record(run: Run, prices) -> dict:
     return {"stop_kind": story.stop_kind(run), "preset": preset_label(preset_of(run.options)),
             "cost_usd": run_cost(run, prices), "run": run.model_dump(mode="json")}
 
 
-def run_json(run: "Run", *, prices: Mapping[str, "Price"] | None = None,
+def run_json(run: Run, *, prices: Mapping[str, Price] | None = None,
              secrets: Iterable[Optional[str]] = ()) -> str:
     """``run`` as an indented JSON document: ``format`` (``retrace.run/1``), ``exported_at``
     (UNIX s), ``stop_kind``, ``preset``, ``cost_usd`` (null when a model has no price) and
@@ -81,7 +79,7 @@ def run_json(run: "Run", *, prices: Mapping[str, "Price"] | None = None,
     return redact(json.dumps(doc, indent=2, ensure_ascii=False, default=str), secrets)
 
 
-def comparison_json(cmp: "Comparison", *, prices: Mapping[str, "Price"] | None = None,
+def comparison_json(cmp: Comparison, *, prices: Mapping[str, Price] | None = None,
                     secrets: Iterable[Optional[str]] = ()) -> str:
     """A comparison as JSON: ``format`` (``retrace.comparison/1``), ``id``, ``question``,
     ``created_at``, ``exported_at`` and ``pipelines`` (each ``label`` plus the fields of
@@ -123,12 +121,8 @@ def _tag(ok: bool, yes: str, no: str) -> str:
     return f'<span class="tag {"yes" if ok else "no"}">{_e(yes if ok else no)}</span>'
 
 
-def _facts(run: "Run", prices) -> str:
-    from rag.runs import preset_label, preset_of
-
+def _facts(run: Run, prices) -> str:
     o = run.options
-    from rag.compare import TOGGLES
-
     switches = ", ".join(f"{k.replace('_', ' ')} {'on' if getattr(o, k) else 'off'}"
                          for k in TOGGLES)
     models = ", ".join(f"{k} {v}" for k, v in sorted(run.models.items())) or "none (offline)"
@@ -144,12 +138,12 @@ def _facts(run: "Run", prices) -> str:
                                               for k, v in rows) + "</table>")
 
 
-def _answer(run: "Run", h: int = 3) -> str:
+def _answer(run: Run, h: int = 3) -> str:
     parts = [f'<div class="card answer">{_e(run.answer or "(no answer)")}</div>']
     if run.citations:
         items = []
         for c in run.citations:
-            where = f"{c.source} (web)" if c.origin == "web" else f"{c.source}, p. {c.page}"
+            where = c.label() + (" (web)" if c.origin == "web" else "")
             text = (f"<details><summary>chunk text</summary><div class=\"answer\">{_e(c.text)}"
                     f"</div></details>" if c.text else "")
             items.append(f"<li><b>[{c.n}]</b> {_e(where)} <span class=\"muted\">"
@@ -158,7 +152,7 @@ def _answer(run: "Run", h: int = 3) -> str:
     return "".join(parts)
 
 
-def _steps(run: "Run", h: int = 3) -> str:
+def _steps(run: Run, h: int = 3) -> str:
     out = []
     for r in story.rounds(run):
         items = []
@@ -174,21 +168,19 @@ def _steps(run: "Run", h: int = 3) -> str:
     return "".join(out)
 
 
-def _verdicts(run: "Run", h: int = 3) -> str:
+def _verdicts(run: Run, h: int = 3) -> str:
     out = []
     for e in run.events:
-        if e.node != "grade_documents":
+        if not isinstance(e.detail, GradeDetail):
             continue
         rows = []
-        for v in story.chunk_verdicts(e):
-            fb = f'<span class="tag fallback">fallback: {_e(v["fallback"])}</span>' \
-                if v["fallback"] else ""
-            rows.append(f"<tr><td>{_tag(v['relevant'], 'relevant', 'not relevant')}</td>"
-                        f"<td>{_e(v['grade'])}</td><td>{_e(v['source'])}</td>"
-                        f"<td>{_e(v['page'] or '')}</td><td class=\"reason\">{_e(v['reasoning'])}"
-                        f" {fb}</td></tr>")
-        out.append(f"<h{h}>Step {e.step}: grading {e.attempt} — query "
-                   f"“{_e(e.detail.get('query', ''))}”</h{h}><table><tr><th>Verdict</th><th>Score</th><th>File</th><th>Page</th>"
+        for v in e.detail.verdicts:
+            fb = f'<span class="tag fallback">fallback: {_e(v.fallback)}</span>' if v.fallback else ""
+            rows.append(f"<tr><td>{_tag(v.relevant, 'relevant', 'not relevant')}</td>"
+                        f"<td>{_e(v.grade)}</td><td>{_e(v.source)}</td><td>{_e(v.page or '')}</td>"
+                        f"<td class=\"reason\">{_e(v.reasoning)} {fb}</td></tr>")
+        out.append(f"<h{h}>Step {e.step}: grading {e.attempt} — query “{_e(e.detail.query)}”</h{h}>"
+                   f"<table><tr><th>Verdict</th><th>Score</th><th>File</th><th>Page</th>"
                    f"<th>Reason</th></tr>{''.join(rows)}</table>")
     for c in story.checks(run):
         name = "Grounding check" if c.kind == "grounding" else "Answer check"
@@ -203,9 +195,7 @@ def _verdicts(run: "Run", h: int = 3) -> str:
     return "".join(out) or "<p class=\"muted\">No chunk was graded and no check ran in this run.</p>"
 
 
-def _run_body(run: "Run", prices, figures: _Figures, graph, prefix: str, h: int = 2) -> str:
-    from rag.figures import replay_figure, timeline_figure
-
+def _run_body(run: Run, prices, figures: _Figures, graph, prefix: str, h: int = 2) -> str:
     kind = story.stop_kind(run)
     return (f'<p class="q"><b>Question:</b> {_e(run.question)}</p>'
             f'<div class="stop {kind}">{_e(story.headline(run))}</div>'
@@ -219,7 +209,7 @@ def _run_body(run: "Run", prices, figures: _Figures, graph, prefix: str, h: int 
             f"<h{h}>Answer</h{h}>{_answer(run, h + 1)}")
 
 
-def run_html(run: "Run", *, prices: Mapping[str, "Price"] | None = None,
+def run_html(run: Run, *, prices: Mapping[str, Price] | None = None,
              secrets: Iterable[Optional[str]] = (), graph=None) -> str:
     """One self-contained HTML page for ``run``: the question and stop reason, the facts
     (pipeline, engine, totals and cost), the flow with its replay (slider and Play), every step
@@ -231,22 +221,18 @@ def run_html(run: "Run", *, prices: Mapping[str, "Price"] | None = None,
     return redact(_page(f"Retrace: {run.question[:80]}", body), secrets)
 
 
-def comparison_html(cmp: "Comparison", *, prices: Mapping[str, "Price"] | None = None,
+def comparison_html(cmp: Comparison, *, prices: Mapping[str, Price] | None = None,
                     secrets: Iterable[Optional[str]] = (), graph=None) -> str:
     """One self-contained HTML page for a comparison: the pipelines side by side (answer,
     citations, path, LLM calls, tokens, cost, latency, grounded and useful verdicts), then each
     run in full as in :func:`run_html`. plotly.js is embedded inline once."""
-    from rag.compare import grounded_verdict, useful_verdict
-    from rag.figures import path_figure
-
     prices = load_prices() if prices is None else prices
     figures = _Figures()
     cols = []
     for i, (label, run) in enumerate(zip(cmp.labels, cmp.runs)):
         tokens = run.prompt_tokens + run.completion_tokens
         kind = story.stop_kind(run)
-        cites = "".join(f"<li>[{c.n}] {_e(c.source)}{'' if c.origin == 'web' else f', p. {c.page}'}"
-                        f"</li>" for c in run.citations)
+        cites = "".join(f"<li>[{c.n}] {_e(c.label())}</li>" for c in run.citations)
         cols.append(
             f'<div class="card"><h3>{_e(label)}</h3><div class="stop {kind}">'
             f"{_e(story.headline(run))}</div>"

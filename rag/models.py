@@ -1,0 +1,341 @@
+"""The records every part of Retrace shares: Chunk, Citation, Verdict, TraceEvent, Run, Comparison,
+and the graph's node names."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
+
+from rag.config import DEFAULT_COLLECTION, Options
+
+DECOMPOSE_QUERY = "decompose_query"
+RETRIEVE = "retrieve"
+GRADE_DOCUMENTS = "grade_documents"
+REWRITE_QUERY = "rewrite_query"
+WEB_SEARCH = "web_search"
+GENERATE = "generate"
+CHECK_GROUNDING = "check_grounding"
+GRADE_ANSWER = "grade_answer"
+FINALIZE = "finalize"
+FINALIZE_WITH_CAVEAT = "finalize_with_caveat"
+FALLBACK = "fallback"
+
+NODE_ORDER = (DECOMPOSE_QUERY, RETRIEVE, GRADE_DOCUMENTS, REWRITE_QUERY, WEB_SEARCH, GENERATE, CHECK_GROUNDING,
+              GRADE_ANSWER, FINALIZE, FINALIZE_WITH_CAVEAT, FALLBACK)
+"""Every node, in the order a run meets them first."""
+TERMINALS = (FINALIZE, FINALIZE_WITH_CAVEAT, FALLBACK)
+"""The nodes that end a run."""
+
+
+class Chunk(BaseModel):
+    """A retrievable piece of evidence: a chunk of an indexed document, or a web result.
+
+    ``page`` is 1-based (0 for web results); ``score`` is the retriever's similarity in [0, 1]
+    (cosine for dense retrieval), higher is better.
+    """
+
+    id: str
+    text: str
+    source: str
+    """File name for documents, URL for web results."""
+    page: int = 0
+    index: int = 0
+    """0-based chunk index within its document."""
+    doc_sha: str = ""
+    score: float = 0.0
+    origin: Literal["kb", "web"] = "kb"
+    title: str = ""
+
+    def label(self) -> str:
+        """Human label: ``file.pdf p.3`` or the URL."""
+        return source_label(self.source, self.page, self.origin)
+
+
+class Verdict(BaseModel):
+    """A relevance verdict on one chunk for one query (the output of grade_documents)."""
+
+    chunk_id: str
+    source: str
+    page: int
+    query: str
+    relevant: bool
+    score: Literal["high", "medium", "low"]
+    reasoning: str
+    attempt: int = 1
+    """Which grade_documents visit produced this verdict (1-based)."""
+    fallback: Optional[str] = None
+    """Set when the engine could not judge and a fallback judgment was used, with why."""
+
+
+PREVIEW_CHARS = 240
+"""How much of a chunk's text a trace keeps (ChunkView.preview), in characters."""
+
+
+class ChunkView(BaseModel):
+    """A chunk as the trace keeps it: where it is from, its score, and a preview of its text."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str = ""
+    source: str = ""
+    page: int = 0
+    """1-based; 0 for web results."""
+    origin: Literal["kb", "web"] = "kb"
+    score: float = 0.0
+    preview: str = ""
+    """The first PREVIEW_CHARS characters of the chunk's text."""
+
+    @classmethod
+    def of(cls, chunk: Chunk) -> ChunkView:
+        """The view of ``chunk``."""
+        return cls(id=chunk.id, source=chunk.source, page=chunk.page, origin=chunk.origin,
+                   score=chunk.score, preview=chunk.text[:PREVIEW_CHARS])
+
+    def label(self) -> str:
+        """``file.pdf p.3``, or the URL of a web result."""
+        return source_label(self.source, self.page, self.origin)
+
+
+class GradedChunk(ChunkView):
+    """A chunk with its relevance verdict, as grade_documents records it."""
+
+    query: str = ""
+    """The query or sub-question that retrieved the chunk."""
+    graded_against: str = ""
+    """The question the chunk was judged against (the sub-question for a decomposed question)."""
+    relevant: bool = False
+    grade: str = ""
+    """``high``, ``medium`` or ``low``."""
+    reasoning: str = ""
+    cached: bool = False
+    fallback: Optional[str] = None
+    """Why a fallback judgment was used, or None."""
+
+
+class SubQueryHits(BaseModel):
+    """The chunk ids one sub-question retrieved."""
+
+    query: str
+    chunks: list[str] = Field(default_factory=list)
+
+
+class CitationRef(BaseModel):
+    """A ``[n]`` marker of a generated answer and the chunk it cites (``page`` 1-based, 0 for web)."""
+
+    n: int
+    chunk_id: str
+    source: str = ""
+    page: int = 0
+
+
+class NodeDetail(BaseModel):
+    """What a node records beyond its summary; each node has its own subclass (:data:`DETAIL_TYPES`)."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, serialize_by_alias=True)
+
+    fallbacks: list[str] = Field(default_factory=list)
+    """Engine fallbacks taken in this step (an LLM error, a parse failure), with why."""
+
+
+class DecomposeDetail(NodeDetail):
+    """decompose_query: the plan for a multi-hop or comparison question."""
+
+    kind: str = "single"
+    """``single``, ``bridge`` or ``comparison``."""
+    sub_questions: list[str] = Field(default_factory=list)
+    reasoning: str = ""
+    first_hop: list[ChunkView] = Field(default_factory=list)
+    """The chunks a first retrieval for the whole question returned."""
+
+
+class RetrieveDetail(NodeDetail):
+    """retrieve: the query, the mode, and what came back (best first)."""
+
+    query: str = ""
+    top_k: int = 0
+    mode: str = "bm25"
+    chunks: list[ChunkView] = Field(default_factory=list)
+    sub_queries: list[SubQueryHits] = Field(default_factory=list)
+    """Per sub-question hits, when the question was decomposed."""
+
+
+class GradeDetail(NodeDetail):
+    """grade_documents: every verdict with its reason, and the evidence kept."""
+
+    question: str = ""
+    query: str = ""
+    verdicts: list[GradedChunk] = Field(default_factory=list)
+    relevant: int = 0
+    """How many retrieved chunks were judged relevant."""
+    evidence: int = 0
+    """How many chunks the evidence holds after this visit (capped at top_k)."""
+
+
+class RewriteDetail(NodeDetail):
+    """rewrite_query: the new query, the strategy, and why."""
+
+    from_query: Optional[str] = Field(None, alias="from")
+    query: str = ""
+    strategy: str = ""
+    reasoning: str = ""
+    rewrite: int = 0
+    """This rewrite's number, 1-based."""
+    budget: int = 0
+    """Options.max_rewrites."""
+    ungrounded_claims: list[str] = Field(default_factory=list)
+
+
+class WebSearchDetail(NodeDetail):
+    """web_search: the query, the outcome (``3 web results``, ``skipped: …``, ``failed: …``), results."""
+
+    query: str = ""
+    status: str = ""
+    results: list[ChunkView] = Field(default_factory=list)
+
+
+class GenerateDetail(NodeDetail):
+    """generate: the answer with its [n] markers, the evidence it saw, and its citations."""
+
+    answer: str = ""
+    evidence: list[ChunkView] = Field(default_factory=list)
+    citations: list[CitationRef] = Field(default_factory=list)
+    weak_evidence: bool = False
+
+
+class GroundingDetail(NodeDetail):
+    """check_grounding (Self-RAG IsSup): is every claim supported by the chunks it cites."""
+
+    grounded: bool = False
+    ungrounded_claims: list[str] = Field(default_factory=list)
+    confidence: float = 0.0
+    """In [0, 1]."""
+    reasoning: str = ""
+
+
+class AnswerCheckDetail(NodeDetail):
+    """grade_answer (Self-RAG IsUse): does the answer address the question."""
+
+    useful: bool = False
+    reasoning: str = ""
+
+
+class EndDetail(NodeDetail):
+    """finalize, finalize_with_caveat and fallback: why the run ended, in plain words."""
+
+    stop_reason: str = ""
+    caveat: str = ""
+    """The caveat put before the answer (finalize_with_caveat only)."""
+
+
+DETAIL_TYPES: dict[str, type[NodeDetail]] = {
+    DECOMPOSE_QUERY: DecomposeDetail, RETRIEVE: RetrieveDetail, GRADE_DOCUMENTS: GradeDetail,
+    REWRITE_QUERY: RewriteDetail, WEB_SEARCH: WebSearchDetail, GENERATE: GenerateDetail,
+    CHECK_GROUNDING: GroundingDetail, GRADE_ANSWER: AnswerCheckDetail, FINALIZE: EndDetail,
+    FINALIZE_WITH_CAVEAT: EndDetail, FALLBACK: EndDetail,
+}
+"""Node name -> the type of its TraceEvent.detail."""
+
+
+class TraceEvent(BaseModel):
+    """What one node did: appended by every node, and streamed live (custom stream mode).
+
+    ``step`` is 1-based over the run; ``attempt`` is the nth visit to this node (1-based);
+    ``started_at`` is a UNIX time in seconds; ``duration_ms`` is wall time in milliseconds.
+    ``detail`` is the node's own record (:data:`DETAIL_TYPES`); a run saved before details were
+    typed (a plain dict) is migrated when it is read.
+    """
+
+    step: int
+    node: str
+    attempt: int
+    started_at: float
+    duration_ms: float
+    summary: str
+    detail: SerializeAsAny[NodeDetail] = Field(default_factory=NodeDetail)
+    route: Optional[dict[str, str]] = None
+    """``{"to": next node, "why": plain words}``; None for terminal nodes."""
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _typed_detail(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not isinstance(data.get("detail"), NodeDetail):
+            kind = DETAIL_TYPES.get(str(data.get("node")), NodeDetail)
+            data = {**data, "detail": kind.model_validate(data.get("detail") or {})}
+        return data
+
+
+def source_label(source: str, page: int, origin: str = "kb") -> str:
+    """How every view names a source: ``file.pdf p.3``, ``file.md`` (no page), or the URL."""
+    return source if origin == "web" or not page else f"{source} p.{page}"
+
+
+class Citation(BaseModel):
+    """Answer marker ``[n]`` -> the chunk it cites. ``n`` is 1-based; ``page`` 1-based (0 for web)."""
+
+    n: int
+    chunk_id: str
+    source: str
+    page: int
+    origin: Literal["kb", "web"] = "kb"
+    text: str = ""
+
+    def label(self) -> str:
+        """``file.pdf p.3``, or the URL of a web result."""
+        return source_label(self.source, self.page, self.origin)
+
+
+class Run(BaseModel):
+    """Everything about one run of the graph. Durations in ms; ``created_at`` is UNIX seconds."""
+
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    question: str
+    options: Options
+    engine: str
+    models: dict[str, str] = Field(default_factory=dict)
+    knowledge_base: str = DEFAULT_COLLECTION
+    answer: str = ""
+    citations: list[Citation] = Field(default_factory=list)
+    path: list[str] = Field(default_factory=list)
+    """Node names in the order they ran."""
+    events: list[TraceEvent] = Field(default_factory=list)
+    stop_reason: str = ""
+    """Why the run ended, in plain words."""
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    duration_ms: float = 0.0
+    created_at: float = Field(default_factory=time.time)
+    error: Optional[str] = None
+    """Set when the run was stopped by an error; the answer then says so."""
+    error_node: Optional[str] = None
+    """The node that raised the error (the route target of the last event)."""
+
+    @property
+    def rewrites(self) -> int:
+        return sum(1 for e in self.events if e.node == "rewrite_query")
+
+    def cli_json(self) -> dict:
+        """The shape ``python -m rag ask --json`` prints."""
+        return {"run_id": self.id, "answer": self.answer,
+                "citations": [{"n": c.n, "source": c.source, "page": c.page,
+                               "chunk_id": c.chunk_id, "origin": c.origin} for c in self.citations],
+                "path": self.path, "events": [e.model_dump() for e in self.events],
+                "stop_reason": self.stop_reason, "llm_calls": self.llm_calls,
+                "engine": self.engine, "duration_ms": self.duration_ms}
+
+
+class Comparison(BaseModel):
+    """One question answered by several pipelines. ``labels[i]`` names ``runs[i]``
+    (``Naive RAG``, ``Full``, ``Custom: grading, rewriting``); ``created_at`` is UNIX seconds."""
+
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    question: str
+    created_at: float = Field(default_factory=time.time)
+    labels: list[str] = Field(default_factory=list)
+    runs: list[Run] = Field(default_factory=list)

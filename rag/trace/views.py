@@ -1,0 +1,227 @@
+"""The one table of per-node views: how each node is placed, coloured, described and priced.
+
+Every view of a trace (the flow and its hover text, the replay, the timeline, the Trace page,
+the HTML export, the cost table) asks :data:`VIEWS` about a node instead of coding what the
+node means itself. Adding a node means adding its function in ``rag/graph/`` and its row here.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
+
+from rag.models import (
+    CHECK_GROUNDING,
+    DECOMPOSE_QUERY,
+    FALLBACK,
+    FINALIZE,
+    FINALIZE_WITH_CAVEAT,
+    GENERATE,
+    GRADE_ANSWER,
+    GRADE_DOCUMENTS,
+    RETRIEVE,
+    REWRITE_QUERY,
+    WEB_SEARCH,
+    AnswerCheckDetail,
+    DecomposeDetail,
+    EndDetail,
+    GenerateDetail,
+    GradeDetail,
+    GroundingDetail,
+    NodeDetail,
+    RetrieveDetail,
+    RewriteDetail,
+    TraceEvent,
+    WebSearchDetail,
+    source_label,
+)
+
+OK = "ok"
+WEAK = "weak"
+FAILED = "failed"
+VISITED = "visited"
+"""Visited, with no verdict of its own."""
+NOT_VISITED = "not_visited"
+
+STATUS_COLORS = {OK: "#2e9e5b", WEAK: "#f0b429", FAILED: "#d64545", VISITED: "#5b7db1",
+                 NOT_VISITED: "#eef0f3"}
+"""Status -> box fill: green passed, amber weak/retried/caveat, red failed/abstained, blue visited."""
+STATUS_TEXT_COLORS = {OK: "#ffffff", WEAK: "#1f2937", FAILED: "#ffffff", VISITED: "#ffffff",
+                      NOT_VISITED: "#8a93a3"}
+STATUS_LABELS = {OK: "passed", WEAK: "weak / retried / caveat", FAILED: "failed / abstained",
+                 NOT_VISITED: "not visited"}
+
+GRADER = "grader"
+GENERATOR = "generator"
+
+
+def short(text: object, limit: int = 140) -> str:
+    """``text`` on one line, cut at a word boundary to at most ``limit`` characters with an ellipsis."""
+    flat = " ".join(str(text).split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    if " " in cut[limit // 2:]:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:") + "…"
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """How the views show one node. Functions take the node's typed detail (``rag.models.DETAIL_TYPES``)."""
+
+    position: tuple[float, float]
+    """Where the flow figure draws the node, in data units."""
+    status: Callable[[NodeDetail, int], str] = field(default=lambda d, min_relevant: VISITED)
+    """(detail, Options.min_relevant) -> OK, WEAK, FAILED or VISITED: the verdict of one visit."""
+    lines: Callable[[NodeDetail], list[str]] = field(default=lambda d: [])
+    """A compact plain-text account of the visit (counts, strategy, query), for hover text."""
+    items: Callable[[NodeDetail], list[str]] = field(default=lambda d: [])
+    """The visit's list of things in full (sub-questions, results, citations, claims), plain text."""
+    role: str = GENERATOR
+    """Which of ``Run.models`` the node's LLM calls use (pricing)."""
+
+
+def _retrieve_lines(d: NodeDetail) -> list[str]:
+    assert isinstance(d, RetrieveDetail)
+    best = ", ".join(f"{c.label()} ({c.score:.2f})" for c in d.chunks[:3])
+    return [f"query: {short(d.query)}",
+            f"{len(d.chunks)} chunks (top_k {d.top_k})" + (f"; best: {best}" if best else "")]
+
+
+def _grade_status(d: NodeDetail, min_relevant: int) -> str:
+    assert isinstance(d, GradeDetail)
+    return OK if d.evidence >= min_relevant else WEAK if d.evidence > 0 else FAILED
+
+
+def _grade_lines(d: NodeDetail) -> list[str]:
+    assert isinstance(d, GradeDetail)
+    grades = Counter(v.grade for v in d.verdicts)
+    n_rel = sum(v.relevant for v in d.verdicts)
+    out = [f"verdicts: {n_rel} relevant / {len(d.verdicts) - n_rel} not (high {grades['high']}, "
+           f"medium {grades['medium']}, low {grades['low']}); evidence {d.evidence}"]
+    if fallbacks := sum(1 for v in d.verdicts if v.fallback):
+        out.append(f"{fallbacks} fallback judgment(s)")
+    return out
+
+
+def _rewrite_lines(d: NodeDetail) -> list[str]:
+    assert isinstance(d, RewriteDetail)
+    out = [f"strategy: {d.strategy}; rewrite {d.rewrite} of {d.budget}", f"query: {short(d.query)}"]
+    return out + ([f"why: {short(d.reasoning)}"] if d.reasoning else [])
+
+
+def _web_status(d: NodeDetail, min_relevant: int) -> str:
+    assert isinstance(d, WebSearchDetail)
+    return FAILED if d.status.startswith("failed") else OK if d.results else WEAK
+
+
+def _generate_status(d: NodeDetail, min_relevant: int) -> str:
+    assert isinstance(d, GenerateDetail)
+    return FAILED if not d.citations else WEAK if d.weak_evidence else OK
+
+
+def _generate_lines(d: NodeDetail) -> list[str]:
+    assert isinstance(d, GenerateDetail)
+    return [f"{len(d.citations)} citations from {len(d.evidence)} chunks of evidence"
+            + ("; weak evidence" if d.weak_evidence else "")]
+
+
+def _grounding_lines(d: NodeDetail) -> list[str]:
+    assert isinstance(d, GroundingDetail)
+    out = [f"grounded: {d.grounded}; confidence {d.confidence:.2f}; "
+           f"{len(d.ungrounded_claims)} ungrounded claim(s)"]
+    return out + ([f"e.g. {short(d.ungrounded_claims[0], 100)}"] if d.ungrounded_claims else [])
+
+
+def _answer_lines(d: NodeDetail) -> list[str]:
+    assert isinstance(d, AnswerCheckDetail)
+    return [f"useful: {d.useful}"] + ([f"why: {short(d.reasoning)}"] if d.reasoning else [])
+
+
+def _caveat_lines(d: NodeDetail) -> list[str]:
+    assert isinstance(d, EndDetail)
+    return [short(d.caveat)] if d.caveat else []
+
+
+def _sub_questions(d: NodeDetail) -> list[str]:
+    assert isinstance(d, DecomposeDetail)
+    return [f"sub-question: {q}" for q in d.sub_questions]
+
+
+def _new_query(d: NodeDetail) -> list[str]:
+    assert isinstance(d, RewriteDetail)
+    return [f"{d.strategy} · new query: “{d.query}”"]
+
+
+def _results(d: NodeDetail) -> list[str]:
+    assert isinstance(d, WebSearchDetail)
+    return [r.source for r in d.results]
+
+
+def _citations(d: NodeDetail) -> list[str]:
+    assert isinstance(d, GenerateDetail)
+    return [f"[{c.n}] {source_label(c.source, c.page)}" for c in d.citations]
+
+
+def _claims(d: NodeDetail) -> list[str]:
+    assert isinstance(d, GroundingDetail)
+    return [f"ungrounded: {c}" for c in d.ungrounded_claims]
+
+
+def _passed(flag: str) -> Callable[[NodeDetail, int], str]:
+    return lambda d, min_relevant: OK if getattr(d, flag) else FAILED
+
+
+def _always(status: str) -> Callable[[NodeDetail, int], str]:
+    return lambda d, min_relevant: status
+
+
+# Hand-placed layout: the main line left to right at y=0, the corrections (rewrite_query,
+# web_search) above, the other endings below. web_search sits over check_grounding and fallback
+# under generate so that the web_search -> fallback edge crosses the main line between two boxes.
+VIEWS: dict[str, NodeView] = {
+    DECOMPOSE_QUERY: NodeView((-0.75, 1.25), _always(OK), items=_sub_questions),
+    RETRIEVE: NodeView((0.0, 0.0), lambda d, m: OK if isinstance(d, RetrieveDetail) and d.chunks else FAILED,
+                       _retrieve_lines),
+    GRADE_DOCUMENTS: NodeView((1.5, 0.0), _grade_status, _grade_lines, role=GRADER),
+    REWRITE_QUERY: NodeView((0.75, 1.25), _always(WEAK), _rewrite_lines, _new_query),
+    WEB_SEARCH: NodeView((4.5, 1.25), _web_status,
+                         lambda d: [f"status: {getattr(d, 'status', '')}; {len(getattr(d, 'results', []))} results"],
+                         _results),
+    GENERATE: NodeView((3.0, 0.0), _generate_status, _generate_lines, _citations),
+    CHECK_GROUNDING: NodeView((4.5, 0.0), _passed("grounded"), _grounding_lines, _claims),
+    GRADE_ANSWER: NodeView((6.0, 0.0), _passed("useful"), _answer_lines, role=GRADER),
+    FINALIZE: NodeView((7.5, 0.0), _always(OK)),
+    FINALIZE_WITH_CAVEAT: NodeView((6.75, -1.25), _always(WEAK), _caveat_lines),
+    FALLBACK: NodeView((3.0, -1.25), _always(FAILED)),
+}
+"""Node name -> its view. A node missing here still shows (grey, in an extra row, priced as generator)."""
+
+_UNKNOWN = NodeView((0.0, 0.0))
+
+
+def view(node: str) -> NodeView:
+    """The view of ``node`` (a neutral one for a node the table does not know)."""
+    return VIEWS.get(node, _UNKNOWN)
+
+
+def event_status(event: TraceEvent, min_relevant: int = 2) -> str:
+    """The verdict of one node visit: ``ok``, ``weak``, ``failed`` or ``visited`` (no verdict).
+
+    ``min_relevant`` is the run's Options.min_relevant (grade_documents is ``ok`` when the
+    evidence it left reaches it). Engine fallbacks make an otherwise ``ok`` visit ``weak``.
+    """
+    status = view(event.node).status(event.detail, min_relevant)
+    return WEAK if status == OK and event.detail.fallbacks else status
+
+
+def detail_lines(event: TraceEvent) -> list[str]:
+    """The node's plain-text account of one visit, plus engine fallbacks and LLM usage."""
+    out = list(view(event.node).lines(event.detail))
+    if event.detail.fallbacks:
+        out.append(f"engine fallback: {short(event.detail.fallbacks[0], 100)}")
+    if event.llm_calls:
+        out.append(f"{event.llm_calls} LLM call(s), {event.prompt_tokens}+{event.completion_tokens} tokens")
+    return out
