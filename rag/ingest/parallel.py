@@ -38,6 +38,7 @@ TEST_HOOK_ENV = "RETRACE_TEST_PAUSE_AFTER_WORKERS_START"
 they have started, then sleeps (at most 120 s) so a test can kill it at a known point."""
 
 _progress_queue = None  # set in each worker by _init_worker
+_inherited_engine = None  # the parent's OCR engine in a forked worker: kept, never used
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -72,10 +73,14 @@ def _init_worker(parent_pid: int, pypdf_log_level: int, queue) -> None:
     logging.getLogger("pypdf").setLevel(pypdf_log_level)
     _progress_queue = queue
     # A forked child inherits the parent's module state: a PDFium lock another thread held at
-    # the fork, and an OCR engine whose onnxruntime threads did not survive it.
+    # the fork, and an OCR engine whose onnxruntime threads did not survive it. That engine
+    # must never be freed here (its destructor waits on those threads forever): it is kept
+    # referenced, the worker builds its own, and the worker leaves through os._exit.
     from rag.ingest import loaders, ocr
 
     loaders._PDFIUM_LOCK = threading.RLock()
+    global _inherited_engine
+    _inherited_engine = ocr._engine
     ocr._engine = None
     ocr._engine_lock = threading.Lock()
 

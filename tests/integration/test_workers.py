@@ -76,3 +76,29 @@ def test_workers_exit_when_the_ingest_is_killed(tmp_path: Path) -> None:
         for pid in workers:  # never leave the orphans of a failed run behind
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+_OCR_THEN_POOL = """
+import sys
+from pathlib import Path
+from rag.ingest.loaders import load_document
+from rag.ingest.parallel import PrefetchingLoader
+papers = Path(sys.argv[1])
+scan = papers.parent / "tricky-pdfs" / "ocrmypdf__c02-22.pdf"
+assert load_document(scan.name, scan.read_bytes()).ocr_pages == (1,)  # as the app after one scan
+data = [(p.name, p.read_bytes()) for p in (papers / "2005.11401v4_lewis_rag.pdf",
+                                          papers / "2310.11511v1_self_rag.pdf")]
+with PrefetchingLoader(data, lambda name: None, lambda sha: False, workers=2) as loader:
+    assert loader.parallel
+    print(sum(len(loader.load(n, d).pages) for n, d in data))
+"""
+
+
+@pytest.mark.slow
+def test_workers_start_in_a_process_that_holds_the_ocr_engine() -> None:
+    """A forked worker used to free the inherited onnxruntime session and hang forever in its
+    destructor, and the ingest with it."""
+    out = subprocess.run([sys.executable, "-c", _OCR_THEN_POOL, str(PAPERS)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "49"
