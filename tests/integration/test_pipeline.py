@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
 from rag.ingest.pipeline import ChunkSettings, ingest_files
-from tests.conftest import LEWIS, PAPERS, SELF_RAG, TRICKY
+from tests.conftest import LEWIS, PAPERS, ROOT, SELF_RAG, TRICKY
 
 ENCRYPTED = TRICKY / "pypdf__encryption__r4-aes-user-password.pdf"
 SCANNED = TRICKY / "ocrmypdf__c02-22.pdf"
