@@ -31,18 +31,43 @@ QUESTION_WORDS = frozenset(
 )
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+# Scripts written without spaces between words: Hangul Jamo, Hiragana, Katakana, Hangul
+# compatibility Jamo, CJK ideographs (extension A, unified, compatibility), Hangul syllables.
+_CJK_CHARS = "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_HAS_CJK = re.compile(f"[{_CJK_CHARS}]")
+_CJK_RUN = re.compile(f"([{_CJK_CHARS}]+)")
+
+
+def _cjk_bigrams(run: str) -> list[str]:
+    """Overlapping character bigrams of a run of CJK characters (a lone character stays one
+    term), as Lucene's CJK analyzer does: no dictionary, and a two-character word, the most
+    common length in Chinese, is matched exactly."""
+    if len(run) < 2:
+        return [run]
+    return [run[i:i + 2] for i in range(len(run) - 1)]
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 _local = threading.local()
 
 
 def words(text: str) -> list[str]:
-    """Lower-cased word tokens of ``text`` (letters and digits; possessives folded)."""
+    """Lower-cased word tokens of ``text`` (letters and digits; possessives folded).
+
+    Chinese, Japanese and Korean runs, which have no spaces between words, become overlapping
+    character bigrams (``'检索器'`` gives ``'检索'``, ``'索器'``); other text is unchanged by them.
+    """
     out = []
+    cjk = _HAS_CJK.search(text) is not None
     for match in _WORD.finditer(text.lower()):
         token = match.group(0).replace("’", "'")
         if token.endswith("'s"):
             token = token[:-2]
-        out.append(token.replace("'", ""))
+        token = token.replace("'", "")
+        if cjk and _HAS_CJK.search(token):
+            for i, piece in enumerate(_CJK_RUN.split(token)):
+                if piece:
+                    out.extend(_cjk_bigrams(piece) if i % 2 else [piece])
+        else:
+            out.append(token)
     return out
 
 
@@ -62,9 +87,11 @@ def stem(word: str) -> str:
 def terms(text: str, *, drop: frozenset[str] = STOPWORDS) -> list[str]:
     """Index terms of ``text``: stems of its words, without stop words and 1-letter tokens.
 
-    Digits are kept (years and numbers matter in questions).
+    Digits are kept (years and numbers matter in questions), and so are CJK bigrams and lone
+    CJK characters (see :func:`words`).
     """
-    return [stem(w) for w in words(text) if w not in drop and (len(w) > 1 or w.isdigit())]
+    return [stem(w) for w in words(text)
+            if w not in drop and (len(w) > 1 or w.isdigit() or _HAS_CJK.match(w))]
 
 
 def query_terms(text: str) -> list[str]:

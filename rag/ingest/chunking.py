@@ -25,8 +25,9 @@ def chunk_document(
     Pages are split one at a time, so a chunk never spans two pages; ``ChunkRecord.page`` is the
     1-based page number. ``index`` is 0-based and runs over the whole document, and ``id`` is
     ``f"{doc_sha[:16]}-{index:05d}"``, so the same bytes and settings give the same ids.
-    ``metadata`` holds ``source``, ``page``, ``chunk_index`` and ``doc_sha`` (str and int only, as
-    the vector store requires). Whitespace-only chunks are dropped.
+    ``metadata`` holds ``source``, ``page``, ``chunk_index`` and ``doc_sha`` (str and int, as
+    the vector store requires), plus ``ocr: True`` on chunks of a page read by OCR.
+    Whitespace-only chunks are dropped.
 
     Raises ``ValueError`` if ``chunk_size`` < 50, ``chunk_overlap`` < 0,
     ``chunk_overlap`` >= ``chunk_size``, or ``doc_sha`` is empty.
@@ -58,6 +59,7 @@ def chunk_document(
                         "page": page.number,
                         "chunk_index": index,
                         "doc_sha": doc_sha,
+                        **({"ocr": True} if page.ocr else {}),
                     },
                 )
             )
