@@ -9,7 +9,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
 
-from rag.config import Options
+from rag.config import DEFAULT_COLLECTION, Options
 
 DECOMPOSE_QUERY = "decompose_query"
 RETRIEVE = "retrieve"
@@ -160,6 +160,8 @@ class RetrieveDetail(NodeDetail):
     chunks: list[ChunkView] = Field(default_factory=list)
     sub_queries: list[SubQueryHits] = Field(default_factory=list)
     """Per sub-question hits, when the question was decomposed."""
+    repeated: bool = False
+    """After a rewrite: the same chunks as an earlier retrieve of this run."""
 
 
 class GradeDetail(NodeDetail):
@@ -298,7 +300,7 @@ class Run(BaseModel):
     options: Options
     engine: str
     models: dict[str, str] = Field(default_factory=dict)
-    knowledge_base: str = "default"
+    knowledge_base: str = DEFAULT_COLLECTION
     answer: str = ""
     citations: list[Citation] = Field(default_factory=list)
     path: list[str] = Field(default_factory=list)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -131,3 +132,30 @@ def llm(papers_kb, tmp_path_factory):
         yield llm_run(server, papers_kb, tmp_path_factory.mktemp("llm"))
     finally:
         server.stop()
+
+
+class CliResult(NamedTuple):
+    """What one ``python -m rag`` command gave: exit code, stdout and stderr."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def cli(capsys):
+    """Run ``python -m rag ARGS...`` in this process (``rag.cli.main`` under ``capsys``), much
+    faster than a subprocess; returns a :class:`CliResult`. An argparse error or ``--help``
+    gives its exit code like the real command does."""
+    from rag.cli import main
+
+    def run(*args) -> CliResult:
+        capsys.readouterr()  # drop what came before
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        out = capsys.readouterr()
+        return CliResult(code, out.out, out.err)
+
+    return run

@@ -5,14 +5,18 @@ small store. Figures are checked for shape and range, never for speed."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+from pathlib import Path
 
-from rag.bench import (BeirData, answer_hit, bench_ingest, bench_scale, fill_store, index_corpus,
-                       load_beir, normalize_answer, read_jsonl, recall, run_qa, summarize_qa)
+import pytest
+
+from rag.bench.data import (BeirData, answer_hit, index_corpus, load_beir, normalize_answer,
+                            read_jsonl, recall, shared_data_dir)
+from rag.bench.ingest import bench_ingest
+from rag.bench.qa import run_qa, summarize_qa
+from rag.bench.scale import bench_scale, fill_store
 from rag.config import preset_options
 from rag.store.chroma import open_knowledge_base
-from tests.conftest import DATA, LEWIS, ROOT, SELF_RAG
+from tests.conftest import DATA, LEWIS, SELF_RAG
 
 HOTPOT = DATA / "hotpotqa"
 BEIR_ARGS = ["--corpus", str(HOTPOT / "corpus.jsonl"), "--queries", str(HOTPOT / "queries.jsonl"),
@@ -79,10 +83,10 @@ def test_recall_counts_the_chunks_given_to_the_generator(settings):
     assert summary["recall_all"] == 0.5 and summary["recall_any"] == 1.0 and summary["questions"] == 2
 
 
-def test_cli_bench_qa_json_on_ten_hotpotqa_questions(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "rag", "bench", "qa", *BEIR_ARGS, "--limit", "10",
-                           "--preset", "full", "--json", "--data-dir", str(tmp_path)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+@pytest.mark.slow
+def test_cli_bench_qa_json_on_ten_hotpotqa_questions(tmp_path, cli):
+    proc = cli("bench", "qa", *BEIR_ARGS, "--limit", "10", "--preset", "full", "--json",
+               "--data-dir", tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)
     assert QA_KEYS <= out.keys()
@@ -94,9 +98,22 @@ def test_cli_bench_qa_json_on_ten_hotpotqa_questions(tmp_path):
     assert 0 < out["latency_ms_p50"] <= out["latency_ms_p95"]
     assert out["llm_calls_mean"] == 0  # the offline engine calls no LLM
     assert out["graph_overhead_ms_per_step"] > 0 and out["steps_mean"] >= 3
-    table = proc.stderr.splitlines()
-    assert any(line.startswith("| naive ") for line in table)
-    assert any(line.startswith("| full ") for line in table)
+    table = proc.stderr.splitlines()  # (a first column, the half, since issue 10)
+    assert any(line.startswith("| all 1-10 ") and "| naive " in line for line in table)
+    assert any(line.startswith("| all 1-10 ") and "| full " in line for line in table)
+
+
+def test_cli_bench_qa_reports_dev_and_report_halves_in_one_run(tmp_path, cli):
+    proc = cli("bench", "qa", *BEIR_ARGS, "--limit", "4", "--preset", "full", "--half", "both",
+               "--dev-size", "2", "--json", "--data-dir", tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    assert set(out) == {"dev", "report"}
+    assert out["dev"]["half"] == "dev 1-2" and out["report"]["half"] == "report 3-4"
+    assert out["dev"]["questions"] == out["report"]["questions"] == 2
+    for row in out.values():
+        assert row["baseline"] == "naive" and 0.0 <= row["abstained"] <= 1.0
+    assert sum(line.startswith("| half ") for line in proc.stderr.splitlines()) == 2
 
 
 def test_bench_ingest_on_two_papers(tmp_path):
@@ -130,8 +147,38 @@ def test_bench_scale_on_a_small_store(settings):
     assert result["bm25_build_s"] >= 0 and result["bm25_load_s"] > 0
 
 
-def test_cli_bench_qa_refuses_an_unknown_preset(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "rag", "bench", "qa", *BEIR_ARGS, "--limit", "1",
-                           "--preset", "naive,nonsense", "--data-dir", str(tmp_path)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and "unknown preset" in proc.stderr
+def test_cli_bench_qa_refuses_an_unknown_preset(tmp_path, cli):
+    proc = cli("bench", "qa", *BEIR_ARGS, "--limit", "1", "--preset", "naive,nonsense",
+               "--data-dir", tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == "error: unknown preset 'nonsense'; choose from naive, crag, self-rag, full or all\n"
+    assert list(tmp_path.iterdir()) == []  # refused before anything was indexed
+
+
+def test_shared_data_dir_comes_from_the_environment(tmp_path):
+    assert shared_data_dir({}) == shared_data_dir({"RAG_SHARED_DATA": ""}) == Path("../shared/data")
+    assert shared_data_dir({"RAG_SHARED_DATA": str(tmp_path)}) == tmp_path
+
+
+def test_cli_bench_scale_reads_the_shared_data_from_the_environment(tmp_path, cli, monkeypatch):
+    """``bench scale`` without --corpus takes the shared HotpotQA from $RAG_SHARED_DATA: here a
+    copy of its first passages and questions in a temporary directory."""
+    shared = tmp_path / "shared"
+    (shared / "hotpotqa").mkdir(parents=True)
+    for name, n in (("corpus.jsonl", 50), ("queries.jsonl", 6)):
+        lines = (HOTPOT / name).read_text(encoding="utf-8").splitlines(keepends=True)[:n]
+        (shared / "hotpotqa" / name).write_text("".join(lines), encoding="utf-8")
+    monkeypatch.setenv("RAG_SHARED_DATA", str(shared))
+    proc = cli("bench", "scale", "--chunks", "60", "--queries-limit", "6", "--json",
+               "--data-dir", tmp_path / "stores")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout)
+    assert result["chunks"] == 60 and result["queries"] == 6 and result["fill"]["added"] == 60
+    assert set(result["modes"]) == {"dense", "bm25", "hybrid"}
+    assert "| dense " in proc.stderr and "60 chunks, k=6, 6 queries per mode" in proc.stderr
+
+    monkeypatch.setenv("RAG_SHARED_DATA", str(tmp_path / "nowhere"))
+    proc = cli("bench", "scale", "--chunks", "60", "--data-dir", tmp_path / "stores")
+    assert proc.returncode == 2
+    last = proc.stderr.splitlines()[-1]  # after the progress bar
+    assert last.startswith("error: ") and str(tmp_path / "nowhere" / "hotpotqa" / "corpus.jsonl") in last

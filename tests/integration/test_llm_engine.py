@@ -310,11 +310,13 @@ def test_no_key_in_trace_log_or_data_dir(tmp_path, fake, tavily, caplog):
 
 
 def test_cli_ask_json_runs_every_node_through_the_server(tmp_path, fake):
+    """The one test of the real ``python -m rag`` process (the other CLI tests call
+    ``rag.cli.main`` in-process): configured by its environment alone, every LLM node through
+    the server, and the key on neither stdout nor stderr."""
     env = {"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": fake.base_url,
            "RAG_DATA_DIR": str(tmp_path / "data"), "ANONYMIZED_TELEMETRY": "False"}
-    out = subprocess.run([sys.executable, "-m", "rag", "ingest", str(LEWIS)], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
+    reports = ingest_files(open_knowledge_base(Settings.from_env(env)), [LEWIS])
+    assert reports[0].status == "ingested", reports[0].line()
     out = subprocess.run([sys.executable, "-m", "rag", "ask", QUESTION, "--json"], cwd=ROOT,
                          env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from rag.ingest.pipeline import ChunkSettings, ingest_files
-from tests.conftest import LEWIS, PAPERS, ROOT, SELF_RAG, TRICKY
+from tests.conftest import LEWIS, PAPERS, SELF_RAG, TRICKY
 
 ENCRYPTED = TRICKY / "pypdf__encryption__r4-aes-user-password.pdf"
 SCANNED = TRICKY / "ocrmypdf__c02-22.pdf"
@@ -67,12 +65,14 @@ def test_progress_is_reported_per_file(kb):
     assert seen == [(0, 2, "a.txt"), (1, 2, "b.md"), (2, 2, "")]
 
 
-def rag_cli(*args, data_dir):
-    return subprocess.run([sys.executable, "-m", "rag", *args, "--data-dir", str(data_dir)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+@pytest.fixture
+def rag_cli(cli):
+    """``python -m rag ARGS... --data-dir D``, in this process."""
+    return lambda *args, data_dir: cli(*args, "--data-dir", data_dir)
 
 
-def test_cli_ingest_and_ask_json(tmp_path):
+@pytest.mark.slow
+def test_cli_ingest_and_ask_json(tmp_path, rag_cli):
     out = rag_cli("ingest", str(LEWIS), str(SELF_RAG), data_dir=tmp_path)
     assert out.returncode == 0, out.stderr
     assert f"{LEWIS.name}: ingested 19 pages" in out.stdout
@@ -100,6 +100,40 @@ def test_cli_ingest_and_ask_json(tmp_path):
     assert json.loads(out.stdout)["path"] == ["retrieve", "generate", "finalize"]
 
 
-def test_cli_password_flag(tmp_path):
+def test_cli_password_flag(tmp_path, rag_cli):
     out = rag_cli("ingest", str(ENCRYPTED), "--password", "asdfzxcv", data_dir=tmp_path)
     assert out.returncode == 0 and "ingested" in out.stdout
+
+
+def test_cli_has_every_command_group_and_shared_arguments(cli):
+    """Every module of rag/cli not starting with ``_`` is a command, listed by ``POSITION``;
+    the arguments they share are declared once and accepted by each."""
+    from rag.cli import build_parser, commands
+
+    assert [(c.name, c.help) for c in commands()] == [
+        ("ingest", "index PDF, .txt and .md files"),
+        ("kb", "list knowledge bases, show a knowledge base's documents and their status"),
+        ("ask", "ask a question through the graph"),
+        ("runs", "list and export saved runs"),
+        ("compare", "run one question under 2 to 4 pipelines at once"),
+        ("bench", "benchmarks on real data (qa, retrieval, ingest, scale)")]
+    assert build_parser().format_help() == build_parser(build=[]).format_help()
+    out = cli("--help")
+    assert out.returncode == 0 and "{ingest,kb,ask,runs,compare,bench}" in out.stdout
+    for command, shared in ((["ingest"], ["--data-dir", "--collection"]),
+                            (["kb", "list"], ["--data-dir", "--json"]),
+                            (["kb", "show"], ["--data-dir", "--collection", "--json"]),
+                            (["ask"], ["--data-dir", "--collection", "--json"]),
+                            (["compare"], ["--data-dir", "--collection", "--json"]),
+                            (["runs", "list"], ["--data-dir", "--json"]),
+                            (["runs", "export"], ["--data-dir"]),
+                            (["bench", "qa"], ["--data-dir", "--collection", "--json"]),
+                            (["bench", "retrieval"], ["--data-dir", "--collection", "--json"]),
+                            (["bench", "ingest"], ["--data-dir", "--json"]),
+                            (["bench", "scale"],
+                             ["--data-dir", "--collection", "--json", "RAG_SHARED_DATA"])):
+        out = cli(*command, "--help")
+        assert out.returncode == 0, command
+        assert all(arg in out.stdout for arg in shared), (command, out.stdout)
+    out = cli("ask")
+    assert out.returncode == 2 and "the following arguments are required: question" in out.stderr

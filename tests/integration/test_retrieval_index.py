@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from rag.bench import corpus_documents, read_jsonl
+from rag.bench.data import corpus_documents, read_jsonl
 from rag.ingest.parallel import PrefetchingLoader
 from rag.ingest.pipeline import ingest_files
 from rag.store.bm25 import LexicalIndex, LexicalStats, index_path, lexical_index

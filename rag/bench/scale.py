@@ -1,0 +1,173 @@
+"""Retrieval latency in a store of many chunks.
+
+Fill a store with synthetic chunks of real
+prose, rebuild and reload the BM25 index, then time every retrieval mode; dense is the
+baseline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import shutil
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import cast
+
+from rag.bench.data import Progress, mean, percentile, ratio
+from rag.ingest.types import ChunkRecord
+from rag.store.bm25 import index_path, lexical_index
+from rag.store.chroma import COMPLETE_KEY
+from rag.store.retrieval import RetrievalMode, retrieve
+from rag.text import sentences
+
+
+def synthetic_documents(corpus: Sequence[dict], n_chunks: int, *, seed: int = 0,
+                        chunks_per_doc: int = 20) -> Iterator[tuple[list[ChunkRecord], int, int]]:
+    """``n_chunks`` chunks of real prose for a scale test.
+
+    Each is 4 to 8 sentences drawn at
+    random (seeded) from ``corpus`` texts, about 600 characters, grouped into documents of
+    ``chunks_per_doc`` chunks.
+
+    Args:
+        corpus: rows with a ``text``; sentences of 20 characters or fewer are not used.
+        n_chunks: chunks in all.
+        seed: the same seed gives the same ids and texts.
+        chunks_per_doc: chunks per document (the last may have fewer).
+
+    Yields:
+        ``(chunks, pages, size_bytes)`` per document, ready for ``KnowledgeBase.add_documents``.
+
+    Raises:
+        ValueError: the corpus has no sentence to sample.
+    """
+    pool = [s for row in corpus for s in sentences(str(row.get("text", ""))) if len(s) > 20]
+    if not pool:
+        raise ValueError("the corpus has no sentences to sample")
+    rng = random.Random(seed)
+    made = 0
+    doc_no = 0
+    while made < n_chunks:
+        sha = hashlib.sha256(f"retrace-scale/{seed}/{doc_no}".encode()).hexdigest()
+        source = f"synthetic-{doc_no:06d}.txt"
+        records = []
+        for index in range(min(chunks_per_doc, n_chunks - made)):
+            text = " ".join(rng.choice(pool) for _ in range(rng.randint(4, 8)))
+            records.append(ChunkRecord(
+                id=f"{sha[:16]}-{index:05d}", text=text, source=source, page=1, index=index,
+                doc_sha=sha, metadata={"source": source, "page": 1, "chunk_index": index,
+                                       "doc_sha": sha}))
+        made += len(records)
+        doc_no += 1
+        yield records, 1, sum(len(r.text) for r in records)
+
+
+def fill_store(kb, corpus: Sequence[dict], n_chunks: int, *, seed: int = 0,
+               batch_docs: int = 50, on_progress: Progress = None) -> dict:
+    """Fill ``kb`` with :func:`synthetic_documents` up to ``n_chunks`` chunks.
+
+    Documents already stored are skipped, so a filled store is reused.
+
+    Args:
+        kb: the ``KnowledgeBase`` to fill.
+        corpus: the rows whose sentences are sampled.
+        n_chunks: chunks in all.
+        seed: the sampling seed.
+        batch_docs: documents per store call.
+        on_progress: ``(done, total)`` in chunks.
+
+    Returns:
+        ``added`` (chunks), ``seconds`` and ``chunks_per_s`` (None when nothing was added).
+    """
+    started = time.perf_counter()
+    added = 0
+    batch: list = []
+    seen = 0
+
+    def flush() -> None:
+        nonlocal added, batch
+        shas = [d[0][0].doc_sha for d in batch]
+        stored = {m["doc_sha"] for m in kb.collection.get(  # complete ones only (their record)
+            where={"$and": [{"doc_sha": {"$in": shas}}, {COMPLETE_KEY: {"$gt": 0}}]},
+            include=["metadatas"])["metadatas"]}
+        todo = [d for d in batch if d[0][0].doc_sha not in stored]
+        if todo:
+            added += kb.add_documents(todo)
+        batch = []
+
+    for doc in synthetic_documents(corpus, n_chunks, seed=seed):
+        batch.append(doc)
+        seen += len(doc[0])
+        if len(batch) >= batch_docs:
+            flush()
+            if on_progress:
+                on_progress(seen, n_chunks)
+    if batch:
+        flush()
+        if on_progress:
+            on_progress(seen, n_chunks)
+    seconds = time.perf_counter() - started
+    return {"added": added, "seconds": round(seconds, 1),
+            "chunks_per_s": round(added / seconds, 1) if added and seconds else None}
+
+
+def bench_scale(kb, queries: Sequence[str], *, k: int = 6,
+                modes: Sequence[str] = ("dense", "bm25", "hybrid"),
+                reopen: Callable[[], object] | None = None,
+                on_progress: Progress = None) -> dict:
+    """Query latency of each retrieval mode over ``kb``, and the BM25 index's build and load times.
+
+    Every query runs once per mode, after 5 warm-up queries. The BM25 index is rebuilt from
+    the whole store (forced); when ``reopen`` is given, the fresh KnowledgeBase object it
+    returns on the same store (a restart) loads the index back from disk.
+
+    Args:
+        kb: the ``KnowledgeBase`` to query.
+        queries: question texts.
+        k: chunks per query.
+        modes: retrieval modes; dense, when present, is the baseline of the ratios.
+        reopen: returns a new ``KnowledgeBase`` on the same store.
+        on_progress: ``(done, total)`` in queries over all modes.
+
+    Returns:
+        ``chunks``, ``k``, ``queries``, ``bm25_build_s``, with ``reopen`` also
+        ``bm25_load_s`` and ``bm25_build_vs_load``, and ``modes``: per mode
+        ``latency_ms_p50``/``_p95``/``_mean`` (ms) and ``p50_vs_dense``.
+    """
+    out: dict = {"chunks": kb.count(), "k": k, "queries": len(queries)}
+    path = index_path(kb)
+    if path is not None:
+        shutil.rmtree(path, ignore_errors=True)
+    kb.__dict__.pop("_lexical_index", None)
+    t = time.perf_counter()
+    lexical_index(kb)
+    out["bm25_build_s"] = round(time.perf_counter() - t, 2)
+    if reopen is not None:
+        fresh = reopen()
+        t = time.perf_counter()
+        lexical_index(fresh)
+        out["bm25_load_s"] = round(time.perf_counter() - t, 3)
+        out["bm25_build_vs_load"] = ratio(out["bm25_build_s"], out["bm25_load_s"])
+    total = len(modes) * len(queries)
+    done = 0
+    modes_out: dict[str, dict] = {}
+    for mode in modes:
+        for q in list(queries)[:5]:
+            retrieve(kb, q, k, cast(RetrievalMode, mode))  # retrieve refuses an unknown mode
+        lat = []
+        for q in queries:
+            started = time.perf_counter()
+            retrieve(kb, q, k, cast(RetrievalMode, mode))
+            lat.append((time.perf_counter() - started) * 1000)
+            done += 1
+            if on_progress:
+                on_progress(done, total)
+        modes_out[mode] = {"latency_ms_p50": round(percentile(lat, 50), 2),
+                           "latency_ms_p95": round(percentile(lat, 95), 2),
+                           "latency_ms_mean": round(mean(lat), 2)}
+    base = modes_out.get("dense", {}).get("latency_ms_p50", 0.0)
+    for row in modes_out.values():
+        row["p50_vs_dense"] = ratio(row["latency_ms_p50"], base)
+    out["modes"] = modes_out
+    return out

@@ -1,0 +1,96 @@
+"""What the commands of ``python -m rag`` share.
+
+The arguments several commands declare (as argparse
+parent parsers, built once per parser), the settings they name, and where a run made on the
+command line is saved (session ``cli``). Light on purpose: every command imports it, and
+``runs list`` needs neither Chroma nor the graph.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from rag.config import DEFAULT_COLLECTION, Settings
+from rag.history import CLI_SESSION, RunStore
+from rag.models import Comparison, Run
+from rag.secrets import scrub
+
+
+@dataclass(frozen=True)
+class SharedArgs:
+    """Parent parsers for the arguments several commands share.
+
+    Pass the ones a command takes
+    as ``parents=[...]`` to ``add_parser``.
+
+    Attributes:
+        data_dir: ``--data-dir D``, the data directory (``args.data_dir``, None for the default).
+        collection: ``--collection C``, the knowledge base (default ``default``).
+        json: ``--json``, print JSON on stdout instead of text.
+        bench_dir: ``--data-dir D`` of the benchmarks, where their stores live.
+        bench_collection: ``--collection C`` of the benchmarks (None: derived from the data).
+    """
+
+    data_dir: argparse.ArgumentParser
+    collection: argparse.ArgumentParser
+    json: argparse.ArgumentParser
+    bench_dir: argparse.ArgumentParser
+    bench_collection: argparse.ArgumentParser
+
+
+def _parent(*args: str, **kwargs) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument(*args, **kwargs)
+    return parser
+
+
+def shared_args() -> SharedArgs:
+    """Build the shared arguments' parent parsers (fresh ones each call)."""
+    return SharedArgs(
+        data_dir=_parent("--data-dir", metavar="D",
+                         help="data directory (default: $RAG_DATA_DIR or ./data)"),
+        collection=_parent("--collection", metavar="C", default=DEFAULT_COLLECTION,
+                           help=f"knowledge base name (default: {DEFAULT_COLLECTION})"),
+        json=_parent("--json", action="store_true",
+                     help="print JSON on stdout instead of text"),
+        bench_dir=_parent("--data-dir", metavar="D",
+                          help="where benchmark stores live "
+                               "(default: $RAG_DATA_DIR/bench, i.e. ./data/bench)"),
+        bench_collection=_parent("--collection", metavar="C",
+                                 help="knowledge base name (default: derived from the data)"),
+    )
+
+
+def settings_of(args: argparse.Namespace) -> Settings:
+    """Settings from the environment, with ``--data-dir`` when given."""
+    return Settings.from_env(data_dir=args.data_dir)
+
+
+def save_cli_run(settings: Settings, run: Run) -> str | None:
+    """Save a run made on the command line to the history (session ``cli``).
+
+    Returns:
+        None, or why it could not be saved (the answer is printed all the same).
+    """
+    try:
+        RunStore.for_settings(settings).save(run, CLI_SESSION)
+    except Exception as exc:
+        return scrub(f"the run could not be saved to the history: {type(exc).__name__}: {exc}",
+                     settings)
+    return None
+
+
+def save_cli_comparison(settings: Settings, cmp: Comparison) -> str | None:
+    """Save a comparison made on the command line to the history (session ``cli``).
+
+    Returns:
+        None, or why it could not be saved (the runs are printed all the same).
+    """
+    try:
+        RunStore.for_settings(settings).save_comparison(cmp, CLI_SESSION)
+    except Exception as exc:
+        return scrub(f"the comparison could not be saved to the history: "
+                     f"{type(exc).__name__}: {exc}", settings)
+    return None
+

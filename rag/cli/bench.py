@@ -1,0 +1,394 @@
+"""``python -m rag bench qa|retrieval|ingest|scale|grader``.
+
+Run the benchmarks of :mod:`rag.bench`
+with a progress bar on stderr, then print a table (or JSON with ``--json``, the table then on
+stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from tqdm import tqdm
+
+from rag.bench.data import (
+    SHARED_DATA_ENV,
+    BeirData,
+    CorpusIndex,
+    format_table,
+    index_corpus,
+    load_beir,
+    ratio,
+    read_jsonl,
+    shared_data_dir,
+)
+from rag.bench.ingest import bench_ingest
+from rag.bench.qa import QaRun, run_qa, summarize_qa
+from rag.bench.retrieval import retrieval_recall
+from rag.bench.scale import bench_scale, fill_store
+from rag.cli._common import SharedArgs
+from rag.config import PRESETS, Settings, preset_options
+from rag.store.chroma import KnowledgeBase, open_knowledge_base
+
+POSITION = 50
+HELP = "benchmarks on real data (qa, retrieval, ingest, scale, grader)"
+
+QA_COLUMNS = [("half", "half"), ("preset", "preset"), ("retrieval", "retrieval"),
+              ("questions", "questions"), ("recall_all", "recall_all"), ("recall_any", "recall_any"),
+              ("answer_hit", "answer_hit"), ("abstained", "abstained"), ("caveat", "caveat"),
+              ("llm_calls_mean", "llm calls"),
+              ("rewrites_mean", "rewrites"), ("steps_mean", "steps"),
+              ("latency_ms_p50", "p50 ms"), ("latency_ms_p95", "p95 ms"),
+              ("graph_overhead_ms_per_step", "graph ms/step"),
+              ("recall_all_vs", "recall_all vs {base}"), ("answer_hit_vs", "answer_hit vs {base}"),
+              ("latency_vs", "p50 vs {base}")]
+"""``bench qa`` table columns: (key, header); ``{base}`` is the baseline preset."""
+
+
+# -- shared by the benchmarks ----------------------------------------------------------------
+def _bar(desc: str, total: int | None = None) -> tqdm:
+    return tqdm(total=total, desc=desc, file=sys.stderr, unit="q", mininterval=0.5,
+                dynamic_ncols=True, leave=True)
+
+
+def _progress(bar: tqdm) -> Callable[[int, int], None]:
+    def update(done: int, total: int) -> None:
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    return update
+
+
+def _bench_settings(args: argparse.Namespace) -> Settings:
+    settings = Settings.from_env()
+    data_dir = Path(args.data_dir) if args.data_dir else settings.data_dir / "bench"
+    return settings.with_(data_dir=data_dir)
+
+
+def _corpus_collection(corpus: Path, prefix: str) -> str:
+    digest = hashlib.sha256(corpus.read_bytes()).hexdigest()[:8]
+    stem = "".join(ch if ch.isalnum() else "-" for ch in corpus.resolve().parent.name)[:30]
+    return f"{prefix}-{stem or 'corpus'}-{digest}"
+
+
+def _index(args: argparse.Namespace, settings: Settings
+           ) -> tuple[BeirData, KnowledgeBase, CorpusIndex]:
+    data = load_beir(Path(args.corpus), Path(args.queries), Path(args.qrels), limit=args.limit)
+    name = args.collection or _corpus_collection(Path(args.corpus), "bench")
+    kb = open_knowledge_base(settings, name)
+    with _bar("indexing corpus") as bar:
+        bar.unit = "doc"
+        index = index_corpus(kb, data.corpus, on_progress=_progress(bar))
+    print(f"corpus: {len(data.corpus)} passages in '{kb.name}' ({index.added} added, "
+          f"{index.already} already there, {index.seconds:.1f} s; BM25 ready in "
+          f"{index.bm25_seconds:.1f} s); {len(data.queries)} questions", file=sys.stderr)
+    return data, kb, index
+
+
+def _emit(args: argparse.Namespace, result, table: str) -> None:
+    """The table on stdout; with ``--json``, ``result`` as JSON on stdout and the table on stderr."""
+    if args.json:
+        print(json.dumps(result, indent=2))
+        print(table, file=sys.stderr)
+    else:
+        print(table)
+
+
+# -- bench qa --------------------------------------------------------------------------------
+def _qa_presets(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """``(requested, presets)``: the presets asked for, and those to run.
+
+    Naive runs first as the baseline unless ``--no-baseline``. Raises ValueError for an unknown preset.
+    """
+    requested = []
+    for item in args.preset or ["full"]:
+        for name in item.split(","):
+            name = name.strip()
+            requested += list(PRESETS) if name == "all" else [name]
+    for name in requested:
+        if name not in PRESETS:
+            raise ValueError(f"unknown preset {name!r}; choose from {', '.join(PRESETS)} or all")
+    presets = list(dict.fromkeys(requested))
+    if "naive" in presets:
+        presets.remove("naive")
+    if "naive" in requested or not args.no_baseline:
+        presets.insert(0, "naive")  # the baseline runs first, in the same process and store
+    return requested, presets
+
+
+def _qa_overrides(args: argparse.Namespace) -> dict:
+    overrides: dict = {"top_k": args.k}
+    if args.retrieval:
+        overrides["retrieval"] = args.retrieval
+    for item in args.option or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--option wants KEY=VALUE, got {item!r}")
+        overrides[key.strip()] = value.strip()  # Options validates and converts (pydantic)
+    return overrides
+
+
+def cmd_bench_qa(args: argparse.Namespace) -> int:
+    """``bench qa``: every question through the graph once per preset. Returns 0.
+
+    Raises:
+        ValueError: an unknown preset, a malformed ``--option`` or a bad data file.
+        OSError: a data file cannot be read.
+    """
+    requested, presets = _qa_presets(args)
+    settings = _bench_settings(args)
+    data, kb, index = _index(args, settings)
+    overrides = _qa_overrides(args)
+    halves = _halves(args.half, args.dev_size, len(data.queries))
+    lo, hi = min(h[1] for h in halves), max(h[2] for h in halves)
+    data = replace(data, queries=data.queries[lo:hi])  # only the questions some half needs
+    per_half = {name: QaRun(index=index) for name, _, _ in halves}
+    started = time.perf_counter()
+    for name in presets:
+        options = preset_options(name, **overrides)
+        t = time.perf_counter()
+        with _bar(name, len(data.queries)) as bar:
+            results = run_qa(kb, data, index.chunk_to_doc, options, settings=settings,
+                             on_progress=_progress(bar))
+        seconds = round(time.perf_counter() - t, 1)
+        for half, a, b in halves:
+            summary = summarize_qa(results[a - lo:b - lo], preset=name, options=options,
+                                   engine=settings.engine_name)
+            summary["half"] = f"{half} {a + 1}-{b}"
+            summary["seconds"] = seconds
+            summary["options"] = {k: getattr(options, k) for k in overrides}
+            per_half[half].summaries.append(summary)
+    print(f"{len(data.queries)} questions x {len(presets)} presets in "
+          f"{time.perf_counter() - started:.1f} s (after indexing)", file=sys.stderr)
+    shown_all, tables = {}, []
+    for half, qa in per_half.items():
+        rows = qa.with_ratios()  # ratios against naive on the same half
+        shown = [r for r in rows if r["preset"] in requested] if "naive" not in requested else rows
+        shown_all[half] = shown[0] if len(shown) == 1 else shown
+        tables.append(format_qa(rows))
+    _emit(args, shown_all[halves[0][0]] if len(halves) == 1 else shown_all, "\n\n".join(tables))
+    return 0
+
+
+def _halves(half: str, dev_size: int, n: int) -> list[tuple[str, int, int]]:
+    """(name, start, end) question ranges (0-based, end exclusive): ``dev`` is the first
+    ``dev_size`` questions, ``report`` the rest, ``both`` each of them, ``all`` every question.
+
+    Raises:
+        ValueError: an unknown ``half``.
+    """
+    dev_size = max(0, min(dev_size, n))
+    ranges = {"all": [("all", 0, n)], "dev": [("dev", 0, dev_size)],
+              "report": [("report", dev_size, n)],
+              "both": [("dev", 0, dev_size), ("report", dev_size, n)]}
+    if half not in ranges:
+        raise ValueError(f"--half must be dev, report, both or all, got {half!r}")
+    return ranges[half]
+
+
+# -- bench grader ----------------------------------------------------------------------------
+def cmd_bench_grader(args: argparse.Namespace) -> int:
+    """``bench grader``: the relevance grader on RGB's positive vs negative passages, with
+    accuracy, precision and recall per half. Returns 0.
+
+    Raises:
+        OSError: the RGB file cannot be read.
+    """
+    from rag.eval import grader_accuracy
+
+    rgb = Path(args.rgb) if args.rgb else shared_data_dir() / "rgb" / "rgb_en_fact.jsonl"
+    result = grader_accuracy(read_jsonl(rgb), halves=args.dev_size)
+    table = format_table([{"half": k, **v} for k, v in result.items()],
+                         [("half", "half"), ("questions", "questions"), ("passages", "passages"),
+                          ("accuracy", "accuracy"), ("precision", "precision"),
+                          ("recall", "recall"), ("tp", "tp"), ("fp", "fp"), ("tn", "tn"),
+                          ("fn", "fn")])
+    _emit(args, result, table)
+    return 0
+
+
+def format_qa(rows: list[dict]) -> str:
+    """The ``bench qa`` table of :meth:`rag.bench.qa.QaRun.with_ratios` rows."""
+    flat = [{**r, "recall_all_vs": r["vs_baseline"]["recall_all"],
+             "answer_hit_vs": r["vs_baseline"]["answer_hit"],
+             "latency_vs": r["vs_baseline"]["latency_ms_p50"]} for r in rows]
+    base = rows[0]["preset"] if rows else "baseline"
+    return format_table(flat, [(key, head.format(base=base)) for key, head in QA_COLUMNS])
+
+
+# -- bench retrieval -------------------------------------------------------------------------
+def cmd_bench_retrieval(args: argparse.Namespace) -> int:
+    """``bench retrieval``: recall@k of each mode alone; the first is the baseline. Returns 0."""
+    settings = _bench_settings(args)
+    data, kb, index = _index(args, settings)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    with _bar("retrieval", len(modes) * len(data.queries)) as bar:
+        rows = retrieval_recall(kb, data, index.chunk_to_doc, k=args.k, modes=modes,
+                                on_progress=_progress(bar))
+    base = rows[0]
+    for r in rows:
+        r["recall_all_vs_first"] = ratio(r["recall_all"], base["recall_all"])
+    table = format_table(rows, [("mode", "mode"), ("k", "k"), ("questions", "questions"),
+                                ("recall_all", f"recall_all@{args.k}"),
+                                ("recall_any", f"recall_any@{args.k}"),
+                                ("recall_mean", f"recall@{args.k}"),
+                                ("latency_ms_p50", "p50 ms"), ("latency_ms_p95", "p95 ms"),
+                                ("recall_all_vs_first", f"recall_all vs {base['mode']}")])
+    _emit(args, rows, table)
+    return 0
+
+
+# -- bench ingest ----------------------------------------------------------------------------
+def format_ingest(result: dict) -> str:
+    """The ``bench ingest`` table of a :func:`rag.bench.ingest.bench_ingest` result.
+
+    Under a line with the files, pages and chunks measured.
+    """
+    ours = result["pipeline"]
+    rows = []
+    floor, ref = result["baselines"]["pypdf_parse"], result["baselines"]["langchain_reference"]
+    rows.append({"what": "pypdf parse alone (floor)", **floor,
+                 "ours_vs": result["ratios"]["vs_pypdf_parse"]})
+    if ref:
+        rows.append({"what": "LangChain reference (PyPDFLoader, splitter, Chroma)", **ref,
+                     "ours_vs": result["ratios"]["vs_langchain_reference"]})
+    for stage, rate in result["stages"].items():
+        rows.append({"what": f"ours: {stage} (one process)", **rate})
+    rows.append({"what": f"ours: whole pipeline ({ours['workers']} workers)", **ours, "ours_vs": 1.0})
+    again = result["reingest"]
+    rows.append({"what": "ours: same files again (hashing only)", "seconds": again["seconds"],
+                 "ours_vs": None, "note": f"hashing alone {again['hash_only_seconds']} s "
+                                          f"({ratio(again['seconds'], again['hash_only_seconds'])}x)"})
+    table = format_table(rows, [("what", "measurement"), ("seconds", "seconds"), ("cpu_seconds", "cpu s"),
+                                ("pages_per_s", "pages/s"), ("chunks_per_s", "chunks/s"),
+                                ("ours_vs", "our pipeline vs this"), ("note", "note")])
+    head = (f"{result['files']} files, {result['pages']} pages, {result['chunks']} chunks; "
+            f"median of {result['repeat']} interleaved run(s)"
+            + (f"; left out byte-identical copies: {', '.join(result['skipped_duplicates'])}"
+               if result["skipped_duplicates"] else ""))
+    return head + "\n" + table
+
+
+def cmd_bench_ingest(args: argparse.Namespace) -> int:
+    """``bench ingest``: ingestion throughput against pypdf and LangChain.
+
+    Returns:
+        0, or 1 when our pipeline failed on a file.
+    """
+    settings = _bench_settings(args)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    result = bench_ingest(args.paths, workdir=settings.data_dir, chunk_size=args.chunk_size,
+                          chunk_overlap=args.chunk_overlap, workers=args.workers,
+                          reference=not args.no_reference, repeat=args.repeat,
+                          on_stage=lambda name: print(f"measuring {name} ...", file=sys.stderr,
+                                                      flush=True))
+    _emit(args, result, format_ingest(result))
+    return 1 if result["pipeline"]["failed"] else 0
+
+
+# -- bench scale -----------------------------------------------------------------------------
+def cmd_bench_scale(args: argparse.Namespace) -> int:
+    """``bench scale``: retrieval latency per mode in a store of ``--chunks`` chunks. Returns 0."""
+    hotpotqa = shared_data_dir() / "hotpotqa"
+    corpus = Path(args.corpus) if args.corpus else hotpotqa / "corpus.jsonl"
+    queries = Path(args.queries) if args.queries else hotpotqa / "queries.jsonl"
+    settings = _bench_settings(args)
+    name = args.collection or f"bench-scale-{args.chunks}"
+    kb = open_knowledge_base(settings, name)
+    with _bar(f"filling '{name}'", args.chunks) as bar:
+        bar.unit = "chunk"
+        fill = fill_store(kb, read_jsonl(corpus), args.chunks, on_progress=_progress(bar))
+    print(f"store: {kb.count()} chunks ({fill['added']} added in {fill['seconds']} s)",
+          file=sys.stderr)
+    texts = [q["text"] for q in read_jsonl(queries)][:args.queries_limit]
+    with _bar("queries") as bar:
+        result = bench_scale(kb, texts, k=args.k, reopen=lambda: open_knowledge_base(settings, name),
+                             on_progress=_progress(bar))
+    result["fill"] = fill
+    rows = [{"mode": m, **v} for m, v in result["modes"].items()]
+    table = format_table(rows, [("mode", "mode"), ("latency_ms_p50", "p50 ms"),
+                                ("latency_ms_p95", "p95 ms"), ("latency_ms_mean", "mean ms"),
+                                ("p50_vs_dense", "p50 vs dense")])
+    table += (f"\n{result['chunks']} chunks, k={result['k']}, {result['queries']} queries per mode; "
+              f"BM25 index built in {result['bm25_build_s']} s, loaded after a restart in "
+              f"{result.get('bm25_load_s')} s ({result.get('bm25_build_vs_load')}x faster)")
+    _emit(args, result, table)
+    return 0
+
+
+# -- the parsers -----------------------------------------------------------------------------
+def _beir_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--corpus", required=True, help="corpus.jsonl (_id, title, text)")
+    p.add_argument("--queries", required=True, help="queries.jsonl (_id, text, answers)")
+    p.add_argument("--qrels", required=True, help="qrels TSV with a header")
+    p.add_argument("--k", type=int, default=6, help="chunks given to the generator (default 6)")
+    p.add_argument("--limit", type=int, help="only the first N questions")
+
+
+def register(commands, shared: SharedArgs) -> None:
+    """Add ``bench`` and its subcommands to the top-level subparsers ``commands``."""
+    bench = commands.add_parser("bench", help=HELP)
+    bsub = bench.add_subparsers(dest="bench_command", required=True)
+    stores = [shared.bench_dir, shared.bench_collection, shared.json]
+
+    p = bsub.add_parser("qa", help="questions through the graph: recall, answers, cost, latency",
+                        parents=stores)
+    _beir_args(p)
+    p.add_argument("--preset", action="append",
+                   help="naive, crag, self-rag, full or all; repeat or comma-separate "
+                        "(default full; naive always runs first as the baseline)")
+    p.add_argument("--retrieval", choices=["dense", "bm25", "hybrid"],
+                   help="retrieval mode (default: the Options default)")
+    p.add_argument("--no-baseline", action="store_true", help="do not add the naive baseline")
+    p.add_argument("--option", action="append", metavar="KEY=VALUE",
+                   help="any run option for every preset, e.g. max_rewrites=3 (repeatable)")
+    p.add_argument("--half", default="all", choices=["dev", "report", "both", "all"],
+                   help="tune on one half, report on the other: dev = the first --dev-size "
+                        "questions, report = the rest, both = each in its own table (default all)")
+    p.add_argument("--dev-size", type=int, default=100,
+                   help="questions in the dev half (default 100: HotpotQA 1-100 dev, 101-200 report)")
+    p.set_defaults(func=cmd_bench_qa)
+
+    p = bsub.add_parser("grader", help="relevance grader on RGB positive vs negative passages",
+                        parents=[shared.json])
+    p.add_argument("--rgb", help=f"rgb_en_fact.jsonl (default: ${SHARED_DATA_ENV}/rgb/rgb_en_fact.jsonl)")
+    p.add_argument("--dev-size", type=int, default=25,
+                   help="questions in the dev half (default 25: RGB 1-25 dev, 26-50 report)")
+    p.set_defaults(func=cmd_bench_grader)
+
+    p = bsub.add_parser("retrieval", help="recall@k of each retrieval mode alone", parents=stores)
+    _beir_args(p)
+    p.add_argument("--modes", default="dense,bm25,hybrid",
+                   help="comma-separated; the first is the baseline (default dense,bm25,hybrid)")
+    p.set_defaults(func=cmd_bench_retrieval)
+
+    p = bsub.add_parser("ingest", help="ingestion throughput against pypdf and LangChain",
+                        parents=[shared.bench_dir, shared.json])
+    p.add_argument("paths", nargs="+", help="files or directories (.pdf, .txt, .md)")
+    p.add_argument("--workers", type=int, help="PDF parsing processes (default: one per core)")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="runs of the pipeline and the baselines, interleaved; medians shown (default 1)")
+    p.add_argument("--chunk-size", type=int, default=1000)
+    p.add_argument("--chunk-overlap", type=int, default=150)
+    p.add_argument("--no-reference", action="store_true",
+                   help="skip the LangChain reference (needs langchain-community, langchain-chroma)")
+    p.set_defaults(func=cmd_bench_ingest)
+
+    shared_hotpotqa = f"${SHARED_DATA_ENV}/hotpotqa, ${SHARED_DATA_ENV} defaulting to ../shared/data"
+    p = bsub.add_parser("scale", help="retrieval latency in a store of many chunks", parents=stores)
+    p.add_argument("--chunks", type=int, default=100_000, help="store size (default 100000)")
+    p.add_argument("--corpus", help=f"text source, corpus.jsonl (default: the shared HotpotQA's, "
+                                    f"in {shared_hotpotqa})")
+    p.add_argument("--queries", help=f"queries.jsonl (default: the shared HotpotQA questions, "
+                                     f"in {shared_hotpotqa})")
+    p.add_argument("--queries-limit", type=int, default=200, help="queries per mode (default 200)")
+    p.add_argument("--k", type=int, default=6)
+    p.set_defaults(func=cmd_bench_scale)

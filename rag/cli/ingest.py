@@ -1,0 +1,54 @@
+"""``python -m rag ingest PATH...``: index PDF, .txt and .md files into a knowledge base."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rag.cli._common import SharedArgs, settings_of
+from rag.ingest.pipeline import ChunkSettings, ingest_files
+from rag.store.chroma import StoreUnavailable, open_knowledge_base
+
+POSITION = 10
+HELP = "index PDF, .txt and .md files"
+
+_MARKS = {"ingested": "ok  ", "already indexed": "same", "failed": "FAIL"}
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    """Ingest ``args.paths``: one line per file on stdout, a total on stderr.
+
+    Returns:
+        0 when every file was ingested or already indexed, 1 when any failed (the good files
+        are kept).
+
+    Raises:
+        StoreUnavailable: the Chroma server was lost (after printing the files done); the
+            interrupted document is repaired by the next ingest.
+    """
+    settings = settings_of(args)
+    kb = open_knowledge_base(settings, args.collection)
+    try:
+        reports = ingest_files(kb, args.paths, password=args.password,
+                               chunking=ChunkSettings(args.chunk_size, args.chunk_overlap),
+                               max_bytes=settings.max_upload_bytes)
+    except StoreUnavailable as exc:  # the files done so far are stored; main says the rest
+        for r in getattr(exc, "reports", [])[:-1]:
+            print(f"{_MARKS[r.status]} {r.line()}", flush=True)
+        raise
+    for r in reports:
+        print(f"{_MARKS[r.status]} {r.line()}", flush=True)
+    failed = sum(1 for r in reports if not r.ok)
+    print(f"{len(reports) - failed} of {len(reports)} files indexed in '{kb.name}' "
+          f"({kb.count()} chunks in total)", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def register(commands, shared: SharedArgs) -> None:
+    """Add ``ingest`` to the top-level subparsers ``commands``."""
+    p = commands.add_parser("ingest", help=HELP, parents=[shared.data_dir, shared.collection])
+    p.add_argument("paths", nargs="+")
+    p.add_argument("--password", help="password for encrypted PDFs")
+    p.add_argument("--chunk-size", type=int, default=1000, help="characters (default 1000)")
+    p.add_argument("--chunk-overlap", type=int, default=150, help="characters (default 150)")
+    p.set_defaults(func=cmd_ingest)
