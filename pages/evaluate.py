@@ -95,7 +95,8 @@ picked = st.dataframe(rows, hide_index=True, width="stretch", key="ev_items", on
 chosen = picked.selection.rows if picked and picked.selection else []
 if chosen:
     row = rows[chosen[0]]
-    if st.button(f"Open {row['id']} ({row['pipeline']}) in Trace", key="ev_open", icon=":material/account_tree:"):
+    if st.button(safe(f"Open {row['id']} ({row['pipeline']}) in Trace"), key="ev_open",
+                 icon=":material/account_tree:"):  # the id comes from the uploaded set
         _session.open_trace(row["run"])
 else:
     st.caption("Select a row to open its run in Trace.")

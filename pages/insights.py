@@ -1,12 +1,14 @@
 """Insights page: what the saved runs show, with charts (rewrites, hallucination detection,
-strategies, paths, stop reasons, latency, LLM calls and tokens)."""
+strategies, paths, stop reasons, latency, LLM calls and tokens).
+"""
 
 import streamlit as st
 
 from pages import _session
 from pages._ui import safe
 from rag.config import preset_label, preset_of
-from rag.trace import charts as figures, insights
+from rag.trace import charts as figures
+from rag.trace import insights
 from rag.trace.pricing import format_cost
 
 st.title("Insights")
