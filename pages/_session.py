@@ -1,5 +1,7 @@
-"""What the pages share per process and per browser session: cached settings, the Chroma client,
-knowledge bases, the run history and prices; this session's id, keys and runs.
+"""What the pages share per process and per browser session.
+
+Cached settings, the Chroma client, knowledge bases, the run history and prices; this session's id, keys and
+runs.
 
 Only Streamlit glue lives here; everything the app does is in ``rag/``. Nothing is built at
 import time: each resource is made on first use and cached with ``st.cache_resource``.
@@ -51,8 +53,10 @@ def _from_secrets(env: dict) -> dict:
 
 @st.cache_resource(show_spinner=False)
 def settings() -> Settings:
-    """The server's settings: the environment, plus keys from ``.streamlit/secrets.toml``;
-    read once per process. They hold the operator's keys only, never a user's.
+    """The server's settings.
+
+    The environment, plus keys from ``.streamlit/secrets.toml``; read once per process. They hold the
+    operator's keys only, never a user's.
 
     Raises ValueError on a malformed number in the environment (not cached, so a fix is seen
     on the next rerun).
@@ -61,8 +65,10 @@ def settings() -> Settings:
 
 
 def session_settings() -> Settings:
-    """This session's settings: the server's, with the keys and base URL typed on the
-    Settings page (if any) for this browser session only.
+    """This session's settings.
+
+    The server's, with the keys and base URL typed on the Settings page (if any) for this browser session
+    only.
     """
     base = settings()
     typed = st.session_state.get(SESSION_KEYS) or {}
@@ -82,8 +88,10 @@ def secrets() -> list[str | None]:
 
 
 def engine_label(s: Settings) -> str:
-    """The active engine in words, e.g. ``Offline engine (no keys)`` (plain text: it holds a
-    base URL, so render it through :func:`pages._ui.safe`).
+    """The active engine in words, e.g.
+
+    ``Offline engine (no keys)`` (plain text: it holds a base URL, so render it through
+    :func:`pages._ui.safe`).
     """
     if s.engine_name == "local":
         return ENGINE_OFFLINE
@@ -121,9 +129,10 @@ def _knowledge_base(name: str, store_key: tuple, _settings: Settings) -> Knowled
 
 
 def knowledge_base(name: str | None = None) -> KnowledgeBase:
-    """The KnowledgeBase ``name`` (default: the one selected in the sidebar), cached per
-    name and store. Raises ValueError for an invalid name, EmbeddingMismatch when the
-    collection was built with another embedding model.
+    """The KnowledgeBase ``name`` (default: the one selected in the sidebar), cached per name and store.
+
+    Raises ValueError for an invalid name, EmbeddingMismatch when the collection was built with another
+    embedding model.
     """
     s = session_settings()
     return _knowledge_base(name or current_kb_name(), _store_key(s), s)
@@ -141,8 +150,9 @@ def current_kb_name() -> str:
 
 @contextmanager
 def stop_on_store_error(name: str) -> Iterator[None]:
-    """Around opening and reading the knowledge base ``name``: a failure becomes one red line
-    saying what broke (no stack trace), and the page stops there.
+    """Around opening and reading the knowledge base ``name``.
+
+    A failure becomes one red line saying what broke (no stack trace), and the page stops there.
     """
     try:
         yield
@@ -171,15 +181,17 @@ def _store(path: str) -> RunStore:
 
 
 def store() -> RunStore:
-    """The run store at ``data_dir/runs.sqlite``. Raises OSError/sqlite3.Error when the data
-    directory cannot hold it.
+    """The run store at ``data_dir/runs.sqlite``.
+
+    Raises OSError/sqlite3.Error when the data directory cannot hold it.
     """
     return _store(str(Path(settings().data_dir) / DB_NAME))
 
 
 def keep(run: Run, *, comparison_id: str | None = None) -> str | None:
-    """Keep ``run`` in this session and save it to the history. Returns None, or why it could
-    not be saved (the run stays usable in this session).
+    """Keep ``run`` in this session and save it to the history.
+
+    Returns None, or why it could not be saved (the run stays usable in this session).
     """
     runs()[run.id] = run
     try:
@@ -201,8 +213,9 @@ def _prices(raw: str) -> dict[str, Price]:
 
 
 def prices() -> dict[str, Price]:
-    """The price table (RAG_PRICES_JSON over the defaults). When RAG_PRICES_JSON is malformed,
-    says so in red and returns the built-in prices.
+    """The price table (RAG_PRICES_JSON over the defaults).
+
+    When RAG_PRICES_JSON is malformed, says so in red and returns the built-in prices.
     """
     try:
         return _prices(os.environ.get(PRICES_ENV, ""))

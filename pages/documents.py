@@ -70,12 +70,14 @@ if st.button("Index files", type="primary", disabled=not uploaded, key="docs_ind
     position = {"file": 0, "files": len(files)}
 
     def on_progress(done: int, total: int, name: str) -> None:
+        """Move the bar to file ``done`` of ``total`` (0-based), named ``name``."""
         position["file"] = done
         label = f"Indexing {safe(name)} ({done + 1} of {total})" if name else \
             f"Indexed {total} file(s)"
         bar.progress(done / total if total else 1.0, text=label)
 
     def on_page(name: str, done: int, total: int, ocr: bool) -> None:
+        """Move the bar within the current file: page ``done`` of ``total``, read by OCR when ``ocr``."""
         if not total or not position["files"]:
             return
         share = (position["file"] + done / total) / position["files"]

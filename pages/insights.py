@@ -1,5 +1,7 @@
-"""Insights page: what the saved runs show, with charts (rewrites, hallucination detection,
-strategies, paths, stop reasons, latency, LLM calls and tokens).
+"""Insights page.
+
+What the saved runs show, with charts (rewrites, hallucination detection, strategies, paths, stop reasons,
+latency, LLM calls and tokens).
 """
 
 import streamlit as st
@@ -42,10 +44,12 @@ if presets:
 
 
 def pct(x) -> str:
+    """A share in [0, 1] as a percentage, or a dash when there is none."""
     return "–" if x is None else f"{x:.0%}"
 
 
 def num(x, fmt: str = "{:.1f}") -> str:
+    """A number formatted with ``fmt``, or a dash when there is none."""
     return "–" if x is None else fmt.format(x)
 
 

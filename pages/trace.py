@@ -1,5 +1,7 @@
-"""Trace page: replay a run on the flow step by step, with every decision, verdict and reason;
-reopen, filter, export and delete runs from the history.
+"""Trace page.
+
+Replay a run on the flow step by step, with every decision, verdict and reason; reopen, filter, export and
+delete runs from the history.
 """
 
 import streamlit as st

@@ -19,8 +19,9 @@ def chunk_document(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
 ) -> list[ChunkRecord]:
-    """Split ``doc`` into chunks of at most ``chunk_size`` characters, consecutive chunks of a page
-    sharing up to ``chunk_overlap`` characters.
+    """Split ``doc`` into chunks of at most ``chunk_size`` characters.
+
+    Consecutive chunks of a page sharing up to ``chunk_overlap`` characters.
 
     Pages are split one at a time, so a chunk never spans two pages; ``ChunkRecord.page`` is the
     1-based page number. ``index`` is 0-based and runs over the whole document, and ``id`` is

@@ -1,5 +1,6 @@
-"""Read one uploaded file (PDF, Word .docx, HTML, plain text or Markdown) into normalised 1-based
-pages of text.
+"""Read one uploaded file.
+
+(PDF, Word .docx, HTML, plain text or Markdown) into normalised 1-based pages of text.
 
 PDFs are read with pypdfium2 (PDFium), page by page; a page with no text layer, or too little text
 for its area while an image covers most of it, is rendered and read by OCR
@@ -72,9 +73,12 @@ class LoadedDocument:
 
 
 def normalize_text(s: str) -> str:
-    """Clean extracted text: NFKC (ligatures become letters), rejoin words hyphenated across line
-    ends, turn control characters other than newline and tab into spaces, collapse runs of spaces
-    and tabs to one space, cap blank lines at one (three or more newlines become two), strip."""
+    """Clean extracted text.
+
+    NFKC (ligatures become letters), rejoin words hyphenated across line ends, turn control characters other
+    than newline and tab into spaces, collapse runs of spaces and tabs to one space, cap blank lines at one
+    (three or more newlines become two), strip.
+    """
     s = unicodedata.normalize("NFKC", s)
     s = s.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n").replace("\u2029", "\n\n")
     # Soft hyphens and byte-order marks carry no text.
@@ -200,9 +204,11 @@ def _load_pdf(filename: str, data: bytes, password: str | None, *, ocr: bool = T
 
 def _load_pdf_range(data: bytes, password: str | None, first: int, last: int, *, ocr: bool = True,
                     on_page: PageCallback | None = None) -> tuple[list[Page], list[str]]:
-    """Pages ``first..last`` (1-based, inclusive) of a PDF that PDFium opens, as
-    :func:`extract_pages_pdfium` gives them (for worker processes). Raises :class:`CorruptFile`
-    when PDFium cannot open it."""
+    """Pages ``first..last``.
+
+    (1-based, inclusive) of a PDF that PDFium opens, as :func:`extract_pages_pdfium` gives them (for worker
+    processes). Raises :class:`CorruptFile` when PDFium cannot open it.
+    """
     pdf = _open_pdfium(data, password)
     if pdf is None:
         raise CorruptFile("corrupt or unreadable PDF: PDFium cannot open it")
@@ -222,8 +228,10 @@ _RTL = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]")
 
 
 class _PypdfPages:
-    """pypdf's text of single pages of a PDF, opened on first use: PDFium returns right-to-left
-    scripts in visual (reversed) order, pypdf in logical order."""
+    """pypdf's text of single pages of a PDF, opened on first use.
+
+    PDFium returns right-to-left scripts in visual (reversed) order, pypdf in logical order.
+    """
 
     def __init__(self, data: bytes, password: str | None) -> None:
         self._data, self._password, self._reader = data, password, None
@@ -244,10 +252,12 @@ MIN_IMAGE_COVER = 0.5
 
 
 def _open_pdfium(data: bytes, password: str | None):
-    """The ``pypdfium2.PdfDocument`` of ``data``, or None when PDFium cannot open it (damaged,
-    encrypted without a password it accepts, unsupported security handler): the caller then
-    hands the file to pypdf. A password that fails on a file that opens without one is
-    ignored, as in :func:`open_pdf`."""
+    """The ``pypdfium2.PdfDocument`` of ``data``, or None when PDFium cannot open it.
+
+    (damaged, encrypted without a password it accepts, unsupported security handler): the caller then hands
+    the file to pypdf. A password that fails on a file that opens without one is ignored, as in
+    :func:`open_pdf`.
+    """
     import pypdfium2 as pdfium
 
     with _PDFIUM_LOCK:
@@ -282,14 +292,15 @@ def _image_cover(page) -> float:
 
 def needs_ocr(text: str, width_pt: float, height_pt: float,
               image_cover: float | Callable[[], float]) -> bool:
-    """Whether a page whose text layer is ``text`` (normalised), of ``width_pt`` x ``height_pt``
-    points with images covering ``image_cover`` (0-1) of it, should be read by OCR: it has no
-    text and some image (10% of the page or more), or images cover at least
+    """Whether a page whose text layer is ``text``.
+
+    (normalised), of ``width_pt`` x ``height_pt`` points with images covering ``image_cover`` (0-1) of it,
+    should be read by OCR: it has no text and some image (10% of the page or more), or images cover at least
     :data:`MIN_IMAGE_COVER` of it and its text is under :data:`MIN_TEXT_CHARS` characters or
-    :data:`MIN_CHARS_PER_SQ_INCH` per square inch. A page with no image is never OCR'd (a
-    blank page or one drawn with vector graphics has nothing to read). ``image_cover`` may be
-    a function, called only when the text alone does not settle it (it walks the page's objects,
-    which is slow on text-heavy pages)."""
+    :data:`MIN_CHARS_PER_SQ_INCH` per square inch. A page with no image is never OCR'd (a blank page or one
+    drawn with vector graphics has nothing to read). ``image_cover`` may be a function, called only when the
+    text alone does not settle it (it walks the page's objects, which is slow on text-heavy pages).
+    """
     chars = len(text)
     sq_inches = (width_pt / 72.0) * (height_pt / 72.0)
     if chars >= MIN_TEXT_CHARS and chars >= MIN_CHARS_PER_SQ_INCH * sq_inches:
@@ -299,8 +310,10 @@ def needs_ocr(text: str, width_pt: float, height_pt: float,
 
 
 def _text_layer(page, number: int, fallback: Callable[[int], str] | None) -> str:
-    """Normalised text layer of a ``pypdfium2.PdfPage`` (page ``number``, 1-based); a page in a
-    right-to-left script comes from ``fallback(number)`` (pypdf) when that gives text."""
+    """Normalised text layer of a ``pypdfium2.PdfPage`` (page ``number``, 1-based).
+
+    A page in a right-to-left script comes from ``fallback(number)`` (pypdf) when that gives text.
+    """
     textpage = page.get_textpage()
     try:
         text = normalize_text(textpage.get_text_range())
@@ -313,9 +326,11 @@ def _text_layer(page, number: int, fallback: Callable[[int], str] | None) -> str
 
 
 def _maybe_ocr(page, number: int, text: str, warnings: list[str]) -> tuple[str, bool]:
-    """``(text, ocr)`` of a page whose text layer is ``text``: OCR's text when the page
-    :func:`needs_ocr` and OCR reads more, else ``text``. A failed OCR adds to ``warnings``.
-    Raises :class:`MissingDependency` when rapidocr is missing."""
+    """``(text, ocr)`` of a page whose text layer is ``text``.
+
+    OCR's text when the page :func:`needs_ocr` and OCR reads more, else ``text``. A failed OCR adds to
+    ``warnings``. Raises :class:`MissingDependency` when rapidocr is missing.
+    """
     width, height = page.get_size()
     if not needs_ocr(text, width, height, lambda: _image_cover(page)):
         return text, False
@@ -335,13 +350,15 @@ def extract_pages_pdfium(pdf, numbers: Iterable[int], *, ocr: bool = True,
                          on_page: PageCallback | None = None,
                          fallback: Callable[[int], str] | None = None
                          ) -> tuple[list[Page], list[str]]:
-    """Normalised text of the pages ``numbers`` (1-based) of an open ``pypdfium2.PdfDocument``:
-    the pages that have text, in order, and one-line warnings (a page whose extraction or OCR
-    failed; one bad page never loses the whole file). With ``ocr``, pages that
-    :func:`needs_ocr` are read by OCR too, and OCR's text replaces the text layer's when it is
-    longer (the page is then marked ``ocr=True``). A page in a right-to-left script is taken
-    from ``fallback(number)`` (pypdf) when that gives text. Call with :data:`_PDFIUM_LOCK` held.
-    Raises :class:`MissingDependency` when OCR is needed but rapidocr is not installed."""
+    """Normalised text of the pages ``numbers`` (1-based) of an open ``pypdfium2.PdfDocument``.
+
+    The pages that have text, in order, and one-line warnings (a page whose extraction or OCR failed; one bad
+    page never loses the whole file). With ``ocr``, pages that :func:`needs_ocr` are read by OCR too, and
+    OCR's text replaces the text layer's when it is longer (the page is then marked ``ocr=True``). A page in a
+    right-to-left script is taken from ``fallback(number)`` (pypdf) when that gives text. Call with
+    :data:`_PDFIUM_LOCK` held. Raises :class:`MissingDependency` when OCR is needed but rapidocr is not
+    installed.
+    """
     numbers = list(numbers)
     pages: list[Page] = []
     warnings: list[str] = []
@@ -369,10 +386,12 @@ def extract_pages_pdfium(pdf, numbers: Iterable[int], *, ocr: bool = True,
 
 
 def quiet_pypdf_logging() -> None:
-    """Keep pypdf's warnings ("invalid pdf header", "EOF marker not found", font notes) in the
-    log: with no handler configured anywhere, Python's last-resort handler would print each one
-    on stderr. A NullHandler on the ``pypdf`` logger stops that; records still propagate to any
-    handler the application configures. Idempotent."""
+    """Keep pypdf's warnings ("invalid pdf header", "EOF marker not found", font notes) in the log.
+
+    With no handler configured anywhere, Python's last-resort handler would print each one on stderr. A
+    NullHandler on the ``pypdf`` logger stops that; records still propagate to any handler the application
+    configures. Idempotent.
+    """
     logger = logging.getLogger("pypdf")
     if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
         logger.addHandler(logging.NullHandler())
@@ -387,13 +406,13 @@ def open_pdf(data: bytes, password: str | None = None) -> pypdf.PdfReader:
     quiet_pypdf_logging()
     try:
         reader = pypdf.PdfReader(io.BytesIO(data))
-        if reader.is_encrypted:
-            # A password that fails on a file that opens without one (empty user or owner
-            # password) is not an error: a batch-wide password must not break such files.
-            if not reader.decrypt(password or "") and not (password and reader.decrypt("")):
-                if not password:
-                    raise PasswordRequired("encrypted: password required")
-                raise WrongPassword("wrong password")
+        # A password that fails on a file that opens without one (empty user or owner
+        # password) is not an error: a batch-wide password must not break such files.
+        if reader.is_encrypted and not reader.decrypt(password or "") and not (
+                password and reader.decrypt("")):
+            if not password:
+                raise PasswordRequired("encrypted: password required")
+            raise WrongPassword("wrong password")
         len(reader.pages)  # a broken page tree fails here, not in the page loop
     except DependencyError as exc:
         raise _missing_crypto(exc) from exc
@@ -406,10 +425,11 @@ def open_pdf(data: bytes, password: str | None = None) -> pypdf.PdfReader:
 
 def extract_pages(reader: pypdf.PdfReader, numbers: Iterable[int], *,
                   on_page: PageCallback | None = None) -> tuple[list[Page], list[str]]:
-    """Normalised text of the pages ``numbers`` (1-based) of an opened PDF: the pages that
-    have text, in order, and one warning per page whose extraction failed (one bad page
-    must not lose the whole file). Raises :class:`MissingDependency` (AES without
-    ``cryptography``)."""
+    """Normalised text of the pages ``numbers`` (1-based) of an opened PDF.
+
+    The pages that have text, in order, and one warning per page whose extraction failed (one bad page must
+    not lose the whole file). Raises :class:`MissingDependency` (AES without ``cryptography``).
+    """
     numbers = list(numbers)
     pages: list[Page] = []
     warnings: list[str] = []
@@ -431,9 +451,10 @@ def extract_pages(reader: pypdf.PdfReader, numbers: Iterable[int], *,
 
 def assemble_pdf(filename: str, pages: list[Page], page_count: int,
                  warnings: list[str], *, ocr: bool = False, hint: str | None = None) -> LoadedDocument:
-    """The :class:`LoadedDocument` of a PDF from its extracted ``pages`` (in page order);
-    ``ocr`` says whether OCR was tried on pages without text, which changes the advice given
-    about pages with no text (``hint`` replaces it).
+    """The :class:`LoadedDocument` of a PDF from its extracted ``pages`` (in page order).
+
+    ``ocr`` says whether OCR was tried on pages without text, which changes the advice given about pages with
+    no text (``hint`` replaces it).
 
     Raises :class:`NoExtractableText` when no page has text.
     """

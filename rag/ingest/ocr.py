@@ -32,8 +32,10 @@ _engine_lock = threading.Lock()
 
 
 def _bundled_models() -> dict[str, str]:
-    """Paths of the ONNX models inside the installed ``rapidocr`` package, so the engine never
-    looks elsewhere (and never downloads). Raises MissingDependency when they are absent."""
+    """Paths of the ONNX models inside the installed ``rapidocr`` package.
+
+    So the engine never looks elsewhere (and never downloads). Raises MissingDependency when they are absent.
+    """
     import rapidocr
 
     models = Path(rapidocr.__file__).resolve().parent / "models"
@@ -71,9 +73,11 @@ def engine() -> Any:
 
 
 def render_scale(width_pt: float, height_pt: float) -> float:
-    """Scale (pixels per point) for rendering a page of ``width_pt`` x ``height_pt`` points:
-    :data:`RENDER_SCALE`, raised so the long side gets at least :data:`MIN_RENDER_SIDE` pixels
-    and lowered so it gets at most :data:`MAX_RENDER_SIDE`."""
+    """Scale (pixels per point) for rendering a page of ``width_pt`` x ``height_pt`` points.
+
+    :data:`RENDER_SCALE`, raised so the long side gets at least :data:`MIN_RENDER_SIDE` pixels and lowered so
+    it gets at most :data:`MAX_RENDER_SIDE`.
+    """
     side = max(width_pt, height_pt, 1e-3)
     scale = RENDER_SCALE
     if side * scale < MIN_RENDER_SIDE:
@@ -84,10 +88,11 @@ def render_scale(width_pt: float, height_pt: float) -> float:
 
 
 def ocr_page(page) -> str:
-    """Text of one ``pypdfium2.PdfPage`` read by OCR: its lines top to bottom, joined by
-    newlines; lines with no letter or digit are dropped, and "" is returned when fewer than
-    :data:`MIN_ALNUM` letters and digits are recognised. The page is rendered with its /Rotate applied, so
-    rotated scans come out upright. Takes about 1-7 s per page on one core.
+    """Text of one ``pypdfium2.PdfPage`` read by OCR.
+
+    Its lines top to bottom, joined by newlines; lines with no letter or digit are dropped, and "" is returned
+    when fewer than :data:`MIN_ALNUM` letters and digits are recognised. The page is rendered with its /Rotate
+    applied, so rotated scans come out upright. Takes about 1-7 s per page on one core.
 
     Raises :class:`MissingDependency` as :func:`engine` does.
     """
@@ -126,13 +131,15 @@ def _gaps(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
 
 
 def reading_order(boxes, texts: list[str]) -> list[str]:
-    """``texts`` (one per detected line, with ``boxes`` its 4-corner polygons in pixels) in
-    reading order, by recursive XY-cut: a region is split at its widest vertical gutter (columns,
-    left to right) when one at least half a line-height wide runs through all of it, else at its
-    widest horizontal gap (top to bottom); a region with neither is read top to bottom, left to
-    right. The boxes are first turned by the median slope of their top edges, so a skewed scan's
-    columns still line up. Keeps two-column pages from being read across the gutter line by
-    line."""
+    """``texts``.
+
+    (one per detected line, with ``boxes`` its 4-corner polygons in pixels) in reading order, by recursive
+    XY-cut: a region is split at its widest vertical gutter (columns, left to right) when one at least half a
+    line-height wide runs through all of it, else at its widest horizontal gap (top to bottom); a region with
+    neither is read top to bottom, left to right. The boxes are first turned by the median slope of their top
+    edges, so a skewed scan's columns still line up. Keeps two-column pages from being read across the gutter
+    line by line.
+    """
     import math
 
     # A skewed scan: undo the median slope of the lines' top edges first.

@@ -21,9 +21,10 @@ _SNIFF_BYTES = 4096
 
 
 def load_docx(filename: str, data: bytes) -> LoadedDocument:
-    """Text of a Word ``.docx`` file: its paragraphs and tables in document order (a table row
-    becomes one line, cells separated by `` | ``), as one page, number 1. Headers, footers and
-    comments are left out.
+    """Text of a Word ``.docx`` file.
+
+    Its paragraphs and tables in document order (a table row becomes one line, cells separated by `` | ``), as
+    one page, number 1. Headers, footers and comments are left out.
 
     Raises :class:`CorruptFile` (not a .docx: a legacy .doc, a password-protected file, a broken
     archive), :class:`EmptyFile` (no text), :class:`MissingDependency` (python-docx missing).
@@ -63,8 +64,10 @@ def load_docx(filename: str, data: bytes) -> LoadedDocument:
 
 
 def _decode_html(data: bytes) -> tuple[str, list[str]]:
-    """Decode HTML bytes: a byte-order mark, else the ``<meta charset>`` it declares, else
-    UTF-8, else Windows-1252 with a warning."""
+    """Decode HTML bytes.
+
+    A byte-order mark, else the ``<meta charset>`` it declares, else UTF-8, else Windows-1252 with a warning.
+    """
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         try:
             return data.decode("utf-16"), []
@@ -91,8 +94,10 @@ def _decode_html(data: bytes) -> tuple[str, list[str]]:
 
 
 def load_html(filename: str, data: bytes) -> LoadedDocument:
-    """Visible text of an HTML file (title, headings, paragraphs, lists, tables; no scripts,
-    styles or comments), with block elements on lines of their own, as one page, number 1.
+    """Visible text of an HTML file.
+
+    (title, headings, paragraphs, lists, tables; no scripts, styles or comments), with block elements on lines
+    of their own, as one page, number 1.
 
     Raises :class:`CorruptFile` (binary data), :class:`EmptyFile` (no visible text),
     :class:`MissingDependency` (html-text missing).

@@ -1,7 +1,7 @@
-"""Prepare PDFs ahead of the pipeline in worker processes, page range by page range: text
-(PDFium), OCR of scanned pages, and, for a local embedding function, the chunks' vectors. The
-pipeline then only chunks (cheap) and writes to the store while the workers prepare the next
-files, so both cores work.
+"""Prepare PDFs ahead of the pipeline in worker processes, page range by page range.
+
+Text (PDFium), OCR of scanned pages, and, for a local embedding function, the chunks' vectors. The pipeline
+then only chunks (cheap) and writes to the store while the workers prepare the next files, so both cores work.
 
 Workers never outlive the process that started them: on Linux each asks the kernel for SIGKILL
 when its parent dies (``prctl(PR_SET_PDEATHSIG)``), and on every platform a watchdog thread ends
@@ -88,10 +88,13 @@ def _init_worker(parent_pid: int, pypdf_log_level: int, queue) -> None:
 def _prepare_range(key: str, data: bytes, password: str | None, first: int, last: int,
                    ocr: bool, chunk_size: int, chunk_overlap: int, embed
                    ) -> tuple[list[tuple[int, str, bool]], list[str], list[str] | None, list | None]:
-    """Worker task: pages ``first..last`` (1-based, inclusive) as ``(number, text, ocr)``
-    tuples, their warnings, and when ``embed`` is given the chunk texts of these pages and
-    their vectors (chunks never span pages, so the document's chunks are the ranges' in order).
-    Sends ``(key, number, ocr)`` on the progress queue after each page."""
+    """Worker task.
+
+    Pages ``first..last`` (1-based, inclusive) as ``(number, text, ocr)`` tuples, their warnings, and when
+    ``embed`` is given the chunk texts of these pages and their vectors (chunks never span pages, so the
+    document's chunks are the ranges' in order). Sends ``(key, number, ocr)`` on the progress queue after each
+    page.
+    """
     from rag.ingest.loaders import _load_pdf_range
 
     def on_page(done: int, total: int, used_ocr: bool) -> None:
@@ -116,8 +119,7 @@ class _Pending:
 
 
 class PrefetchingLoader:
-    """A drop-in for :func:`load_document` that has already started preparing the PDFs of a
-    batch in worker processes.
+    """A drop-in for :func:`load_document` that has started preparing a batch's PDFs in worker processes.
 
     Construct it with the batch's ``(name, bytes)`` pairs, the per-name password lookup, and
     ``skip(sha)`` telling which contents need no parsing (already indexed). PDFs that open
@@ -135,6 +137,7 @@ class PrefetchingLoader:
                  skip: Callable[[str], bool], *, workers: int | None = None,
                  max_bytes: int | None = None, ocr: bool = True, embed=None,
                  chunking: tuple[int, int] = (1000, 150)) -> None:
+        """Start preparing the batch's PDFs in worker processes (see the class docstring)."""
         self._pending: dict[tuple[str, str], _Pending] = {}
         self._vectors: dict[str, tuple[list[str], list]] = {}
         self._events: dict[str, list[tuple[int, bool]]] = {}
@@ -211,9 +214,10 @@ class PrefetchingLoader:
     def load(self, filename: str, data: bytes, *, password: str | None = None,
              max_bytes: int | None = None,
              on_page: Callable[[int, int, bool], None] | None = None) -> LoadedDocument:
-        """Same contract as :func:`rag.ingest.loaders.load_document` (``ocr`` as given to the
-        constructor); ``on_page(done, total, ocr)`` is called for each page as workers finish
-        it."""
+        """Same contract as :func:`rag.ingest.loaders.load_document` (``ocr`` as given to the constructor).
+
+        ``on_page(done, total, ocr)`` is called for each page as workers finish it.
+        """
         sha = hashlib.sha256(data).hexdigest()
         pending = self._pending.pop((filename, sha), None)
         if pending is None:
@@ -224,18 +228,8 @@ class PrefetchingLoader:
         texts: list[str] = []
         vectors: list = []
         embedded = True
-        done = 0
         try:
-            waiting = set(pending.futures)
-            while waiting:
-                finished, waiting = wait(waiting, timeout=0.25, return_when=FIRST_COMPLETED)
-                self._drain()
-                for _number, used_ocr in self._events.pop(sha, []):
-                    done += 1
-                    if on_page:
-                        on_page(done, pending.page_count, used_ocr)
-                for future in finished:
-                    future.result()  # raise a worker's error now
+            done = self._wait(pending, sha, on_page)
             for future in pending.futures:
                 got, warned, part_texts, part_vectors = future.result()
                 pages += [Page(number=n, text=t, ocr=o) for n, t, o in got]
@@ -259,15 +253,36 @@ class PrefetchingLoader:
             self._vectors[sha] = (texts, vectors)
         return assemble_pdf(filename, pages, pending.page_count, warnings, ocr=self._ocr)
 
+    def _wait(self, pending, sha: str, on_page: Callable[[int, int, bool], None] | None) -> int:
+        """Wait for every range of one file, reporting pages as they finish; returns how many were reported.
+
+        Raises a worker's error as soon as its range fails.
+        """
+        done = 0
+        waiting = set(pending.futures)
+        while waiting:
+            finished, waiting = wait(waiting, timeout=0.25, return_when=FIRST_COMPLETED)
+            self._drain()
+            for _number, used_ocr in self._events.pop(sha, []):
+                done += 1
+                if on_page:
+                    on_page(done, pending.page_count, used_ocr)
+            for future in finished:
+                future.result()  # raise a worker's error now
+        return done
+
     def embeddings(self, doc_sha: str, chunk_texts: list[str]) -> list | None:
-        """The vectors the workers computed for the chunks of the document ``doc_sha``, when
-        they are exactly ``chunk_texts`` (in order); else None (the store embeds them)."""
+        """The vectors the workers computed for the chunks of the document ``doc_sha``.
+
+        When they are exactly ``chunk_texts`` (in order); else None (the store embeds them).
+        """
         texts, vectors = self._vectors.pop(doc_sha, (None, None))
         if texts is None or texts != chunk_texts or len(vectors) != len(texts):
             return None
         return vectors
 
     def close(self) -> None:
+        """Stop the workers and forget what they prepared; safe to call twice."""
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
@@ -278,7 +293,9 @@ class PrefetchingLoader:
         self._vectors.clear()
 
     def __enter__(self) -> PrefetchingLoader:
+        """Use the loader in a ``with`` block; leaving it stops the workers."""
         return self
 
     def __exit__(self, *exc) -> None:
+        """Stop the workers (see :meth:`close`)."""
         self.close()

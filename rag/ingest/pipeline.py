@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Union
+from typing import Literal
 
 from rag.ingest.chunking import (
     DEFAULT_CHUNK_OVERLAP,
@@ -21,14 +21,16 @@ from rag.secrets import scrub
 from rag.store.chroma import StoreUnavailable
 
 Status = Literal["ingested", "already indexed", "failed"]
-FileInput = Union[str, Path, tuple[str, bytes]]
+FileInput = str | Path | tuple[str, bytes]
 
 
 @dataclass
 class FileReport:
-    """The outcome for one file. ``code`` is the IngestError code when it failed
-    (``password_required``, ``no_extractable_text``, ...); ``pages`` counts every page and
-    ``ocr_pages`` those read by OCR; ``seconds`` is wall time."""
+    """The outcome for one file.
+
+    ``code`` is the IngestError code when it failed (``password_required``, ``no_extractable_text``, ...);
+    ``pages`` counts every page and ``ocr_pages`` those read by OCR; ``seconds`` is wall time.
+    """
 
     filename: str
     status: Status
@@ -43,11 +45,14 @@ class FileReport:
 
     @property
     def ok(self) -> bool:
+        """True unless the file failed."""
         return self.status != "failed"
 
     def line(self) -> str:
-        """One line a person can read, e.g. ``lewis.pdf: ingested 19 pages, 88 chunks`` or
-        ``scan.pdf: ingested 3 pages (3 by OCR), 7 chunks``."""
+        """One line a person can read, e.g.
+
+        ``lewis.pdf: ingested 19 pages, 88 chunks`` or ``scan.pdf: ingested 3 pages (3 by OCR), 7 chunks``.
+        """
         return f"{self.filename}: {self.message}"
 
 
@@ -97,7 +102,7 @@ def ingest_files(kb, files: Iterable[FileInput], *, chunking: ChunkSettings = Ch
     Messages never hold a key (:func:`rag.secrets.scrub`).
     """
     items = list(files)
-    kb.collection  # raises StoreError (e.g. EmbeddingMismatch) before any file is touched
+    _ = kb.collection  # raises StoreError (e.g. EmbeddingMismatch) before any file is touched
     chunk_document(_probe_doc(), doc_sha="0" * 64, chunk_size=chunking.chunk_size,
                    chunk_overlap=chunking.chunk_overlap)  # validates the settings up front
     reports: list[FileReport] = []
@@ -141,8 +146,10 @@ def _probe_doc():
 
 
 def _local_embedding(kb):
-    """``kb``'s embedding function when it runs locally and can be sent to worker processes
-    (the hashing embeddings); None for one that calls a service (it runs in this process)."""
+    """``kb``'s embedding function when it runs locally and can be sent to worker processes.
+
+    (the hashing embeddings); None for one that calls a service (it runs in this process).
+    """
     from rag.store.embeddings import HashingEmbeddingFunction
 
     ef = getattr(kb, "embedding_function", None)
