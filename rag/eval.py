@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rag.config import PRESETS, preset_options
+from rag.models import Turn
 
 Progress = Callable[[int, int], None] | None
 """``on_progress(done, total)``: called after each run."""
@@ -37,6 +38,10 @@ class EvalItem:
     answers: list[str] | None = None
     sources: list[str] | None = None
     answerable: bool | None = None
+    conversation: str | None = None
+    """The id of the conversation this item is a turn of (conversation files), else None."""
+    turn: int | None = None
+    """Its 1-based turn in that conversation."""
 
 
 def _strings(value, what: str, where: str) -> list[str]:
@@ -50,12 +55,33 @@ def _strings(value, what: str, where: str) -> list[str]:
     return out
 
 
+def _conversation_items(row: dict, cid: str, where: str) -> list[EvalItem]:
+    turns = row["turns"]
+    if not isinstance(turns, list) or not turns:
+        raise ValueError(f"{where}: 'turns' must be a non-empty list")
+    out = []
+    for n, t in enumerate(turns, 1):
+        question = t.get("question") if isinstance(t, dict) else None
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError(f"{where}: turn {n} has no 'question' text")
+        answers = _strings(t["answers"], "answers", where) if t.get("answers") is not None else None
+        sources = (_strings(t["source"], "source", where) if t.get("source") is not None
+                   else _strings(t["sources"], "sources", where) if t.get("sources") is not None
+                   else None)
+        out.append(EvalItem(id=f"{cid}.{n}", question=question.strip(), answers=answers,
+                            sources=sources, conversation=cid, turn=n))
+    return out
+
+
 def parse_items(lines: Iterable[str], *, name: str = "questions") -> list[EvalItem]:
     """Parse JSONL question lines.
 
     ``{"id", "question", "answers"?, "sources"?, "answerable"?}`` (``query`` is accepted for ``question``, as
-    in RGB; a missing id becomes the line number). Blank lines are skipped. Raises ValueError naming the line
-    for malformed JSON, a missing question, a wrong field type, a duplicate id, or a set with no question.
+    in RGB; a missing id becomes the line number), or conversations ``{"id", "turns": [{"question",
+    "source"?, "answers"?}, ...]}`` (as in ``conversations/dev.jsonl``): each turn is one item ``ID.N``
+    with its ``conversation`` and 1-based ``turn``, asked in order in one thread by :func:`run_eval`.
+    Blank lines are skipped. Raises ValueError naming the line for malformed JSON, a missing question
+    (or turn question), a wrong field type, a duplicate id, or a set with no question.
     """
     items: list[EvalItem] = []
     seen: set[str] = set()
@@ -69,6 +95,13 @@ def parse_items(lines: Iterable[str], *, name: str = "questions") -> list[EvalIt
             raise ValueError(f"{where}: not valid JSON ({exc.msg})") from None
         if not isinstance(row, dict):
             raise ValueError(f"{where}: expected a JSON object")
+        if "turns" in row:
+            cid = str(row.get("id", n))
+            if cid in seen:
+                raise ValueError(f"{where}: duplicate id {cid!r}")
+            seen.add(cid)
+            items += _conversation_items(row, cid, where)
+            continue
         question = row.get("question", row.get("query"))
         if not isinstance(question, str) or not question.strip():
             raise ValueError(f"{where}: no 'question' text")
@@ -146,7 +179,7 @@ def summarize(items: Sequence[EvalItem], runs: Sequence) -> dict:
         return any(first == s or Path(first).name == Path(s).name for s in item.sources or [])
 
     n = len(runs)
-    return {
+    out = {
         "questions": n,
         "answered": sum(e in ANSWERED_ENDS for e in ends),
         "answered_clean": ends.count("finalize"),
@@ -159,6 +192,14 @@ def summarize(items: Sequence[EvalItem], runs: Sequence) -> dict:
         "p50_ms": round(percentile([r.duration_ms for r in runs], 50), 1),
         "llm_calls_mean": round(sum(r.llm_calls for r in runs) / n, 3) if n else 0.0,
     }
+    if any(i.turn is not None for i in items):  # a conversation file: first turns vs follow-ups
+        for key, follow_up in (("first_turns", False), ("follow_ups", True)):
+            part = [(i, r) for i, r in zip(items, runs, strict=False) if ((i.turn or 1) > 1) == follow_up]
+            sourced = [(i, r) for i, r in part if i.sources]
+            hits = sum(source_ok(i, r) for i, r in sourced)
+            out[key] = {"questions": len(part), "source_hits": hits,
+                        "source_hit": round(hits / len(sourced), 4) if sourced else None}
+    return out
 
 
 def run_eval(items: Sequence[EvalItem], context, presets: Sequence[str] = tuple(PRESETS), *,
@@ -169,7 +210,13 @@ def run_eval(items: Sequence[EvalItem], context, presets: Sequence[str] = tuple(
     (``naive``, ``crag``, ``self-rag``, ``full``) with ``context`` (a RunContext: engine, knowledge base, web
     search) and return per-preset figures (:func:`summarize`) and one row per run: ``id``, ``preset``,
     ``question``, ``end`` (the terminal node, or ``error``), ``answer``, ``citations`` (``source``, 1-based
-    ``page``) and ``run_id``.
+    ``page``), ``run_id``, ``turn`` (1-based; None outside conversations) and ``standalone_question`` (the
+    question as the run used it). For a conversation file, each preset's figures add ``first_turns`` and
+    ``follow_ups`` (``questions``, ``source_hits``, ``source_hit``).
+
+    The turns of a conversation (:attr:`EvalItem.conversation`) are asked in order, each with the earlier
+    turns of the same preset as its history (one thread per conversation and preset, saved to ``store``
+    when given). With ``use_history=False`` in ``overrides`` each turn is asked on its own.
 
     Each run is saved to ``store`` (a RunStore) under ``session_id`` when given; a failed save
     raises OSError. ``overrides`` are run options for every preset (e.g. ``top_k=6``).
@@ -185,11 +232,22 @@ def run_eval(items: Sequence[EvalItem], context, presets: Sequence[str] = tuple(
     result = EvalResult()
     for preset, opts in options.items():
         runs = []
+        histories: dict[str, list[Turn]] = {}
+        threads: dict[str, str] = {}
         for item in items:
-            run = run_question(item.question, context, opts)
+            history = histories.setdefault(item.conversation, []) if item.conversation else []
+            run = run_question(item.question, context, opts, history=list(history))
+            history.append(Turn(question=run.question, answer=run.answer,
+                                standalone_question=run.standalone_question))
             if store is not None:
                 try:
-                    store.save(run, session_id)
+                    if item.conversation:
+                        if item.conversation not in threads:
+                            threads[item.conversation] = store.create_thread(
+                                session_id, knowledge_base=run.knowledge_base).id
+                        store.add_turn(threads[item.conversation], session_id, run)
+                    else:
+                        store.save(run, session_id)
                 except Exception as exc:
                     raise OSError(f"the run could not be saved to the history: {exc}") from exc
             runs.append(run)
@@ -197,7 +255,8 @@ def run_eval(items: Sequence[EvalItem], context, presets: Sequence[str] = tuple(
                 "id": item.id, "preset": preset, "question": item.question, "end": _end(run),
                 "answer": run.answer,
                 "citations": [{"source": c.source, "page": c.page} for c in run.citations],
-                "run_id": run.id})
+                "run_id": run.id, "turn": item.turn,
+                "standalone_question": run.standalone_question or run.question})
             done += 1
             if on_progress:
                 on_progress(done, total)

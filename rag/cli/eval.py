@@ -67,7 +67,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if kb.count() == 0:
         raise ValueError(f"the knowledge base '{kb.name}' is empty; add documents first "
                          f"(python -m rag ingest FILES --collection {kb.name})")
-    overrides = {"top_k": args.top_k} if args.top_k else {}
+    overrides: dict = {"top_k": args.top_k} if args.top_k else {}
+    if args.no_history:
+        overrides["use_history"] = False
     with tqdm(total=len(items) * len(presets), desc="eval", unit="run", file=sys.stderr,
               mininterval=0.5, dynamic_ncols=True) as bar:
         def progress(done: int, total: int) -> None:
@@ -78,6 +80,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
                           store=RunStore.for_settings(settings), session_id=CLI_SESSION,
                           on_progress=progress, **overrides)
     table = format_table([{"preset": p, **s} for p, s in result.presets.items()], EVAL_COLUMNS)
+    for p, figures in result.presets.items():  # conversation files: first turns vs follow-ups
+        if "follow_ups" in figures:
+            first, follow = figures["first_turns"], figures["follow_ups"]
+            table += (f"\n{p}: first turns {first['source_hits']}/{first['questions']} source hits, "
+                      f"follow-ups {follow['source_hits']}/{follow['questions']}")
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
         print(table, file=sys.stderr)
@@ -92,8 +99,11 @@ def register(commands, shared: SharedArgs) -> None:
     """Add ``eval`` to the top-level subparsers ``commands``."""
     p = commands.add_parser("eval", help=HELP,
                             parents=[shared.data_dir, shared.collection, shared.json])
-    p.add_argument("file", help='JSONL: {"id", "question", "answers"?, "sources"?, "answerable"?}')
+    p.add_argument("file", help='JSONL: {"id", "question", "answers"?, "sources"?, "answerable"?}, '
+                                'or conversations {"id", "turns": [{"question", "source"?}]}')
     p.add_argument("--preset", action="append",
                    help="naive, crag, self-rag, full or all; repeat or comma-separate (default all)")
     p.add_argument("--top-k", type=int, help="chunks per query (default: the preset's)")
+    p.add_argument("--no-history", action="store_true",
+                   help="ask each turn of a conversation file on its own (no chat history)")
     p.set_defaults(func=cmd_eval)

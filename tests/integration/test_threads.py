@@ -240,3 +240,37 @@ def test_cli_ask_continues_a_thread_and_threads_list_show_delete(papers_kb, cli)
     assert cli("threads", "delete", "t-cli", "--data-dir", data).returncode == 0
     gone = cli("threads", "show", "t-cli", "--data-dir", data)
     assert gone.returncode == 2 and "no thread" in gone.stderr
+
+
+# --------------------------------------------------------------------------- rag eval on conversations
+
+
+def test_eval_asks_a_conversation_in_one_thread_and_splits_first_turns_from_follow_ups(ctx, tmp_path):
+    from rag.eval import parse_items, run_eval
+
+    line = json.dumps({"id": "c01", "turns": [
+        {"question": "What is Self-RAG?", "source": SELF_RAG_PDF},
+        {"question": "How is it trained?", "source": SELF_RAG_PDF},
+        {"question": "Which datasets was it evaluated on?", "source": SELF_RAG_PDF}]})
+    items = parse_items([line, json.dumps({"id": "q", "question": "What is RAG?"})])
+    assert [(i.id, i.conversation, i.turn) for i in items] == [
+        ("c01.1", "c01", 1), ("c01.2", "c01", 2), ("c01.3", "c01", 3), ("q", None, None)]
+    with pytest.raises(ValueError, match="turn 2"):
+        parse_items([json.dumps({"id": "c", "turns": [{"question": "a?"}, {"source": "x"}]})])
+
+    store = RunStore(tmp_path / "runs.sqlite")
+    result = run_eval(items[:3], ctx, ["full"], store=store, session_id="eval")
+    rows = result.items
+    assert [r["turn"] for r in rows] == [1, 2, 3]
+    assert [r["standalone_question"] for r in rows] == [
+        "What is Self-RAG?", "How is Self-RAG trained?", "Which datasets was Self-RAG evaluated on?"]
+    full = result.presets["full"]
+    assert full["first_turns"]["questions"] == 1 and full["follow_ups"]["questions"] == 2
+    assert full["follow_ups"]["source_hit"] == 1.0, rows
+    [thread] = store.list_threads("eval")
+    assert thread.turns == 3 and thread.title == "What is Self-RAG?"
+
+    off = run_eval(items[:3], ctx, ["full"], use_history=False)
+    assert [r["standalone_question"] for r in off.items][1] == "How is it trained?"
+    plain = run_eval(items[3:], ctx, ["naive"])
+    assert "follow_ups" not in plain.presets["naive"] and plain.items[0]["turn"] is None
