@@ -9,8 +9,8 @@ from rag.engines.base import AnswerGrade, GroundingCheck, RelevanceGrade
 from rag.engines.local import LocalEngine
 from rag.graph.build import build_graph
 from rag.models import NODE_ORDER
-from rag.store.bm25 import lexical_stats
 from rag.run import make_context, run_question
+from rag.store.bm25 import lexical_stats
 
 QUESTION = "What is the retrieval component of RAG and how is it trained?"
 
