@@ -185,7 +185,7 @@ def summarize(items: Sequence[EvalItem], runs: Sequence) -> dict:
         "answered_clean": ends.count("finalize"),
         "caveat": ends.count("finalize_with_caveat"),
         "abstained": ends.count("fallback"),
-        "answer_hit": (round(sum(answer_hit(_committed(r), i.answers) for i, r in with_answers)
+        "answer_hit": (round(sum(answer_hit(_committed(r), i.answers or []) for i, r in with_answers)
                              / len(with_answers), 4) if with_answers else None),
         "source_hit": (round(sum(source_ok(i, r) for i, r in with_sources) / len(with_sources), 4)
                        if with_sources else None),

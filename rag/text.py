@@ -64,7 +64,7 @@ def words(text: str) -> list[str]:
     Chinese, Japanese and Korean runs, which have no spaces between words, become overlapping
     character bigrams (``'检索器'`` gives ``'检索'``, ``'索器'``); other text is unchanged by them.
     """
-    out = []
+    out: list[str] = []
     cjk = _HAS_CJK.search(text) is not None
     for match in _WORD.finditer(text.lower()):
         token = match.group(0).replace("’", "'")

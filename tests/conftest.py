@@ -114,8 +114,10 @@ def tavily():
 
 @pytest.fixture(scope="session")
 def runs(papers_kb):
-    """Real offline runs over the papers (tests/run_fixtures.py): answered, naive, rewritten,
-    abstained. Built once; tests copy a run before changing it."""
+    """Real offline runs over the papers (tests/run_fixtures.py): answered, naive, rewritten, abstained.
+
+    Built once; tests copy a run before changing it.
+    """
     from tests.run_fixtures import offline_runs
 
     return offline_runs(papers_kb)
@@ -144,9 +146,11 @@ class CliResult(NamedTuple):
 
 @pytest.fixture
 def cli(capsys):
-    """Run ``python -m rag ARGS...`` in this process (``rag.cli.main`` under ``capsys``), much
-    faster than a subprocess; returns a :class:`CliResult`. An argparse error or ``--help``
-    gives its exit code like the real command does."""
+    """Run ``python -m rag ARGS...`` in this process.
+
+    (``rag.cli.main`` under ``capsys``), much faster than a subprocess; returns a :class:`CliResult`. An
+    argparse error or ``--help`` gives its exit code like the real command does.
+    """
     from rag.cli import main
 
     def run(*args) -> CliResult:

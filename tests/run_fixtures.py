@@ -1,5 +1,8 @@
-"""Real runs for the history, compare, export and figure tests: the offline engine over the two
-RAG papers, and the LLM engine against the local fake OpenAI server (tests/fakes)."""
+"""Real runs for the history, compare, export and figure tests.
+
+The offline engine over the two RAG papers, and the LLM engine against the local fake OpenAI server
+(tests/fakes).
+"""
 
 from __future__ import annotations
 
@@ -7,9 +10,9 @@ import json
 from pathlib import Path
 
 from rag.config import Settings, preset_options
-from rag.trace.pricing import Price
 from rag.models import Run
 from rag.run import make_context, run_question
+from rag.trace.pricing import Price
 from tests.fakes.servers import Reply, default_script
 
 QUESTION = "What is the retrieval component of RAG and how is it trained?"
@@ -25,9 +28,12 @@ PRICES = {"grader-mini": Price(1.0, 2.0), "generator-big": Price(10.0, 30.0)}
 
 
 def offline_runs(kb) -> dict[str, Run]:
-    """``answered`` (full), ``naive``, ``rewritten`` (two rewrites, then a caveat) and
-    ``abstained`` (fallback), on the offline engine over ``kb``. Steps before the first
-    retrieve (decompose_query, when the graph has it) are left as they come."""
+    """``answered``.
+
+    (full), ``naive``, ``rewritten`` (two rewrites, then a caveat) and ``abstained`` (fallback), on the
+    offline engine over ``kb``. Steps before the first retrieve (decompose_query, when the graph has it) are
+    left as they come.
+    """
     ctx = make_context(kb.settings, kb)
     runs = {"answered": run_question(QUESTION, ctx, preset_options("full")),
             "naive": run_question(QUESTION, ctx, preset_options("naive")),
@@ -44,8 +50,10 @@ def offline_runs(kb) -> dict[str, Run]:
 
 
 def llm_settings(fake, data_dir: Path) -> Settings:
-    """Settings for the LLM engine on the fake server (offline hashing embeddings, so the
-    papers' knowledge base can be reused); the key is :data:`KEY`."""
+    """Settings for the LLM engine on the fake server.
+
+    (offline hashing embeddings, so the papers' knowledge base can be reused); the key is :data:`KEY`.
+    """
     return Settings.from_env({"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": fake.base_url,
                               "RAG_EMBEDDING_MODEL": "hashing", "RAG_GRADER_MODEL": "grader-mini",
                               "RAG_GENERATOR_MODEL": "generator-big", "RAG_LLM_TIMEOUT_S": "5",
@@ -62,9 +70,11 @@ def ungrounded_script(kind: str, body: dict) -> Reply:
 
 
 def llm_run(fake, kb, data_dir: Path) -> Run:
-    """The full pipeline on the LLM engine, every grounding check failing: it rewrites, the
-    rewrite brings back the same evidence, so the answer is not generated again (issue 10)
-    and it answers with a caveat that says why."""
+    """The full pipeline on the LLM engine, every grounding check failing.
+
+    It rewrites, the rewrite brings back the same evidence, so the answer is not generated again (issue 10)
+    and it answers with a caveat that says why.
+    """
     fake.script = ungrounded_script
     run = run_question(QUESTION, make_context(llm_settings(fake, data_dir), kb),
                        preset_options("full"))

@@ -249,14 +249,14 @@ def bench_ocr(files: Sequence[Path | str], root: Path, *, workers: int | None = 
     """
     from rag.ingest.loaders import normalize_text
 
-    files = [Path(f) for f in files]
+    paths = [Path(f) for f in files]
     kb = _fresh_kb(root, "ocr")
     started = time.perf_counter()
-    reports = ingest_files(kb, files, workers=workers)
+    reports = ingest_files(kb, paths, workers=workers)
     seconds = time.perf_counter() - started
     pages = sum(r.ocr_pages for r in reports)
     cer = {}
-    for f in files:
+    for f in paths:
         truth = f.with_suffix(".txt")
         if truth.is_file():
             doc = load_document(f.name, f.read_bytes())

@@ -234,7 +234,8 @@ class _PypdfPages:
     """
 
     def __init__(self, data: bytes, password: str | None) -> None:
-        self._data, self._password, self._reader = data, password, None
+        self._data, self._password = data, password
+        self._reader: pypdf.PdfReader | None = None
 
     def __call__(self, number: int) -> str:
         if self._reader is None:

@@ -277,7 +277,7 @@ class PrefetchingLoader:
         When they are exactly ``chunk_texts`` (in order); else None (the store embeds them).
         """
         texts, vectors = self._vectors.pop(doc_sha, (None, None))
-        if texts is None or texts != chunk_texts or len(vectors) != len(texts):
+        if texts is None or vectors is None or texts != chunk_texts or len(vectors) != len(texts):
             return None
         return vectors
 

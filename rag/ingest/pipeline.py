@@ -123,6 +123,7 @@ def ingest_files(kb, files: Iterable[FileInput], *, chunking: ChunkSettings = Ch
             if read_error:
                 reports.append(FileReport(name, "failed", read_error, code="unreadable"))
                 continue
+            assert data is not None  # read_error is set whenever data is None
             try:
                 report = _ingest_one(kb, name, data, chunking, password_for(name), max_bytes,
                                      seen, loader, on_page)

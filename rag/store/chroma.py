@@ -52,6 +52,9 @@ class StoreUnavailable(StoreError):
     The message is one line naming the server and what to do.
     """
 
+    reports: list = []
+    """The FileReports of an ingest batch it interrupted (set by rag.ingest.pipeline.ingest_files)."""
+
 
 COMPLETE_KEY = "doc_chunks"
 """Chunk metadata key of the completion record: set on a document's first chunk, last."""

@@ -117,9 +117,11 @@ class OpenAICompatibleEmbeddingFunction(EmbeddingFunction[Documents]):
         remember(api_key)
         self.model = model
         self.base_url = base_url
-        self._client = OpenAIEmbeddings(model=model, api_key=SecretStr(api_key or ""),
-                                        base_url=base_url, check_embedding_ctx_length=False,
-                                        timeout=timeout_s, max_retries=2)
+        # The client's fields are pydantic aliases (api_key, base_url, timeout) its stubs do not list.
+        options: dict[str, Any] = {"api_key": SecretStr(api_key or ""), "base_url": base_url,
+                                   "timeout": timeout_s}
+        self._client = OpenAIEmbeddings(model=model, check_embedding_ctx_length=False, max_retries=2,
+                                        **options)
 
     def __repr__(self) -> str:  # never show the key
         """Name the model and server, never the key."""

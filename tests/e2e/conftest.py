@@ -1,5 +1,7 @@
-"""Fixtures for the end-to-end tests: a fresh data dir for AppTest, a real `streamlit run`
-server, and Debian's chromium driven by Playwright."""
+"""Fixtures for the end-to-end tests.
+
+A fresh data dir for AppTest, a real `streamlit run` server, and Debian's chromium driven by Playwright.
+"""
 
 from __future__ import annotations
 
@@ -30,8 +32,10 @@ def free_port() -> int:
 
 @pytest.fixture
 def data_dir(tmp_path, monkeypatch):
-    """A fresh data dir per test; cached settings, clients and knowledge bases are dropped so
-    the app opens this one."""
+    """A fresh data dir per test.
+
+    Cached settings, clients and knowledge bases are dropped so the app opens this one.
+    """
     d = tmp_path / "data"
     monkeypatch.setenv("RAG_DATA_DIR", str(d))
     st.cache_resource.clear()
@@ -45,7 +49,7 @@ class Server:
     def __init__(self, data_dir: Path, log: Path) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log = open(log, "a")
+        self.log = open(log, "a")  # noqa: SIM115 (the server writes to it until stop() closes it)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(self.port),
              "--server.address", "127.0.0.1", "--server.headless", "true",
@@ -60,7 +64,7 @@ class Server:
                         return
             except OSError:
                 if self.proc.poll() is not None:
-                    raise RuntimeError(log.read_text())
+                    raise RuntimeError(log.read_text()) from None
                 time.sleep(0.3)
         self.stop()
         raise RuntimeError("streamlit did not start in 90 s")

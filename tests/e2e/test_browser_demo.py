@@ -1,5 +1,6 @@
-"""The stakeholder demo in a real browser: `streamlit run` driven by Playwright in Debian's
-chromium, with no keys.
+"""The stakeholder demo in a real browser.
+
+`streamlit run` driven by Playwright in Debian's chromium, with no keys.
 
 Upload the two RAG papers, ask a question, replay its trace (Play, the step slider, a click on a
 node), compare Naive RAG, CRAG and Full side by side, download the HTML report and open it in a

@@ -1,5 +1,8 @@
-"""The Compare, Insights and Trace (history, replay, node details) pages through AppTest, on a
-real Chroma holding the two RAG papers and a real run history (SQLite) in a temporary data dir."""
+"""The Compare, Insights and Trace.
+
+(history, replay, node details) pages through AppTest, on a real Chroma holding the two RAG papers and a real
+run history (SQLite) in a temporary data dir.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +14,9 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from rag.trace import insights, story
 from rag.config import Settings
 from rag.history import RunStore
+from rag.trace import insights, story
 from tests.conftest import LEWIS, ROOT, SELF_RAG
 from tests.run_fixtures import CLAIM, QUESTION, llm_run
 
@@ -320,19 +323,19 @@ def test_insights_over_my_runs_and_all_sessions(data_dir, runs):
     assert metrics["LLM calls per question"] == "0.0"
     assert chart_keys(at) == ["ins_stop", "ins_strategies", "ins_latency"]
     stop = next(t for t in figure(at, "ins_stop")["data"] if t["name"] == "bars")
-    assert dict(zip(stop["x"], stop["y"])) == want.stop_kinds
+    assert dict(zip(stop["x"], stop["y"], strict=False)) == want.stop_kinds
     strategies = next(t for t in figure(at, "ins_strategies")["data"] if t["name"] == "bars")
     assert sum(strategies["y"]) == runs["rewritten"].rewrites
     paths = at.dataframe[0].value
-    assert dict(zip(paths["path"], paths["runs"])) == dict(want.paths)
+    assert dict(zip(paths["path"], paths["runs"], strict=False)) == dict(want.paths)
     by_pipeline = at.dataframe[1].value
-    assert dict(zip(by_pipeline["pipeline"], by_pipeline["runs"])) == {
+    assert dict(zip(by_pipeline["pipeline"], by_pipeline["runs"], strict=False)) == {
         "Full": 1, "Naive RAG": 1, "Custom": 1}
 
     at.toggle(key="ins_w_all").set_value(True).run()
     assert "Over 4 run(s)" in at.caption[0].value
     stop = next(t for t in figure(at, "ins_stop")["data"] if t["name"] == "bars")
-    assert dict(zip(stop["x"], stop["y"]))["No answer (abstained)"] == 1
+    assert dict(zip(stop["x"], stop["y"], strict=False))["No answer (abstained)"] == 1
 
     at.multiselect(key="ins_w_presets").set_value(["Naive RAG"]).run()
     assert not at.exception, at.exception

@@ -1,6 +1,8 @@
-"""Settings page through AppTest: keys typed for one session run the graph on the LLM engine
-(a local fake OpenAI-compatible server), never reach os.environ or disk, and never serve
-another session."""
+"""Settings page through AppTest.
+
+Keys typed for one session run the graph on the LLM engine (a local fake OpenAI-compatible server), never
+reach os.environ or disk, and never serve another session.
+"""
 
 from __future__ import annotations
 
@@ -62,8 +64,8 @@ def test_session_keys_run_the_llm_engine_and_stay_in_the_session(data_dir, fake,
     # the same session asks a question: every judgment goes to the server
     at.switch_page("pages/documents.py").run()
     at.switch_page("pages/chat.py").run()
-    from rag.ingest.pipeline import ingest_files
     from pages import _session
+    from rag.ingest.pipeline import ingest_files
 
     # index through the session's own knowledge base (OpenAI-compatible embeddings)
     with_keys = _session.settings().with_(openai_api_key=KEY, openai_base_url=fake.base_url)

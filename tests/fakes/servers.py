@@ -15,8 +15,9 @@ import struct
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 
 import uvicorn
 from fastapi import FastAPI, Request
@@ -34,11 +35,12 @@ class _Server:
 
     def __init__(self, app: FastAPI) -> None:
         self.port = free_port()
-        self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
-                                                     log_level="warning", lifespan="off"))
+        self._server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off")
+        )
         self._thread = threading.Thread(target=self._server.run, daemon=True)
 
-    def start(self) -> "_Server":
+    def start(self) -> _Server:
         self._thread.start()
         deadline = time.time() + 20
         while not self._server.started:
@@ -54,8 +56,11 @@ class _Server:
 
 @dataclass
 class Reply:
-    """One scripted reply. ``content`` is the assistant text (a JSON string for structured
-    output); ``status`` other than 200 sends an OpenAI-style error; ``delay_s`` waits first."""
+    """One scripted reply.
+
+    ``content`` is the assistant text (a JSON string for structured output); ``status`` other than 200 sends
+    an OpenAI-style error; ``delay_s`` waits first.
+    """
 
     content: str = ""
     status: int = 200
@@ -71,17 +76,20 @@ structured output, ``text`` for plain chat, ``stream`` for streaming chat."""
 
 @dataclass
 class FakeOpenAI:
-    """An OpenAI-compatible server: chat completions (json_schema structured output, SSE
-    streaming with a usage chunk) and embeddings (float or base64)."""
+    """An OpenAI-compatible server.
 
-    script: Optional[Script] = None
+    Chat completions (json_schema structured output, SSE streaming with a usage chunk) and embeddings (float
+    or base64).
+    """
+
+    script: Script | None = None
     embedding_dim: int = 16
     echo_key_status: int = 0
     """When set (e.g. 401), every endpoint answers with this status and an error body that
     echoes the caller's key, as a careless or hostile server would."""
     requests: list[dict] = field(default_factory=list)
     headers: list[dict] = field(default_factory=list)
-    _server: Optional[_Server] = None
+    _server: _Server | None = None
 
     @property
     def base_url(self) -> str:
@@ -98,7 +106,7 @@ class FakeOpenAI:
             return fmt["json_schema"].get("name", "json_schema")
         return "stream" if body.get("stream") else "text"
 
-    def start(self) -> "FakeOpenAI":
+    def start(self) -> FakeOpenAI:
         app = FastAPI()
 
         @app.post("/v1/chat/completions")
@@ -113,9 +121,10 @@ class FakeOpenAI:
             if reply.delay_s:
                 await asyncio.sleep(reply.delay_s)
             if reply.status != 200:
-                return JSONResponse({"error": {"message": f"scripted {reply.status}",
-                                               "type": "server_error", "code": None}},
-                                    status_code=reply.status)
+                return JSONResponse(
+                    {"error": {"message": f"scripted {reply.status}", "type": "server_error", "code": None}},
+                    status_code=reply.status,
+                )
             if body.get("stream"):
                 return StreamingResponse(_sse(body, reply), media_type="text/event-stream")
             return JSONResponse(_completion(body, reply))
@@ -136,8 +145,12 @@ class FakeOpenAI:
                 else:
                     emb = vec
                 data.append({"object": "embedding", "index": i, "embedding": emb})
-            return {"object": "list", "data": data, "model": body.get("model", "fake"),
-                    "usage": {"prompt_tokens": 3 * len(texts), "total_tokens": 3 * len(texts)}}
+            return {
+                "object": "list",
+                "data": data,
+                "model": body.get("model", "fake"),
+                "usage": {"prompt_tokens": 3 * len(texts), "total_tokens": 3 * len(texts)},
+            }
 
         self._server = _Server(app).start()
         return self
@@ -151,10 +164,16 @@ def _echo_key(request: Request, status: int) -> JSONResponse:
     """An OpenAI-style error whose message repeats the Authorization header in full."""
     auth = request.headers.get("authorization", "")
     key = auth.split(" ", 1)[-1]
-    return JSONResponse({"error": {"message": f"Incorrect API key provided: {key}. "
-                                              f"You sent the header '{auth}'.",
-                                   "type": "invalid_request_error", "code": "invalid_api_key"}},
-                        status_code=status)
+    return JSONResponse(
+        {
+            "error": {
+                "message": f"Incorrect API key provided: {key}. You sent the header '{auth}'.",
+                "type": "invalid_request_error",
+                "code": "invalid_api_key",
+            }
+        },
+        status_code=status,
+    )
 
 
 def fake_vector(text: str, dim: int) -> list[float]:
@@ -167,30 +186,51 @@ def fake_vector(text: str, dim: int) -> list[float]:
 
 
 def _completion(body: dict, reply: Reply) -> dict:
-    return {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion",
-            "created": int(time.time()), "model": body.get("model", "fake"),
-            "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                         "message": {"role": "assistant", "content": reply.content,
-                                     "refusal": None}}],
-            "usage": {"prompt_tokens": reply.prompt_tokens,
-                      "completion_tokens": reply.completion_tokens,
-                      "total_tokens": reply.prompt_tokens + reply.completion_tokens}}
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "fake"),
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "logprobs": None,
+                "message": {"role": "assistant", "content": reply.content, "refusal": None},
+            }
+        ],
+        "usage": {
+            "prompt_tokens": reply.prompt_tokens,
+            "completion_tokens": reply.completion_tokens,
+            "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+        },
+    }
 
 
 async def _sse(body: dict, reply: Reply):
-    base = {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion.chunk",
-            "created": int(time.time()), "model": body.get("model", "fake")}
+    base = {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": body.get("model", "fake"),
+    }
     words = reply.content.split(" ")
     for i, word in enumerate(words):
         piece = word if i == 0 else " " + word
-        chunk = {**base, "choices": [{"index": 0, "delta": {"content": piece},
-                                      "finish_reason": None, "logprobs": None}]}
+        chunk = {
+            **base,
+            "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None, "logprobs": None}],
+        }
         yield f"data: {json.dumps(chunk)}\n\n"
         await asyncio.sleep(0)
-    yield f"data: {json.dumps({**base, 'choices': [{'index': 0, 'delta': {}, 'finish_reason': 'stop', 'logprobs': None}]})}\n\n"
+    last = {"index": 0, "delta": {}, "finish_reason": "stop", "logprobs": None}
+    yield f"data: {json.dumps({**base, 'choices': [last]})}\n\n"
     if (body.get("stream_options") or {}).get("include_usage"):
-        usage = {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-                 "total_tokens": reply.prompt_tokens + reply.completion_tokens}
+        usage = {
+            "prompt_tokens": reply.prompt_tokens,
+            "completion_tokens": reply.completion_tokens,
+            "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+        }
         yield f"data: {json.dumps({**base, 'choices': [], 'usage': usage})}\n\n"
     yield "data: [DONE]\n\n"
 
@@ -214,52 +254,84 @@ def standalone_reply(prompt: str) -> dict:
 def default_script(kind: str, body: dict) -> Reply:
     """A cooperative model: every chunk relevant, answers cite [1], checks pass."""
     if kind == "RelevanceGrade":
-        return Reply(json.dumps({"relevant": True, "score": "high",
-                                 "reasoning": "The chunk discusses the question's topic."}))
+        return Reply(
+            json.dumps(
+                {"relevant": True, "score": "high", "reasoning": "The chunk discusses the question's topic."}
+            )
+        )
     if kind == "RewrittenQuery":
-        return Reply(json.dumps({"query": "dense passage retriever training", "strategy":
-                                 "expand_terms", "reasoning": "Add retriever terms."}))
+        return Reply(
+            json.dumps(
+                {
+                    "query": "dense passage retriever training",
+                    "strategy": "expand_terms",
+                    "reasoning": "Add retriever terms.",
+                }
+            )
+        )
     if kind == "GroundingCheck":
-        return Reply(json.dumps({"grounded": True, "ungrounded_claims": [], "confidence": 0.9,
-                                 "reasoning": "Every claim is in the cited chunk."}))
+        return Reply(
+            json.dumps(
+                {
+                    "grounded": True,
+                    "ungrounded_claims": [],
+                    "confidence": 0.9,
+                    "reasoning": "Every claim is in the cited chunk.",
+                }
+            )
+        )
     if kind == "Decomposition":
-        return Reply(json.dumps({"kind": "single", "sub_questions": [],
-                                 "reasoning": "One search answers it."}))
+        return Reply(
+            json.dumps({"kind": "single", "sub_questions": [], "reasoning": "One search answers it."})
+        )
     if kind == "AnswerGrade":
         return Reply(json.dumps({"useful": True, "reasoning": "It answers the question."}))
     if kind == "StandaloneQuestion":
         return Reply(json.dumps(standalone_reply(user_text(body))))
     if kind in ("stream", "text"):
-        return Reply("The retriever is a DPR bi-encoder trained jointly with the generator [1].",
-                     completion_tokens=17)
+        return Reply(
+            "The retriever is a DPR bi-encoder trained jointly with the generator [1].", completion_tokens=17
+        )
     return Reply(status=400)
 
 
 @dataclass
 class FakeTavily:
-    """A Tavily-compatible /search endpoint. ``results`` are returned; ``status`` other than
-    200 answers with that status (401 bad key, 429 rate limit); ``delay_s`` waits first."""
+    """A Tavily-compatible /search endpoint.
 
-    results: list[dict] = field(default_factory=lambda: [
-        {"url": "https://example.org/tungsten", "title": "Tungsten",
-         "content": "Tungsten boils at 5,930 degrees Celsius at sea level pressure.",
-         "score": 0.91},
-        {"url": "https://example.org/metals", "title": "Refractory metals",
-         "content": "Refractory metals such as tungsten have very high boiling points.",
-         "score": 0.72}])
+    ``results`` are returned; ``status`` other than 200 answers with that status (401 bad key, 429 rate
+    limit); ``delay_s`` waits first.
+    """
+
+    results: list[dict] = field(
+        default_factory=lambda: [
+            {
+                "url": "https://example.org/tungsten",
+                "title": "Tungsten",
+                "content": "Tungsten boils at 5,930 degrees Celsius at sea level pressure.",
+                "score": 0.91,
+            },
+            {
+                "url": "https://example.org/metals",
+                "title": "Refractory metals",
+                "content": "Refractory metals such as tungsten have very high boiling points.",
+                "score": 0.72,
+            },
+        ]
+    )
     status: int = 200
     delay_s: float = 0.0
     echo_key: bool = False
     """With a non-200 ``status``: the error detail repeats the caller's key and header."""
     requests: list[dict] = field(default_factory=list)
     headers: list[dict] = field(default_factory=list)
-    _server: Optional[_Server] = None
+    _server: _Server | None = None
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._server.port}"
 
-    def start(self) -> "FakeTavily":
+    def start(self) -> FakeTavily:
         app = FastAPI()
 
         @app.post("/search")
@@ -273,11 +345,16 @@ class FakeTavily:
                 message = f"scripted {self.status}"
                 if self.echo_key:
                     auth = request.headers.get("authorization", "")
-                    message = (f"Unauthorized: missing or invalid API key "
-                               f"{body.get('api_key') or auth.split(' ', 1)[-1]} ({auth})")
+                    message = (
+                        f"Unauthorized: missing or invalid API key "
+                        f"{body.get('api_key') or auth.split(' ', 1)[-1]} ({auth})"
+                    )
                 return JSONResponse({"detail": {"error": message}}, status_code=self.status)
-            return {"query": body.get("query"), "results": self.results[: body.get("max_results") or 5],
-                    "response_time": 0.01}
+            return {
+                "query": body.get("query"),
+                "results": self.results[: body.get("max_results") or 5],
+                "response_time": 0.01,
+            }
 
         self._server = _Server(app).start()
         return self

@@ -1,6 +1,9 @@
-"""Checks the architecture makes possible: the recorded route is the path taken, RRF on hand-made
-rankings, hybrid retrieval inside the graph, the health checks, and runs saved before details
-were typed still load (tests/fixtures/runs_v1.json was written by the round-1 code)."""
+"""Checks the architecture makes possible.
+
+The recorded route is the path taken, RRF on hand-made rankings, hybrid retrieval inside the graph, the health
+checks, and runs saved before details were typed still load (tests/fixtures/runs_v1.json was written by the
+round-1 code).
+"""
 
 from __future__ import annotations
 
@@ -35,7 +38,7 @@ LEGACY = Path(__file__).resolve().parents[1] / "fixtures" / "runs_v1.json"
 def assert_route_is_path(run: Run) -> None:
     """Every event's recorded route names the node that ran next; only terminals have none."""
     assert run.error is None, run.error
-    for event, after in zip(run.events, run.events[1:]):
+    for event, after in zip(run.events, run.events[1:], strict=False):
         assert event.route is not None and event.route["to"] == after.node, (event.node, event.route)
         assert event.route["why"]
     assert run.events[-1].node in TERMINALS and run.events[-1].route is None
@@ -55,8 +58,9 @@ def test_recorded_route_is_the_path_taken(offline, preset, question):
 def test_recorded_route_is_the_path_on_the_rewrite_and_web_paths(papers_kb, tavily):
     settings = papers_kb.settings.with_(tavily_api_key="tvly-test", tavily_api_base_url=tavily.base_url)
     ctx = make_context(settings, papers_kb)
-    rewritten = run_question(QUESTION, ctx, preset_options("full", top_k=20, min_relevant=20,
-                                                           decomposition=False))
+    rewritten = run_question(
+        QUESTION, ctx, preset_options("full", top_k=20, min_relevant=20, decomposition=False)
+    )
     assert "rewrite_query" in rewritten.path and "web_search" in rewritten.path
     assert_route_is_path(rewritten)
     web = run_question(ABSENT, ctx, preset_options("crag"))
@@ -88,7 +92,9 @@ def test_hybrid_retrieval_inside_the_graph(offline, papers_kb):
     assert [c.id for c in first.detail.chunks] == [c.id for c in expected]
     assert all(0 < c.score <= 1 for c in first.detail.chunks)
     # fused from both rankings: scores are RRF scores normalised to [0, 1], not BM25's
-    assert [c.score for c in first.detail.chunks] != [c.score for c in retrieve(papers_kb, QUESTION, 6, "bm25")]
+    assert [c.score for c in first.detail.chunks] != [
+        c.score for c in retrieve(papers_kb, QUESTION, 6, "bm25")
+    ]
 
 
 def test_health_checks_say_yes_and_no(tmp_path, fake, tavily):
@@ -102,8 +108,12 @@ def test_health_checks_say_yes_and_no(tmp_path, fake, tavily):
     ok, line = health.check_web(offline)
     assert not ok and "No Tavily key" in line
 
-    online = offline.with_(openai_api_key="sk-test", openai_base_url=fake.base_url,
-                           tavily_api_key="tvly-test", tavily_api_base_url=tavily.base_url)
+    online = offline.with_(
+        openai_api_key="sk-test",
+        openai_base_url=fake.base_url,
+        tavily_api_key="tvly-test",
+        tavily_api_base_url=tavily.base_url,
+    )
     ok, line = health.check_llm(online)
     assert ok and "replied" in line, line
     ok, line = health.check_web(online)
@@ -111,8 +121,14 @@ def test_health_checks_say_yes_and_no(tmp_path, fake, tavily):
     tavily.status = 401
     ok, line = health.check_web(online)
     assert not ok and line.startswith("Tavily:"), line
-    dead = Settings.from_env({}, data_dir=tmp_path, openai_api_key="sk-test",
-                             openai_base_url="http://127.0.0.1:9/v1", llm_timeout_s=1.0, llm_max_retries=0)
+    dead = Settings.from_env(
+        {},
+        data_dir=tmp_path,
+        openai_api_key="sk-test",
+        openai_base_url="http://127.0.0.1:9/v1",
+        llm_timeout_s=1.0,
+        llm_max_retries=0,
+    )
     ok, line = health.check_llm(dead)
     assert not ok and "127.0.0.1:9" in line
 
@@ -139,11 +155,13 @@ def test_runs_saved_before_typed_details_still_load(tmp_path):
     store = RunStore(tmp_path / "runs.sqlite")
     store.save(answered, "alice")
     with sqlite3.connect(tmp_path / "runs.sqlite") as db:
-        db.execute("UPDATE runs SET data = ? WHERE id = ?",
-                   (json.dumps(raw[runs.index(answered)]), answered.id))
+        db.execute(
+            "UPDATE runs SET data = ? WHERE id = ?", (json.dumps(raw[runs.index(answered)]), answered.id)
+        )
     loaded = store.get(answered.id)
     assert loaded is not None and [type(e.detail) for e in loaded.events] == [
-        type(e.detail) for e in answered.events]
+        type(e.detail) for e in answered.events
+    ]
     # the typed run writes out and reads back unchanged
     again = Run.model_validate_json(loaded.model_dump_json())
     assert again.model_dump() == loaded.model_dump()

@@ -1,6 +1,8 @@
-"""The benchmark harness on small real subsets: scoring by hand, recall through the graph,
-the qa CLI's JSON on HotpotQA, the ingest benchmark on two papers, the scale benchmark on a
-small store. Figures are checked for shape and range, never for speed."""
+"""The benchmark harness on small real subsets.
+
+Scoring by hand, recall through the graph, the qa CLI's JSON on HotpotQA, the ingest benchmark on two papers,
+the scale benchmark on a small store. Figures are checked for shape and range, never for speed.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from rag.bench.data import (BeirData, answer_hit, index_corpus, load_beir, normalize_answer,
-                            read_jsonl, recall, shared_data_dir)
+from rag.bench.data import (
+    BeirData,
+    answer_hit,
+    index_corpus,
+    load_beir,
+    normalize_answer,
+    read_jsonl,
+    recall,
+    shared_data_dir,
+)
 from rag.bench.ingest import bench_ingest
 from rag.bench.qa import run_qa, summarize_qa
 from rag.bench.scale import bench_scale, fill_store
@@ -47,9 +57,11 @@ def test_load_beir_reads_the_shared_layout():
 
 
 def test_recall_counts_the_chunks_given_to_the_generator(settings):
-    """Hand-checked: the two supporting paragraphs of a HotpotQA question (each shares words
-    with it) and one paragraph that shares none. Naive RAG with k=2 hands both supporting
-    ones to the generator; with k=1 only one."""
+    """Hand-checked.
+
+    The two supporting paragraphs of a HotpotQA question (each shares words with it) and one paragraph that
+    shares none. Naive RAG with k=2 hands both supporting ones to the generator; with k=1 only one.
+    """
     full = load_beir(HOTPOT / "corpus.jsonl", HOTPOT / "queries.jsonl", HOTPOT / "qrels" / "test.tsv",
                      limit=3)
     rows = {r["_id"]: r for r in full.corpus}
@@ -89,7 +101,7 @@ def test_cli_bench_qa_json_on_ten_hotpotqa_questions(tmp_path, cli):
                "--data-dir", tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)
-    assert QA_KEYS <= out.keys()
+    assert out.keys() >= QA_KEYS
     assert out["questions"] == 10 and out["k"] == 6 and out["preset"] == "full"
     assert out["baseline"] == "naive" and out["engine"] == "local" and out["errors"] == 0
     for key in ("recall_all", "recall_any", "answer_hit"):
@@ -161,8 +173,10 @@ def test_shared_data_dir_comes_from_the_environment(tmp_path):
 
 
 def test_cli_bench_scale_reads_the_shared_data_from_the_environment(tmp_path, cli, monkeypatch):
-    """``bench scale`` without --corpus takes the shared HotpotQA from $RAG_SHARED_DATA: here a
-    copy of its first passages and questions in a temporary directory."""
+    """``bench scale`` without --corpus takes the shared HotpotQA from $RAG_SHARED_DATA.
+
+    Here a copy of its first passages and questions in a temporary directory.
+    """
     shared = tmp_path / "shared"
     (shared / "hotpotqa").mkdir(parents=True)
     for name, n in (("corpus.jsonl", 50), ("queries.jsonl", 6)):

@@ -1,10 +1,12 @@
-"""A Chroma server that dies: a real ``chroma run`` killed in the middle of an ingest. The CLI
-says so in one line (exit 1, no traceback) for ingest, ask and compare, the library's listing and the
-pages do too, and once the server is back the interrupted document is repaired by the next
-ingest, exactly as after a SIGKILL of the ingest itself (test_crash_safety.py).
+"""A Chroma server that dies: a real ``chroma run`` killed in the middle of an ingest.
+
+The CLI says so in one line (exit 1, no traceback) for ingest, ask and compare, the library's listing and the
+pages do too, and once the server is back the interrupted document is repaired by the next ingest, exactly as
+after a SIGKILL of the ingest itself (test_crash_safety.py).
 
 The kill point is deterministic: RETRACE_TEST_HOLD_AFTER_BATCHES=2 makes the ingest wait after
-its second upsert batch until the test has killed the server."""
+its second upsert batch until the test has killed the server.
+"""
 
 from __future__ import annotations
 
@@ -41,7 +43,9 @@ class ChromaServer:
         exe = Path(sys.executable).parent / "chroma"
         self.proc = subprocess.Popen(
             [str(exe), "run", "--path", str(self.path), "--host", "127.0.0.1",
-             "--port", str(self.port)], stdout=open(self.log, "a"), stderr=subprocess.STDOUT)
+             "--port", str(self.port)],
+            stdout=open(self.log, "a"),  # noqa: SIM115 (the server writes to it while it runs)
+            stderr=subprocess.STDOUT)
         deadline = time.time() + 60
         while time.time() < deadline:
             try:

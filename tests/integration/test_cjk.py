@@ -1,5 +1,7 @@
-"""Chinese, Japanese and Korean text is split into character bigrams, so a question in Chinese
-retrieves a Chinese document (issue 12 §6); Latin text is tokenized as before."""
+"""Chinese, Japanese and Korean text is split into character bigrams.
+
+So a question in Chinese retrieves a Chinese document (issue 12 §6); Latin text is tokenized as before.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""Completion records in process (rag/store/chroma.py): the bulk path, deletes, a failure between
-batches, and knowledge bases made before completion records existed."""
+"""Completion records in process (rag/store/chroma.py).
+
+The bulk path, deletes, a failure between batches, and knowledge bases made before completion records existed.
+"""
 
 from __future__ import annotations
 

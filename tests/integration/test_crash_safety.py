@@ -1,10 +1,12 @@
-"""Crash-safe indexing: a real ``python -m rag ingest`` killed with SIGKILL in the middle of its
-upserts never leaves a document that counts as indexed, and ingesting the same file again
-repairs it to exactly the clean chunk count.
+"""Crash-safe indexing.
+
+A real ``python -m rag ingest`` killed with SIGKILL in the middle of its upserts never leaves a document that
+counts as indexed, and ingesting the same file again repairs it to exactly the clean chunk count.
 
 The kill points are made deterministic by the test hook RETRACE_TEST_KILL_AFTER_BATCHES=N
 (rag/store/chroma.py): the ingest process SIGKILLs itself right after its N-th upsert batch.
-The state is read back in a separate process each time, as a user would see it."""
+The state is read back in a separate process each time, as a user would see it.
+"""
 
 from __future__ import annotations
 
@@ -26,8 +28,24 @@ SMALL = ("small.md", "# Zircon notes\n\nZircon crystals date the oldest rocks on
 
 def long_text() -> str:
     """About 900 KB of varied prose: several upsert batches of 1000-character chunks."""
-    words = ("retrieval grading rewrite corpus lattice harbor quartz ledger vintage orbit "
-             "meadow copper signal kernel turbine canyon").split()
+    words = [
+        "retrieval",
+        "grading",
+        "rewrite",
+        "corpus",
+        "lattice",
+        "harbor",
+        "quartz",
+        "ledger",
+        "vintage",
+        "orbit",
+        "meadow",
+        "copper",
+        "signal",
+        "kernel",
+        "turbine",
+        "canyon",
+    ]
     paras = []
     for i in range(1400):
         w = [words[(i * 7 + j * 3) % len(words)] for j in range(90)]
@@ -50,9 +68,14 @@ def env(**extra) -> dict:
 
 
 def rag_cli(*args, data_dir, **extra_env) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rag", *args, "--data-dir", str(data_dir)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env=env(**extra_env))
+    return subprocess.run(
+        [sys.executable, "-m", "rag", *args, "--data-dir", str(data_dir)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env(**extra_env),
+    )
 
 
 INSPECT = r"""
@@ -76,8 +99,14 @@ print(json.dumps({
 
 def inspect(data_dir: Path) -> dict:
     """The knowledge base as a new process sees it (documents, BM25, dense retrieval)."""
-    out = subprocess.run([sys.executable, "-c", INSPECT, str(data_dir)], cwd=ROOT,
-                         capture_output=True, text=True, timeout=300, env=env())
+    out = subprocess.run(
+        [sys.executable, "-c", INSPECT, str(data_dir)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env(),
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -102,8 +131,7 @@ def test_sigkill_during_upserts_is_repaired_by_the_next_ingest(tmp_path, long_do
     # 1 and 2: mid-document; `batches`: every chunk stored, the completion record not yet.
     # The second kill lands during the repair of the first.
     for kill_after in (1, 2, batches):
-        out = rag_cli("ingest", str(path), data_dir=data_dir,
-                      RETRACE_TEST_KILL_AFTER_BATCHES=str(kill_after))
+        out = rag_cli("ingest", str(path), data_dir=data_dir, RETRACE_TEST_KILL_AFTER_BATCHES=str(kill_after))
         assert out.returncode == -signal.SIGKILL, (out.returncode, out.stdout, out.stderr)
         seen = inspect(data_dir)
         stored = min(kill_after * BATCH, clean)
@@ -118,8 +146,10 @@ def test_sigkill_during_upserts_is_repaired_by_the_next_ingest(tmp_path, long_do
         if kill_after == 1:  # the CLI's listing says so too, and exits 1
             show = rag_cli("kb", "show", data_dir=data_dir)
             assert show.returncode == 1, show.stderr
-            assert any(x.startswith("INCOMPLETE") and path.name in x and f"{BATCH} chunks" in x
-                       for x in show.stdout.splitlines()), show.stdout
+            assert any(
+                x.startswith("INCOMPLETE") and path.name in x and f"{BATCH} chunks" in x
+                for x in show.stdout.splitlines()
+            ), show.stdout
 
     out = rag_cli("ingest", str(path), data_dir=data_dir)
     assert out.returncode == 0, out.stderr
@@ -134,9 +164,11 @@ def test_sigkill_during_upserts_is_repaired_by_the_next_ingest(tmp_path, long_do
     show = rag_cli("kb", "show", "--json", data_dir=data_dir)
     assert show.returncode == 0, show.stderr
     assert {d["source"]: (d["chunks"], d["status"]) for d in json.loads(show.stdout)} == {
-        path.name: (clean, "complete"), SMALL[0]: (1, "complete")}
+        path.name: (clean, "complete"),
+        SMALL[0]: (1, "complete"),
+    }
 
-    again = rag_cli("ingest", str(path), data_dir=data_dir,
-                    RETRACE_TEST_KILL_AFTER_BATCHES="1")  # nothing to store: never killed
+    again = rag_cli(
+        "ingest", str(path), data_dir=data_dir, RETRACE_TEST_KILL_AFTER_BATCHES="1"
+    )  # nothing to store: never killed
     assert again.returncode == 0 and f"same {path.name}: already indexed" in again.stdout
-

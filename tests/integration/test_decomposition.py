@@ -9,8 +9,8 @@ import pytest
 from rag.config import preset_options
 from rag.engines.local import LocalEngine, entities
 from rag.models import Chunk
-from rag.store.bm25 import LexicalStats
 from rag.run import make_context, run_question
+from rag.store.bm25 import LexicalStats
 from tests.conftest import DATA
 
 HOTPOT = DATA / "hotpotqa" / "corpus.jsonl"

@@ -9,18 +9,14 @@ import threading
 
 import pytest
 
-from rag.models import Comparison
-from rag.config import custom_label, parse_pipelines
-from rag.trace.story import grounded_verdict, useful_verdict
-from rag.run import run_comparison
-from rag.config import preset_options
-from rag.trace.export import comparison_html, comparison_json, run_html, run_json
-from rag.run import make_context, run_question
+from rag.config import custom_label, parse_pipelines, preset_of, preset_options
 from rag.history import CLI_SESSION, RunOwnedElsewhere, RunStore
-from rag.config import preset_of
+from rag.models import Comparison
+from rag.run import make_context, run_comparison, run_question
+from rag.trace.export import comparison_html, comparison_json, run_html, run_json
+from rag.trace.story import grounded_verdict, useful_verdict
 from tests.conftest import LEWIS, SELF_RAG
 from tests.run_fixtures import CLAIM, KEY, PRICES, QUESTION
-
 
 # --------------------------------------------------------------------------- the store
 
@@ -165,7 +161,7 @@ def test_compare_runs_pipelines_at_once_and_matches_one_by_one(papers_kb):
     assert useful_verdict(cmp.runs[0]) == "not checked"
     # the offline engine is deterministic: running concurrently changes nothing
     one_by_one = run_comparison(QUESTION, ctx, pipes, concurrent=False)
-    for a, b in zip(cmp.runs, one_by_one.runs):
+    for a, b in zip(cmp.runs, one_by_one.runs, strict=False):
         assert (a.path, a.answer, a.citations, a.stop_reason) == (b.path, b.answer, b.citations,
                                                                   b.stop_reason)
     with pytest.raises(ValueError, match="empty"):

@@ -1,6 +1,8 @@
-"""Keys never leave through error texts: fake OpenAI and Tavily endpoints that echo the caller's
-key in their error bodies, and every place such an error can land (the Run, runs.sqlite,
-``ask --json``, exports, the ingest FAIL line, health checks, logs)."""
+"""Keys never leave through error texts.
+
+Fake OpenAI and Tavily endpoints that echo the caller's key in their error bodies, and every place such an
+error can land (the Run, runs.sqlite, ``ask --json``, exports, the ingest FAIL line, health checks, logs).
+"""
 
 from __future__ import annotations
 

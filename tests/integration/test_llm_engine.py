@@ -1,6 +1,8 @@
-"""The LLM engine through the real clients (langchain-openai, openai-python, tavily-python)
-against local fake servers on 127.0.0.1: happy paths, every failure mode, concurrency, the
-grade cache, streaming, usage, and that no key ever leaks."""
+"""The LLM engine through the real clients.
+
+(langchain-openai, openai-python, tavily-python) against local fake servers on 127.0.0.1: happy paths, every
+failure mode, concurrency, the grade cache, streaming, usage, and that no key ever leaks.
+"""
 
 from __future__ import annotations
 
@@ -15,8 +17,8 @@ import pytest
 from rag.config import Options, Settings, preset_options
 from rag.engines.llm import GradeCache, LLMEngine
 from rag.engines.local import LocalEngine
-from rag.models import Chunk
 from rag.ingest.pipeline import ingest_files
+from rag.models import Chunk
 from rag.run import make_context, run_question
 from rag.store.chroma import EmbeddingMismatch, open_knowledge_base
 from rag.web import make_web_search
@@ -310,9 +312,11 @@ def test_no_key_in_trace_log_or_data_dir(tmp_path, fake, tavily, caplog):
 
 
 def test_cli_ask_json_runs_every_node_through_the_server(tmp_path, fake):
-    """The one test of the real ``python -m rag`` process (the other CLI tests call
-    ``rag.cli.main`` in-process): configured by its environment alone, every LLM node through
-    the server, and the key on neither stdout nor stderr."""
+    """The one test of the real ``python -m rag`` process.
+
+    (the other CLI tests call ``rag.cli.main`` in-process): configured by its environment alone, every LLM
+    node through the server, and the key on neither stdout nor stderr.
+    """
     env = {"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": fake.base_url,
            "RAG_DATA_DIR": str(tmp_path / "data"), "ANONYMIZED_TELEMETRY": "False"}
     reports = ingest_files(open_knowledge_base(Settings.from_env(env)), [LEWIS])

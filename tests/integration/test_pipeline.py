@@ -17,8 +17,9 @@ INVALID = TRICKY / "ocrmypdf__invalid.pdf"
 
 
 def test_one_bad_file_never_stops_the_batch(kb):
-    reports = ingest_files(kb, [SCANNED, LEWIS, INVALID, ("notes.xlsx", b"PK\x03\x04"),
-                                ("empty.txt", b""), ENCRYPTED], ocr=False)
+    reports = ingest_files(
+        kb, [SCANNED, LEWIS, INVALID, ("notes.xlsx", b"PK\x03\x04"), ("empty.txt", b""), ENCRYPTED], ocr=False
+    )
     by = {r.filename: r for r in reports}
     assert by[LEWIS.name].status == "ingested" and by[LEWIS.name].pages == 19
     assert by[LEWIS.name].chunks == kb.count()
@@ -62,8 +63,11 @@ def test_size_limit_and_chunk_settings(kb):
 
 def test_progress_is_reported_per_file(kb):
     seen = []
-    ingest_files(kb, [("a.txt", b"alpha beta gamma"), ("b.md", b"# Title\n\ndelta")],
-                 on_progress=lambda done, total, name: seen.append((done, total, name)))
+    ingest_files(
+        kb,
+        [("a.txt", b"alpha beta gamma"), ("b.md", b"# Title\n\ndelta")],
+        on_progress=lambda done, total, name: seen.append((done, total, name)),
+    )
     assert seen == [(0, 2, "a.txt"), (1, 2, "b.md"), (2, 2, "")]
 
 
@@ -83,8 +87,9 @@ def test_cli_ingest_and_ask_json(tmp_path, rag_cli):
     assert f"{LEWIS.name}: already indexed" in out.stdout
     assert f"{SCANNED.name}: no extractable text (1 page; scanned? turn OCR on)" in out.stdout
 
-    out = rag_cli("ask", "What is the retrieval component of RAG and how is it trained?",
-                  "--json", data_dir=tmp_path)
+    out = rag_cli(
+        "ask", "What is the retrieval component of RAG and how is it trained?", "--json", data_dir=tmp_path
+    )
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert {"answer", "citations", "path", "events", "stop_reason", "llm_calls"} <= set(result)
@@ -94,11 +99,20 @@ def test_cli_ingest_and_ask_json(tmp_path, rag_cli):
     assert result["citations"] and {"source", "page", "chunk_id"} <= set(result["citations"][0])
     assert any(c["source"] == LEWIS.name and c["page"] >= 1 for c in result["citations"])
 
-    out = rag_cli("ask", "What is the retrieval component of RAG?", "--preset", "naive",
-                  "--json", data_dir=tmp_path)
+    out = rag_cli(
+        "ask", "What is the retrieval component of RAG?", "--preset", "naive", "--json", data_dir=tmp_path
+    )
     assert json.loads(out.stdout)["path"] == ["retrieve", "generate", "finalize"]
-    out = rag_cli("ask", "How is it trained?", "--no-grading", "--no-grounding",
-                  "--no-answer-check", "--no-decomposition", "--json", data_dir=tmp_path)
+    out = rag_cli(
+        "ask",
+        "How is it trained?",
+        "--no-grading",
+        "--no-grounding",
+        "--no-answer-check",
+        "--no-decomposition",
+        "--json",
+        data_dir=tmp_path,
+    )
     assert json.loads(out.stdout)["path"] == ["retrieve", "generate", "finalize"]
 
 
@@ -113,8 +127,9 @@ def test_cli_reads_a_scan_by_ocr_and_cites_it(tmp_path, rag_cli):
     assert out.returncode == 0, out.stderr
     assert f"{SCANNED.name}: ingested 1 page (1 by OCR), " in out.stdout
     assert f"{SCANNED.name}: page 1/1 read by OCR" in out.stderr
-    out = rag_cli("ask", "Who went tip-toeing towards the end of the widow's garden?", "--json",
-                  data_dir=tmp_path)
+    out = rag_cli(
+        "ask", "Who went tip-toeing towards the end of the widow's garden?", "--json", data_dir=tmp_path
+    )
     assert out.returncode == 0, out.stderr
     cited = {c["source"] for c in json.loads(out.stdout)["citations"]}
     assert SCANNED.name in cited
@@ -128,9 +143,11 @@ from rag.ingest.loaders import load_document
 if sys.argv[1] == "log":
     logging.basicConfig(level=logging.WARNING, stream=sys.stdout, format="LOG %(name)s %(message)s")
 tricky = Path(sys.argv[2])
+minimal = (tricky / "pypdf-sample-files__001-trivial__minimal-document.pdf").read_bytes()
+unreadable = tricky / "pypdf-sample-files__017-unreadable-meta-data__unreadablemetadata.pdf"
 files = {"invalid.pdf": (tricky / "ocrmypdf__invalid.pdf").read_bytes(),
-         "broken.pdf": b"junk before the header\\n" + (tricky / "pypdf-sample-files__001-trivial__minimal-document.pdf").read_bytes()[:-40],
-         "unreadable.pdf": (tricky / "pypdf-sample-files__017-unreadable-meta-data__unreadablemetadata.pdf").read_bytes()}
+         "broken.pdf": b"junk before the header\\n" + minimal[:-40],
+         "unreadable.pdf": unreadable.read_bytes()}
 for name, data in files.items():
     try:
         load_document(name, data)
@@ -142,11 +159,15 @@ for name, data in files.items():
 
 @pytest.mark.slow
 def test_pypdf_warnings_stay_off_stderr():
-    """pypdf's "invalid pdf header" / "EOF marker not found" / xref notes go to the log, not to
-    stderr (in a fresh process: pytest's own log capture would hide Python's last-resort
-    printing); the user sees one line per file."""
-    run = lambda mode: subprocess.run([sys.executable, "-c", _LOAD_BROKEN, mode, str(TRICKY)],  # noqa: E731
-                                      cwd=ROOT, capture_output=True, text=True, timeout=120)
+    """Pypdf's "invalid pdf header" / "EOF marker not found" / xref notes go to the log, not to stderr.
+
+    (in a fresh process: pytest's own log capture would hide Python's last-resort printing); the user sees one
+    line per file.
+    """
+    def run(mode):
+        return subprocess.run([sys.executable, "-c", _LOAD_BROKEN, mode, str(TRICKY)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+
     quiet = run("plain")
     assert quiet.returncode == 0, quiet.stderr
     assert quiet.stderr == ""
@@ -157,8 +178,10 @@ def test_pypdf_warnings_stay_off_stderr():
 
 
 def test_cli_has_every_command_group_and_shared_arguments(cli):
-    """Every module of rag/cli not starting with ``_`` is a command, listed by ``POSITION``;
-    the arguments they share are declared once and accepted by each."""
+    """Every module of rag/cli not starting with ``_`` is a command, listed by ``POSITION``.
+
+    The arguments they share are declared once and accepted by each.
+    """
     from rag.cli import build_parser, commands
 
     assert [(c.name, c.help) for c in commands()] == [
@@ -167,22 +190,24 @@ def test_cli_has_every_command_group_and_shared_arguments(cli):
         ("ask", "ask a question through the graph"),
         ("runs", "list and export saved runs"),
         ("compare", "run one question under 2 to 4 pipelines at once"),
-        ("bench", "benchmarks on real data (qa, retrieval, ingest, scale)")]
+        ("bench", "benchmarks on real data (qa, retrieval, ingest, scale)"),
+    ]
     assert build_parser().format_help() == build_parser(build=[]).format_help()
     out = cli("--help")
     assert out.returncode == 0 and "{ingest,kb,ask,runs,compare,bench}" in out.stdout
-    for command, shared in ((["ingest"], ["--data-dir", "--collection"]),
-                            (["kb", "list"], ["--data-dir", "--json"]),
-                            (["kb", "show"], ["--data-dir", "--collection", "--json"]),
-                            (["ask"], ["--data-dir", "--collection", "--json"]),
-                            (["compare"], ["--data-dir", "--collection", "--json"]),
-                            (["runs", "list"], ["--data-dir", "--json"]),
-                            (["runs", "export"], ["--data-dir"]),
-                            (["bench", "qa"], ["--data-dir", "--collection", "--json"]),
-                            (["bench", "retrieval"], ["--data-dir", "--collection", "--json"]),
-                            (["bench", "ingest"], ["--data-dir", "--json"]),
-                            (["bench", "scale"],
-                             ["--data-dir", "--collection", "--json", "RAG_SHARED_DATA"])):
+    for command, shared in (
+        (["ingest"], ["--data-dir", "--collection"]),
+        (["kb", "list"], ["--data-dir", "--json"]),
+        (["kb", "show"], ["--data-dir", "--collection", "--json"]),
+        (["ask"], ["--data-dir", "--collection", "--json"]),
+        (["compare"], ["--data-dir", "--collection", "--json"]),
+        (["runs", "list"], ["--data-dir", "--json"]),
+        (["runs", "export"], ["--data-dir"]),
+        (["bench", "qa"], ["--data-dir", "--collection", "--json"]),
+        (["bench", "retrieval"], ["--data-dir", "--collection", "--json"]),
+        (["bench", "ingest"], ["--data-dir", "--json"]),
+        (["bench", "scale"], ["--data-dir", "--collection", "--json", "RAG_SHARED_DATA"]),
+    ):
         out = cli(*command, "--help")
         assert out.returncode == 0, command
         assert all(arg in out.stdout for arg in shared), (command, out.stdout)

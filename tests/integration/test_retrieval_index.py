@@ -1,6 +1,9 @@
-"""The BM25 index on disk: consistent with Chroma after ingests and deletes, loaded (not
-rebuilt) after a restart, never reused for another collection; bulk writes stay atomic per
-document; parallel PDF parsing gives the same chunks as one process."""
+"""The BM25 index on disk.
+
+Consistent with Chroma after ingests and deletes, loaded (not rebuilt) after a restart, never reused for
+another collection; bulk writes stay atomic per document; parallel PDF parsing gives the same chunks as one
+process.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +15,8 @@ from rag.bench.data import corpus_documents, read_jsonl
 from rag.ingest.parallel import PrefetchingLoader
 from rag.ingest.pipeline import ingest_files
 from rag.store.bm25 import LexicalIndex, LexicalStats, index_path, lexical_index
-from rag.store.retrieval import retrieve
 from rag.store.chroma import open_knowledge_base
+from rag.store.retrieval import retrieve
 from rag.text import terms
 from tests.conftest import DATA, LEWIS, SELF_RAG, TRICKY
 

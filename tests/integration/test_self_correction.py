@@ -1,6 +1,7 @@
-"""Issue 10 on real data: out-of-scope questions abstain, the FIFA question falls back after
-web search is skipped, the Berkshire question answers with the 2024 figure, ``rag eval`` and
-the RGB grader benchmark work end to end.
+"""Issue 10 on real data.
+
+Out-of-scope questions abstain, the FIFA question falls back after web search is skipped, the Berkshire
+question answers with the 2024 figure, ``rag eval`` and the RGB grader benchmark work end to end.
 """
 
 from __future__ import annotations
@@ -18,8 +19,12 @@ from rag.run import make_context, run_question
 from tests.conftest import DATA, PAPERS, ROOT, TRICKY
 
 RGB = DATA / "rgb" / "rgb_en_fact.jsonl"
-FOUR_PAPERS = [PAPERS / "2005.11401v4_lewis_rag.pdf", PAPERS / "2310.11511v1_self_rag.pdf",
-               PAPERS / "2004.04906v3_dense_passage_retrieval.pdf", PAPERS / "2002.08909v1_realm.pdf"]
+FOUR_PAPERS = [
+    PAPERS / "2005.11401v4_lewis_rag.pdf",
+    PAPERS / "2310.11511v1_self_rag.pdf",
+    PAPERS / "2004.04906v3_dense_passage_retrieval.pdf",
+    PAPERS / "2002.08909v1_realm.pdf",
+]
 
 
 def _kb(tmp_path_factory, name: str, files):
@@ -59,13 +64,13 @@ def test_fifa_question_falls_back_after_web_search_is_skipped(four_papers_kb):
     # every verdict says why the chunk was refused
     verdicts = [v for e in run.events if e.node == "grade_documents" for v in e.detail.verdicts]
     assert verdicts and not any(v.relevant for v in verdicts)
-    assert all("Lacks the question's" in v.reasoning or "Not relevant" in v.reasoning
-               for v in verdicts)
+    assert all("Lacks the question's" in v.reasoning or "Not relevant" in v.reasoning for v in verdicts)
 
 
 def test_out_of_scope_questions_are_not_answered_as_if_grounded(four_papers_kb):
-    """The 50 RGB news questions against the four papers: CRAG and Full each answer at most 5,
-    none of them without a caveat (issue 10's target).
+    """The 50 RGB news questions against the four papers.
+
+    CRAG and Full each answer at most 5, none of them without a caveat (issue 10's target).
     """
     items = load_items(RGB)
     assert len(items) == 50
@@ -81,8 +86,7 @@ def test_out_of_scope_questions_are_not_answered_as_if_grounded(four_papers_kb):
 
 def test_berkshire_question_answers_with_the_2024_figure(brk_kb):
     ctx = make_context(brk_kb.settings, brk_kb)
-    run = run_question("What was Berkshire Hathaway's net earnings in 2024?", ctx,
-                       preset_options("full"))
+    run = run_question("What was Berkshire Hathaway's net earnings in 2024?", ctx, preset_options("full"))
     assert run.path[-1] == "finalize", run.stop_reason
     lead = run.answer.splitlines()[1]
     assert "88,995" in lead and "2024" in lead
@@ -93,20 +97,50 @@ def test_berkshire_question_answers_with_the_2024_figure(brk_kb):
 
 def test_eval_cli_prints_the_documented_json_and_saves_every_run(four_papers_kb, tmp_path, cli):
     questions = tmp_path / "set.jsonl"
-    questions.write_text("\n".join(json.dumps(q) for q in [
-        {"id": "rag-retriever", "question": "What is the retrieval component of RAG and how is it trained?",
-         "answers": ["DPR"], "sources": ["2005.11401v4_lewis_rag.pdf"], "answerable": True},
-        {"id": "fifa", "question": "Who won the 2022 FIFA World Cup?", "answerable": False},
-    ]) + "\n", encoding="utf-8")
+    questions.write_text(
+        "\n".join(
+            json.dumps(q)
+            for q in [
+                {
+                    "id": "rag-retriever",
+                    "question": "What is the retrieval component of RAG and how is it trained?",
+                    "answers": ["DPR"],
+                    "sources": ["2005.11401v4_lewis_rag.pdf"],
+                    "answerable": True,
+                },
+                {"id": "fifa", "question": "Who won the 2022 FIFA World Cup?", "answerable": False},
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     data_dir = four_papers_kb.settings.data_dir
-    proc = cli("eval", questions, "--preset", "naive,full", "--data-dir", data_dir,
-               "--collection", four_papers_kb.name, "--json")
+    proc = cli(
+        "eval",
+        questions,
+        "--preset",
+        "naive,full",
+        "--data-dir",
+        data_dir,
+        "--collection",
+        four_papers_kb.name,
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert set(out) == {"presets", "items"} and list(out["presets"]) == ["naive", "full"]
     for figures in out["presets"].values():
-        assert set(figures) == {"questions", "answered", "answered_clean", "caveat", "abstained",
-                                "answer_hit", "source_hit", "p50_ms", "llm_calls_mean"}
+        assert set(figures) == {
+            "questions",
+            "answered",
+            "answered_clean",
+            "caveat",
+            "abstained",
+            "answer_hit",
+            "source_hit",
+            "p50_ms",
+            "llm_calls_mean",
+        }
         assert figures["questions"] == 2 and figures["llm_calls_mean"] == 0.0
         assert figures["answered"] == figures["answered_clean"] + figures["caveat"]
     assert out["presets"]["naive"]["answered"] == 2  # naive answers everything
@@ -126,10 +160,18 @@ def test_eval_cli_prints_the_documented_json_and_saves_every_run(four_papers_kb,
 def test_eval_refuses_a_bad_question_set_with_one_line(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a", "question": "ok?"}\n{not json\n', encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "rag", "eval", str(bad), "--data-dir", str(tmp_path)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)  # the real command
+    proc = subprocess.run(
+        [sys.executable, "-m", "rag", "eval", str(bad), "--data-dir", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # the real command
     assert proc.returncode == 2
-    assert proc.stderr.strip() == "error: bad.jsonl:2: not valid JSON (Expecting property name enclosed in double quotes)"
+    assert (
+        proc.stderr.strip()
+        == "error: bad.jsonl:2: not valid JSON (Expecting property name enclosed in double quotes)"
+    )
     with pytest.raises(ValueError, match="no 'question'"):
         parse_items(['{"id": "x"}'])
     with pytest.raises(ValueError, match="duplicate id"):

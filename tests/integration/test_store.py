@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from rag.config import Settings
-from rag.store.embeddings import HashingEmbeddingFunction
 from rag.ingest.pipeline import ingest_files
 from rag.ingest.types import ChunkRecord
 from rag.store.chroma import EmbeddingMismatch, open_knowledge_base, validate_collection_name
+from rag.store.embeddings import HashingEmbeddingFunction
 from tests.conftest import DEFAULT_EMBEDDING_CALLS, LEWIS, DefaultEmbeddingCalled
 
 
@@ -111,7 +111,7 @@ def chroma_server(tmp_path):
     """A real ``chroma run`` on 127.0.0.1, on a free port, stopped after the test."""
     port = _free_port()
     exe = Path(sys.executable).parent / "chroma"
-    log = open(tmp_path / "chroma.log", "w")
+    log = open(tmp_path / "chroma.log", "w")  # noqa: SIM115 (the server writes to it until the test ends)
     proc = subprocess.Popen([str(exe), "run", "--path", str(tmp_path / "server-data"),
                              "--host", "127.0.0.1", "--port", str(port)],
                             stdout=log, stderr=subprocess.STDOUT)
@@ -122,7 +122,7 @@ def chroma_server(tmp_path):
                 break
         except OSError:
             if proc.poll() is not None:
-                raise RuntimeError((tmp_path / "chroma.log").read_text())
+                raise RuntimeError((tmp_path / "chroma.log").read_text()) from None
             time.sleep(0.2)
     else:
         proc.kill()
@@ -139,6 +139,7 @@ def chroma_server(tmp_path):
 @pytest.mark.server
 def test_server_mode_against_real_chroma_run(chroma_server, tmp_path):
     from chromadb.api.client import Client as _  # noqa: F401  (import check only)
+
     from rag.run import make_context, run_question
     from rag.store.chroma import make_client
 

@@ -1,9 +1,12 @@
-"""Worker processes of an ingest never outlive it (issue 9 §2): a real `python -m rag ingest` is
-killed with SIGKILL while its workers are preparing PDFs, and its children must be gone within a
-few seconds."""
+"""Worker processes of an ingest never outlive it (issue 9 §2).
+
+A real `python -m rag ingest` is killed with SIGKILL while its workers are preparing PDFs, and its children
+must be gone within a few seconds.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -22,10 +25,8 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="ne
 def _children(pid: int) -> set[int]:
     kids: set[int] = set()
     for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
+        with contextlib.suppress(OSError):
             kids |= {int(p) for p in (task / "children").read_text().split()}
-        except OSError:
-            pass
     return kids
 
 
@@ -43,9 +44,13 @@ def test_workers_exit_when_the_ingest_is_killed(tmp_path: Path) -> None:
     hook = tmp_path / "workers.pids"
     env = {**os.environ, TEST_HOOK_ENV: str(hook)}
     papers = sorted(str(p) for p in PAPERS.glob("*.pdf"))
-    proc = subprocess.Popen([sys.executable, "-m", "rag", "ingest", *papers,
-                             "--data-dir", str(tmp_path / "data")],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rag", "ingest", *papers, "--data-dir", str(tmp_path / "data")],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     workers: set[int] = set()
     try:
         # The hook makes the parent write its workers' ids and pause once they have started.
@@ -60,7 +65,8 @@ def test_workers_exit_when_the_ingest_is_killed(tmp_path: Path) -> None:
                 workers = kids
                 break
             time.sleep(0.05)
-        assert workers, f"no worker processes seen; stderr: {proc.stderr.read().decode()[-2000:] if proc.poll() is not None else ''}"
+        said = proc.stderr.read().decode()[-2000:] if proc.poll() is not None else ""
+        assert workers, f"no worker processes seen; stderr: {said}"
         assert all(_alive(pid) for pid in workers)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
@@ -96,9 +102,16 @@ with PrefetchingLoader(data, lambda name: None, lambda sha: False, workers=2) as
 
 @pytest.mark.slow
 def test_workers_start_in_a_process_that_holds_the_ocr_engine() -> None:
-    """A forked worker used to free the inherited onnxruntime session and hang forever in its
-    destructor, and the ingest with it."""
-    out = subprocess.run([sys.executable, "-c", _OCR_THEN_POOL, str(PAPERS)], cwd=ROOT,
-                         capture_output=True, text=True, timeout=180)
+    """A forked worker used to free the inherited onnxruntime session and hang forever in its destructor.
+
+    And the ingest with it.
+    """
+    out = subprocess.run(
+        [sys.executable, "-c", _OCR_THEN_POOL, str(PAPERS)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "49"

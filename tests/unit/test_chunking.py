@@ -55,7 +55,9 @@ def test_pages_are_preserved_and_never_spanned(paper: tuple[LoadedDocument, str]
 
 
 @pytest.mark.parametrize(("size", "overlap"), [(1000, 150), (400, 0), (200, 50), (50, 49)])
-def test_chunk_sizes_stay_within_the_limit(paper: tuple[LoadedDocument, str], size: int, overlap: int) -> None:
+def test_chunk_sizes_stay_within_the_limit(
+    paper: tuple[LoadedDocument, str], size: int, overlap: int
+) -> None:
     doc, sha = paper
     chunks = chunk_document(doc, doc_sha=sha, chunk_size=size, chunk_overlap=overlap)
     assert chunks

@@ -10,6 +10,7 @@ import pypdf
 import pytest
 from pypdf.errors import DependencyError
 
+from rag.ingest import loaders
 from rag.ingest.errors import (
     CorruptFile,
     EmptyFile,
@@ -21,7 +22,6 @@ from rag.ingest.errors import (
     UnsupportedType,
     WrongPassword,
 )
-from rag.ingest import loaders
 from rag.ingest.loaders import SUPPORTED_SUFFIXES, LoadedDocument, load_document, normalize_text
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"

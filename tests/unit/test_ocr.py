@@ -1,5 +1,8 @@
-"""OCR of scanned PDF pages with rapidocr's bundled models, offline. Each OCR'd page costs seconds,
-so only two one-page scans are read here; ``python -m rag bench ingest`` measures the rest."""
+"""OCR of scanned PDF pages with rapidocr's bundled models, offline.
+
+Each OCR'd page costs seconds, so only two one-page scans are read here; ``python -m rag bench ingest``
+measures the rest.
+"""
 
 from __future__ import annotations
 

@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from rag.trace import insights
 from rag.config import Options
-from rag.models import TraceEvent
-from rag.trace.pricing import (DEFAULT_PRICES, Price, event_cost, format_cost, load_prices,
-                         node_totals, price_of, run_cost, unpriced_models)
-from rag.models import Run
+from rag.models import Run, TraceEvent
+from rag.trace import insights
+from rag.trace.pricing import (
+    DEFAULT_PRICES,
+    Price,
+    event_cost,
+    format_cost,
+    load_prices,
+    node_totals,
+    price_of,
+    run_cost,
+    unpriced_models,
+)
 
 
 def test_prices_default_and_override_from_json():

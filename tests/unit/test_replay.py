@@ -1,5 +1,8 @@
-"""The replay, unrolled-path and timeline figures and the run's story, checked from the figures'
-JSON on real runs (the offline engine over the RAG papers, the LLM engine on a fake server)."""
+"""The replay, unrolled-path and timeline figures and the run's story.
+
+Checked from the figures' JSON on real runs (the offline engine over the RAG papers, the LLM engine on a fake
+server).
+"""
 
 from __future__ import annotations
 
@@ -52,7 +55,7 @@ def test_replay_has_one_frame_per_step_in_the_runs_order(runs):
     assert set(run.path) <= set(nodes["customdata"])
     assert sum(1 for a in fig["layout"]["annotations"] if a.get("name", "").startswith("step:")) == n
 
-    pos = dict(zip(nodes["customdata"], zip(nodes["x"], nodes["y"])))
+    pos = dict(zip(nodes["customdata"], zip(nodes["x"], nodes["y"], strict=False), strict=False))
     previous = "__start__"
     for k, frame in enumerate(fig["frames"]):
         trail, ring, current, caption = frame["data"]
@@ -117,7 +120,7 @@ def test_loops_are_unrolled_and_labelled_with_attempts(runs):
     queries = [e.detail.query for e in run.events if e.node == "retrieve"]
     assert [r.query for r in rounds] == queries and rounds[0].query == run.question
     # each step says what it decided and why the run went on
-    for s, e in zip(story.steps(run), run.events):
+    for s, e in zip(story.steps(run), run.events, strict=False):
         assert s.decided == e.summary
         assert s.why == (e.route["why"] if e.route else "the run ends here")
 
@@ -148,7 +151,7 @@ def test_timeline_bars_follow_the_events(runs):
     bars = trace(fig, "steps")
     assert bars["y"] == [f"{s.step}. {s.label}" for s in story.steps(run)]
     t0 = run.events[0].started_at
-    for base, width, e in zip(bars["base"], bars["x"], run.events):
+    for base, width, e in zip(bars["base"], bars["x"], run.events, strict=False):
         assert base == pytest.approx((e.started_at - t0) * 1000, abs=0.01)
         assert width == pytest.approx(max(e.duration_ms, 0.05))
     assert bars["base"] == sorted(bars["base"])  # nodes run one after another
@@ -185,7 +188,7 @@ def test_llm_run_story_verdicts_claims_fallbacks_tokens_and_cost(llm):
     # tokens and cost per node on the timeline, priced by role (grader vs generator)
     fig = as_json(figures.timeline_figure(run, PRICES))
     bars = trace(fig, "steps")
-    for e, row, text in zip(run.events, bars["customdata"], bars["text"]):
+    for e, row, text in zip(run.events, bars["customdata"], bars["text"], strict=False):
         assert row[:4] == [e.node, e.llm_calls, e.prompt_tokens, e.completion_tokens]
         if e.prompt_tokens or e.completion_tokens:
             price = PRICES["grader-mini" if e.node == "grade_documents" else "generator-big"]

@@ -12,8 +12,7 @@ from rag.models import Chunk, Citation
 
 
 def chunks(n: int, origin: str = "kb") -> list[Chunk]:
-    return [Chunk(id=f"c{i}", text=f"text {i}", source="f.pdf", page=1, origin=origin)
-            for i in range(n)]
+    return [Chunk(id=f"c{i}", text=f"text {i}", source="f.pdf", page=1, origin=origin) for i in range(n)]
 
 
 CITED = [Citation(n=1, chunk_id="c0", source="f.pdf", page=1)]
@@ -30,8 +29,7 @@ def route(decider, s) -> str:
 
 
 def state(**kw):
-    base = {"question": "q", "options": Options(), "rewrites": 0, "web_searches": 0,
-            "retrieved": chunks(6)}
+    base = {"question": "q", "options": Options(), "rewrites": 0, "web_searches": 0, "retrieved": chunks(6)}
     base.update(kw)
     return base
 
@@ -87,7 +85,9 @@ def test_empty_index_skips_rewrites():
     s = state(retrieved=[], documents=[])
     d = decide(routing.decide_after_grading, s)
     assert d.to == "web_search" and "no chunks" in d.why
-    assert route(routing.decide_after_grading, state(retrieved=[], documents=[], web_searches=1)) == "fallback"
+    assert (
+        route(routing.decide_after_grading, state(retrieved=[], documents=[], web_searches=1)) == "fallback"
+    )
 
 
 def test_zero_rewrite_budget_skips_rewrite():
@@ -106,11 +106,23 @@ def test_a_rewrite_that_retrieves_the_same_chunks_stops_rewriting():
     s = state(documents=chunks(1), rewrites=1, repeated_retrieval=True, web_searches=1)
     assert route(routing.decide_after_grading, s) == "generate"
     # the answer checks do not send the run back to rewriting either
-    stuck = state(documents=chunks(2), citations=CITED, grounded=False, ungrounded_claims=["x"],
-                  rewrites=1, repeated_retrieval=True)
+    stuck = state(
+        documents=chunks(2),
+        citations=CITED,
+        grounded=False,
+        ungrounded_claims=["x"],
+        rewrites=1,
+        repeated_retrieval=True,
+    )
     assert route(routing.decide_after_grounding, stuck) == "finalize_with_caveat"
-    stuck = state(documents=chunks(2), citations=CITED, useful=False, rewrites=1, web_searches=1,
-                  repeated_retrieval=True)
+    stuck = state(
+        documents=chunks(2),
+        citations=CITED,
+        useful=False,
+        rewrites=1,
+        web_searches=1,
+        repeated_retrieval=True,
+    )
     assert route(routing.decide_after_answer_check, stuck) == "finalize_with_caveat"
 
 
@@ -119,13 +131,16 @@ def test_the_same_evidence_is_not_answered_again():
     same = [c.id for c in chunks(2)]
     d = decide(routing.decide_after_grading, state(documents=chunks(2), answered_with=same))
     assert d.to == "finalize_with_caveat" and d.why.startswith(routing.SAME_EVIDENCE)
-    assert route(routing.decide_after_grading,
-                 state(documents=chunks(3), answered_with=same)) == "generate"
+    assert route(routing.decide_after_grading, state(documents=chunks(3), answered_with=same)) == "generate"
     d = decide(routing.decide_after_web_search, state(documents=chunks(2), answered_with=same))
     assert d.to == "finalize_with_caveat" and "web search added nothing" in d.why
-    assert route(routing.decide_after_web_search,
-                 state(documents=chunks(2) + chunks(1, "web")[:0] + [chunks(3)[2]],
-                       answered_with=same)) == "generate"
+    assert (
+        route(
+            routing.decide_after_web_search,
+            state(documents=chunks(2) + chunks(1, "web")[:0] + [chunks(3)[2]], answered_with=same),
+        )
+        == "generate"
+    )
 
 
 # -- after rewrite_query / web_search -------------------------------------------------------
@@ -150,8 +165,12 @@ def test_generate_goes_through_each_check_that_is_on():
 
 
 def test_generate_with_weak_evidence_and_no_checks_finalizes_with_caveat():
-    s = state(options=Options(grounding_check=False, answer_check=False), citations=CITED,
-              weak_evidence=True, documents=chunks(1))
+    s = state(
+        options=Options(grounding_check=False, answer_check=False),
+        citations=CITED,
+        weak_evidence=True,
+        documents=chunks(1),
+    )
     assert route(routing.decide_after_generate, s) == "finalize_with_caveat"
 
 
@@ -191,8 +210,14 @@ DECIDERS = [getattr(routing, name) for name in dir(routing) if name.startswith("
 
 @pytest.mark.parametrize("decider", DECIDERS, ids=lambda f: f.__name__)
 def test_routers_never_mutate_state(decider):
-    s = state(documents=chunks(1), citations=CITED, grounded=False, useful=False,
-              ungrounded_claims=["x"], retrieved=chunks(2))
+    s = state(
+        documents=chunks(1),
+        citations=CITED,
+        grounded=False,
+        useful=False,
+        ungrounded_claims=["x"],
+        retrieved=chunks(2),
+    )
     before = copy.deepcopy(s)
     decide(decider, s)
     assert s == before
@@ -202,8 +227,11 @@ def test_every_decision_is_a_declared_edge():
     """Each decider's choices are within the targets its conditional edge declares."""
     from rag.models import NODE_ORDER
 
-    assert set(routing.TARGETS) | set(routing.FIXED) == set(NODE_ORDER) - {"finalize", "finalize_with_caveat",
-                                                                            "fallback"}
+    assert set(routing.TARGETS) | set(routing.FIXED) == set(NODE_ORDER) - {
+        "finalize",
+        "finalize_with_caveat",
+        "fallback",
+    }
     assert routing.decide_start(Options()).to in routing.START_TARGETS
     assert routing.decide_start(Options(decomposition=False)).to in routing.START_TARGETS
 

@@ -1,5 +1,7 @@
-"""The offline engine's judgments on hand-made chunks: graders that can say no, answer checks
-that name what is missing, extraction that answers, rewrites that earn their cost (issue 10).
+"""The offline engine's judgments on hand-made chunks.
+
+Graders that can say no, answer checks that name what is missing, extraction that answers, rewrites that earn
+their cost (issue 10).
 """
 
 from __future__ import annotations
@@ -172,7 +174,7 @@ def test_more_passages_are_listed_under_key_passages(engine):
 # -- rewrite_query and decompose_query ------------------------------------------------------
 def _verdicts(chunks, relevant):
     return [Verdict(chunk_id=c.id, source=c.source, page=1, query="q", relevant=r, score="low",
-                    reasoning="") for c, r in zip(chunks, relevant)]
+                    reasoning="") for c, r in zip(chunks, relevant, strict=False)]
 
 
 def test_rewrite_takes_no_terms_from_irrelevant_chunks(engine):

@@ -7,14 +7,14 @@ import re
 
 import pytest
 
-from rag.trace import flow as viz
-from rag.trace import geometry, story, views
 from rag.config import preset_options
 from rag.engines.local import LocalEngine
 from rag.graph.build import build_graph
-from rag.store.bm25 import lexical_stats
 from rag.models import Run
 from rag.run import make_context, run_question
+from rag.store.bm25 import lexical_stats
+from rag.trace import flow as viz
+from rag.trace import geometry, story, views
 from tests.run_fixtures import QUESTION, WEAK_QUESTION
 
 
@@ -39,8 +39,10 @@ def naive(runs) -> Run:
 
 @pytest.fixture(scope="module")
 def rewritten(ctx) -> Run:
-    """Wants more relevant chunks than top_k can ever hold, so it always spends both rewrites,
-    tries the (unconfigured) web, and answers with a caveat."""
+    """Wants more relevant chunks than top_k can ever hold, so it always spends both rewrites, tries the.
+
+    (unconfigured) web, and answers with a caveat.
+    """
     run = run_question(WEAK_QUESTION, ctx, preset_options("full", decomposition=False))
     assert run.path.count("retrieve") == 3 and run.rewrites == 2, run.path
     assert run.path[-1] == "finalize_with_caveat", run.stop_reason
@@ -64,9 +66,12 @@ def trace(fig: dict, name: str) -> dict:
 def node_points(fig: dict) -> dict[str, dict]:
     """Node name -> its label, colour and hover text, from the node trace."""
     t = trace(fig, "nodes")
-    return {name: {"text": text, "color": color, "hover": hover, "x": x, "y": y}
-            for name, text, color, hover, x, y in zip(
-                t["customdata"], t["text"], t["marker"]["color"], t["hovertext"], t["x"], t["y"])}
+    return {
+        name: {"text": text, "color": color, "hover": hover, "x": x, "y": y}
+        for name, text, color, hover, x, y in zip(
+            t["customdata"], t["text"], t["marker"]["color"], t["hovertext"], t["x"], t["y"], strict=False
+        )
+    }
 
 
 def plain(html: str) -> str:
@@ -102,26 +107,28 @@ def test_every_graph_edge_is_drawn_with_an_arrow(answered):
 
 def test_path_is_numbered_in_the_runs_order_along_its_edges(rewritten):
     fig = figure_json(rewritten)
-    labels = {a["name"]: a for a in fig["layout"]["annotations"]
-              if a.get("name", "").startswith("step:")}
+    labels = {a["name"]: a for a in fig["layout"]["annotations"] if a.get("name", "").startswith("step:")}
     n = len(rewritten.events)
-    assert sorted(labels, key=lambda s: int(s.split(":")[1])) == [f"step:{k}" for k in
-                                                                   range(1, n + 1)]
+    assert sorted(labels, key=lambda s: int(s.split(":")[1])) == [f"step:{k}" for k in range(1, n + 1)]
     previous = "__start__"
     for k, node in enumerate(rewritten.path, 1):
         label = labels[f"step:{k}"]
         assert re.sub(r"<[^>]+>", "", label["text"]) == str(k)
         path = trace(fig, f"path:{previous}->{node}")  # the step sits on the edge it took
         assert path["line"]["color"] == viz.COLOR_PATH
-        assert min(abs(x - label["x"]) + abs(y - label["y"])
-                   for x, y in zip(path["x"], path["y"])) < 0.05
+        assert (
+            min(abs(x - label["x"]) + abs(y - label["y"]) for x, y in zip(path["x"], path["y"], strict=False))
+            < 0.05
+        )
         assert f"{previous} → {node}" in plain(label["hovertext"])
         previous = node
     trace(fig, f"path:{previous}->__end__")
     # repeated edges stack their labels apart, in step order (top-down on a rightward edge)
-    again = [labels[f"step:{k}"] for k, (a, b) in enumerate(
-        zip(["__start__"] + rewritten.path, rewritten.path), 1)
-        if (a, b) == ("retrieve", "grade_documents")]
+    again = [
+        labels[f"step:{k}"]
+        for k, (a, b) in enumerate(zip(["__start__"] + rewritten.path, rewritten.path, strict=False), 1)
+        if (a, b) == ("retrieve", "grade_documents")
+    ]
     assert len(again) == 3
     shifts = [a.get("yshift", 0) for a in again]
     assert shifts == sorted(shifts, reverse=True) and len(set(shifts)) == 3
@@ -149,20 +156,42 @@ def expected_color(event, min_relevant: int) -> str:
     if node == "retrieve":
         return views.STATUS_COLORS[views.OK] if d["chunks"] else views.STATUS_COLORS[views.FAILED]
     if node == "grade_documents":
-        return (views.STATUS_COLORS[views.OK] if d["evidence"] >= min_relevant else
-                views.STATUS_COLORS[views.WEAK] if d["evidence"] else views.STATUS_COLORS[views.FAILED])
+        return (
+            views.STATUS_COLORS[views.OK]
+            if d["evidence"] >= min_relevant
+            else views.STATUS_COLORS[views.WEAK]
+            if d["evidence"]
+            else views.STATUS_COLORS[views.FAILED]
+        )
     if node == "web_search":
-        return views.STATUS_COLORS[views.OK] if d["results"] else (
-            views.STATUS_COLORS[views.FAILED] if d["status"].startswith("failed") else views.STATUS_COLORS[views.WEAK])
+        return (
+            views.STATUS_COLORS[views.OK]
+            if d["results"]
+            else (
+                views.STATUS_COLORS[views.FAILED]
+                if d["status"].startswith("failed")
+                else views.STATUS_COLORS[views.WEAK]
+            )
+        )
     if node == "generate":
-        return (views.STATUS_COLORS[views.FAILED] if not d["citations"] else
-                views.STATUS_COLORS[views.WEAK] if d["weak_evidence"] else views.STATUS_COLORS[views.OK])
+        return (
+            views.STATUS_COLORS[views.FAILED]
+            if not d["citations"]
+            else views.STATUS_COLORS[views.WEAK]
+            if d["weak_evidence"]
+            else views.STATUS_COLORS[views.OK]
+        )
     if node == "check_grounding":
         return views.STATUS_COLORS[views.OK] if d["grounded"] else views.STATUS_COLORS[views.FAILED]
     if node == "grade_answer":
         return views.STATUS_COLORS[views.OK] if d["useful"] else views.STATUS_COLORS[views.FAILED]
-    return {"decompose_query": views.STATUS_COLORS[views.OK], "rewrite_query": views.STATUS_COLORS[views.WEAK], "finalize": views.STATUS_COLORS[views.OK],
-            "finalize_with_caveat": views.STATUS_COLORS[views.WEAK], "fallback": views.STATUS_COLORS[views.FAILED]}[node]
+    return {
+        "decompose_query": views.STATUS_COLORS[views.OK],
+        "rewrite_query": views.STATUS_COLORS[views.WEAK],
+        "finalize": views.STATUS_COLORS[views.OK],
+        "finalize_with_caveat": views.STATUS_COLORS[views.WEAK],
+        "fallback": views.STATUS_COLORS[views.FAILED],
+    }[node]
 
 
 @pytest.mark.parametrize("which", ["answered", "naive", "rewritten", "abstained"])
@@ -173,8 +202,11 @@ def test_nodes_are_coloured_by_the_verdict_of_their_last_visit(which, request):
     for node, point in points.items():
         if node in ("__start__", "__end__"):
             continue
-        want = (expected_color(last[node], run.options.min_relevant) if node in last
-                else views.STATUS_COLORS[views.NOT_VISITED])
+        want = (
+            expected_color(last[node], run.options.min_relevant)
+            if node in last
+            else views.STATUS_COLORS[views.NOT_VISITED]
+        )
         assert point["color"] == want, (node, last.get(node))
 
 
@@ -262,13 +294,21 @@ def test_verdict_rows_are_every_verdict_of_every_grading(rewritten):
     rows = story.verdict_rows(rewritten)
     gradings = [e for e in rewritten.events if e.node == "grade_documents"]
     assert len(rows) == sum(len(e.detail.verdicts) for e in gradings) == 18
-    assert [r["attempt"] for r in rows] == [e.attempt for e in gradings
-                                            for _ in e.detail.verdicts]
+    assert [r["attempt"] for r in rows] == [e.attempt for e in gradings for _ in e.detail.verdicts]
     queries = [e.detail.query for e in rewritten.events if e.node == "retrieve"]
     assert [r["query"] for r in rows[::6]] == queries  # the query each chunk was fetched for
     for r in rows:
-        assert set(r) >= {"step", "attempt", "query", "source", "page", "grade", "relevant",
-                          "reasoning", "fallback"}
+        assert set(r) >= {
+            "step",
+            "attempt",
+            "query",
+            "source",
+            "page",
+            "grade",
+            "relevant",
+            "reasoning",
+            "fallback",
+        }
         assert r["grade"] in ("high", "medium", "low") and isinstance(r["relevant"], bool)
         assert r["source"].endswith(".pdf") and r["page"] >= 1 and r["reasoning"]
         assert r["fallback"] is None
@@ -278,11 +318,10 @@ def test_event_rows_are_one_per_step(rewritten):
     rows = story.event_rows(rewritten)
     assert [r["step"] for r in rows] == list(range(1, len(rewritten.events) + 1))
     assert [r["node"] for r in rows] == rewritten.path
-    for r, e in zip(rows, rewritten.events):
+    for r, e in zip(rows, rewritten.events, strict=False):
         assert r["summary"] == e.summary and r["duration_ms"] == e.duration_ms
         assert r["attempt"] == e.attempt
-        assert (r["next"], r["why"]) == ((e.route["to"], e.route["why"]) if e.route else
-                                         (None, None))
+        assert (r["next"], r["why"]) == ((e.route["to"], e.route["why"]) if e.route else (None, None))
 
 
 def test_no_grading_means_no_verdicts(naive):
