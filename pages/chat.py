@@ -16,16 +16,60 @@ DEFAULT_PRESET = "full"
 # The chosen options live under "chat_options" (not a widget key), so they survive visits to
 # other pages, where Streamlit drops the state of widgets it did not render.
 chosen: dict = st.session_state.setdefault("chat_options", _ui.default_pipeline(DEFAULT_PRESET))
+# Questions that could not be run (not in any thread), shown under the current conversation.
 messages: list[dict] = st.session_state.setdefault("chat_messages", [])
+# The current conversation: a thread of the run history, or None for a new one.
+thread_id: str | None = st.session_state.get("chat_thread")
+
+
+def pick_thread(tid: str | None) -> None:
+    st.session_state["chat_thread"] = tid
+    messages.clear()
+
+
+def load_threads() -> list:
+    try:
+        return _session.store().list_threads(_session.session_id())
+    except Exception as exc:  # an unreadable history must not take the chat down
+        st.caption(f"Saved conversations are unavailable: {safe(exc)}")
+        return []
+
 
 with st.sidebar:
+    st.markdown("**Conversations**")
+    st.button("New conversation", key="chat_new", icon=":material/add_comment:",
+              on_click=pick_thread, args=(None,), disabled=thread_id is None)
+    threads = load_threads()
+    for t in threads:
+        st.button(f"{safe(t.title) or 'Untitled'} ({t.turns})", key=f"chat_t_{t.id}",
+                  type="primary" if t.id == thread_id else "tertiary",
+                  on_click=pick_thread, args=(t.id,))
+    current = next((t for t in threads if t.id == thread_id), None)
+    if thread_id and current is None:  # deleted elsewhere, or of another session
+        pick_thread(None)
+        thread_id = None
+    if current is not None:
+        with st.expander("Rename or delete this conversation"):
+            title = st.text_input("Title", value=current.title, key=f"chat_title_{current.id}",
+                                  max_chars=80)
+            c1, c2 = st.columns(2)
+            if c1.button("Rename", key="chat_rename", disabled=not title.strip()):
+                _session.store().rename_thread(current.id, _session.session_id(), title)
+                st.rerun()
+            if c2.button("Delete", key="chat_delete", type="primary"):
+                _session.store().delete_thread(current.id, _session.session_id())
+                pick_thread(None)
+                st.rerun()
+    st.divider()
     _ui.pipeline_picker(chosen, "chat_w_")
-    if st.button("Clear chat", key="chat_clear", disabled=not messages):
-        messages.clear()
-        st.rerun()
+    use_history = st.toggle("Use chat history", key="chat_use_history", value=True,
+                            help="Rewrite a follow-up ('How is it trained?') into a standalone "
+                                 "question with the conversation's earlier turns "
+                                 "(contextualize_question).")
 
 try:
-    options = Options(**{k: v for k, v in chosen.items() if k != "preset"})
+    options = Options(**{k: v for k, v in chosen.items() if k != "preset"},
+                      use_history=use_history)
 except ValidationError as exc:
     st.error("Invalid options: " + "; ".join(safe(e["msg"]) for e in exc.errors()))
     st.stop()
@@ -65,17 +109,35 @@ else:
 
 
 def show_run(run: Run) -> None:
-    """The answer, why the run stopped, its sources, and a way into its trace."""
+    """How the question was understood, the answer, why the run stopped, its sources, its
+    collapsed step log, and a way into its trace."""
+    if run.standalone_question and run.standalone_question != run.question:
+        st.caption(f"Understood as: {safe(run.standalone_question)}")
     _ui.answer(run)
     st.caption(safe(run.stop_reason))
     if run.citations:
         st.markdown("**Sources**")
         _ui.citations(run.citations, key=f"chat_{run.id}")
+    with st.expander(f"Steps ({len(run.events)})", expanded=False):
+        for e in run.events:
+            st.markdown(_ui.event_line(e))
     if st.button("Open trace", key=f"chat_trace_{run.id}", icon=":material/account_tree:"):
         _session.open_trace(run.id)
 
 
-for msg in messages:
+thread = None
+if thread_id:
+    try:
+        thread = _session.store().get_thread(thread_id)
+    except Exception as exc:
+        st.warning(f"The conversation could not be read: {safe(exc)}")
+for turn in thread.turns if thread else []:
+    with st.chat_message("user"):
+        st.markdown(safe(turn.run.question, multiline=True))
+    with st.chat_message("assistant"):
+        show_run(turn.run)
+
+for msg in [m for m in messages if not m.get("in_thread")]:
     with st.chat_message(msg["role"]):
         run = _session.runs().get(msg.get("run_id")) if msg["role"] == "assistant" else None
         if run is not None:
@@ -103,7 +165,8 @@ if question := st.chat_input("Ask about your documents"):
                 note = f"\n\n*verifying: {' and '.join(checks)}…*" if checks else ""
                 answer_box.markdown(safe("".join(streamed), multiline=True) + note)
 
-            run = run_question(question, context, options,
+            history = thread.history() if thread else []
+            run = run_question(question, context, options, history=history,
                                on_event=lambda e: status.markdown(_ui.event_line(e)),
                                on_token=show_tokens)
             answer_box.empty()
@@ -118,5 +181,21 @@ if question := st.chat_input("Ask about your documents"):
         else:
             if problem := _session.keep(run):  # in this session and in the run history
                 st.warning(safe(problem))
-            messages.append({"role": "assistant", "content": run.answer, "run_id": run.id})
+            new_thread = False
+            try:
+                store = _session.store()
+                if thread is None:
+                    thread_id = store.create_thread(_session.session_id(), knowledge_base=kb_name).id
+                    st.session_state["chat_thread"] = thread_id
+                store.add_turn(thread_id, _session.session_id(), run)
+                new_thread = thread is None
+                # now a turn of the thread, which shows it: not shown again from here
+                messages[-1]["in_thread"] = True
+                messages.append({"role": "assistant", "content": run.answer, "run_id": run.id,
+                                 "in_thread": True})
+            except Exception as exc:  # the answer stays on screen and in this session
+                st.warning(f"The turn could not be saved to the conversation: {safe(exc)}")
+                messages.append({"role": "assistant", "content": run.answer, "run_id": run.id})
             show_run(run)
+            if not problem and new_thread:
+                st.rerun()  # list the new conversation in the sidebar

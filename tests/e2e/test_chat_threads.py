@@ -1,0 +1,76 @@
+"""The Chat page as a conversation (issue 11), through AppTest: saved threads in the sidebar, a
+follow-up understood with the thread's history, each past answer with its collapsed step log."""
+
+from __future__ import annotations
+
+import re
+
+from streamlit.testing.v1 import AppTest
+
+from rag.history import RunStore
+from tests.conftest import ROOT, SELF_RAG
+
+APP = str(ROOT / "app.py")
+
+
+def plain(text: str) -> str:
+    return re.sub(r"\\(.)", r"\1", text).replace("\u2060", "")
+
+
+def open_app(session_id: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.session_state["session_id"] = session_id
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_a_conversation_is_a_saved_thread_with_history_aware_follow_ups(data_dir):
+    from rag.config import Settings
+    from rag.ingest.pipeline import ingest_files
+    from rag.store.chroma import open_knowledge_base
+
+    kb = open_knowledge_base(Settings.from_env({}, data_dir=data_dir))
+    assert [r.status for r in ingest_files(kb, [SELF_RAG])] == ["ingested"]
+
+    at = open_app("alice")
+    at.chat_input[0].set_value("What is Self-RAG?").run()
+    assert not at.exception, at.exception
+    at.chat_input[0].set_value("How is it trained?").run()
+    assert not at.exception, at.exception
+
+    store = RunStore(data_dir / "runs.sqlite")
+    [summary] = store.list_threads("alice")
+    assert summary.title == "What is Self-RAG?" and summary.turns == 2
+    thread = store.get_thread(summary.id)
+    assert thread.turns[1].run.standalone_question == "How is Self-RAG trained?"
+    captions = [plain(c.value) for c in at.caption]
+    assert "Understood as: How is Self-RAG trained?" in captions, captions
+    # every past answer keeps its collapsed step log
+    steps = [e for e in at.expander if plain(e.label).startswith("Steps (")]
+    assert len(steps) == 2, [e.label for e in at.expander]
+    assert at.button(key=f"chat_t_{summary.id}").proto.type == "primary"
+
+    # a new session (or a refresh with a new session) does not see alice's thread
+    bob = open_app("bob")
+    assert not [b for b in bob.button if b.key and b.key.startswith("chat_t_")]
+
+    # alice comes back (same session id): the thread is listed and opens with both turns
+    again = open_app("alice")
+    again.button(key=f"chat_t_{summary.id}").click().run()
+    assert not again.exception, again.exception
+    assert "Understood as: How is Self-RAG trained?" in [plain(c.value) for c in again.caption]
+    again.text_input(key=f"chat_title_{summary.id}").set_value("Self-RAG training").run()
+    again.button(key="chat_rename").click().run()
+    assert store.get_thread(summary.id).summary.title == "Self-RAG training"
+    again.button(key="chat_delete").click().run()
+    assert not again.exception, again.exception
+    assert store.list_threads("alice") == []
+
+    # chat history off: the follow-up is asked literally
+    again.toggle(key="chat_use_history").set_value(False).run()
+    again.chat_input[0].set_value("What is Self-RAG?").run()
+    again.chat_input[0].set_value("How is it trained?").run()
+    [t2] = store.list_threads("alice")
+    last = store.get_thread(t2.id).turns[-1].run
+    assert last.standalone_question == "" and "contextualize_question" not in last.path
