@@ -149,7 +149,8 @@ def test_eval_cli_prints_the_documented_json_and_saves_every_run(four_papers_kb,
     assert len(out["items"]) == 4
     store = RunStore.for_settings(four_papers_kb.settings)
     for item in out["items"]:
-        assert set(item) == {"id", "preset", "question", "end", "answer", "citations", "run_id"}
+        assert set(item) == {"id", "preset", "question", "end", "answer", "citations", "run_id",
+                             "turn", "standalone_question"}
         assert store.get(item["run_id"]) is not None  # in the run history
         assert all(set(c) == {"source", "page"} for c in item["citations"])
     fifa = next(i for i in out["items"] if i["id"] == "fifa" and i["preset"] == "full")
