@@ -23,11 +23,13 @@ thread_id: str | None = st.session_state.get("chat_thread")
 
 
 def pick_thread(tid: str | None) -> None:
+    """Make ``tid`` the current conversation (None: a new one)."""
     st.session_state["chat_thread"] = tid
     messages.clear()
 
 
 def load_threads() -> list:
+    """This session's conversations, most recently updated first ([] when unreadable)."""
     try:
         return _session.store().list_threads(_session.session_id())
     except Exception as exc:  # an unreadable history must not take the chat down
@@ -109,8 +111,11 @@ else:
 
 
 def show_run(run: Run) -> None:
-    """How the question was understood, the answer, why the run stopped, its sources, its
-    collapsed step log, and a way into its trace."""
+    """Show one answer of the conversation.
+
+    How the question was understood, the answer, why the run stopped, its sources, its
+    collapsed step log, and a way into its trace.
+    """
     if run.standalone_question and run.standalone_question != run.question:
         st.caption(f"Understood as: {safe(run.standalone_question)}")
     _ui.answer(run)

@@ -25,8 +25,10 @@ def _when(t: float) -> str:
 
 
 def cmd_threads_list(args: argparse.Namespace) -> int:
-    """Print the threads, most recently updated first: id, time, turns, knowledge base, title
-    (or, with ``--json``, one array). Returns 0."""
+    """Print the threads, most recently updated first.
+
+    Id, time, turns, knowledge base and title (or, with ``--json``, one array). Returns 0.
+    """
     rows = RunStore.for_settings(settings_of(args)).list_threads(
         None if args.all else CLI_SESSION, limit=args.limit)
     if args.json:
@@ -43,8 +45,10 @@ def cmd_threads_list(args: argparse.Namespace) -> int:
 
 
 def cmd_threads_show(args: argparse.Namespace) -> int:
-    """Print a thread's turns: each question, how it was understood, the answer and its run id
-    (or, with ``--json``, one object with ``turns``, each with its runs). Returns 0.
+    """Print a thread's turns.
+
+    Each question, how it was understood, the answer and its run id (or, with ``--json``, one
+    object with ``turns``, each with its runs). Returns 0.
 
     Raises:
         ValueError: no thread has that id.

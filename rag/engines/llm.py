@@ -317,6 +317,7 @@ class LLMEngine:
             result, error = None, "empty standalone question"
         if result is None:
             local = self.fallback.contextualize(question, history)
-            return self._fell_back(local, "contextualizer", "topic carry-over", error or "")
+            self._fell_back(local, "contextualizer", "topic carry-over", error or "")
+            return local
         result.question = " ".join(result.question.split())
         return result

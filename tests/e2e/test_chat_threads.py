@@ -1,5 +1,8 @@
-"""The Chat page as a conversation (issue 11), through AppTest: saved threads in the sidebar, a
-follow-up understood with the thread's history, each past answer with its collapsed step log."""
+"""The Chat page as a conversation (issue 11), through AppTest.
+
+Saved threads in the sidebar, a follow-up understood with the thread's history, each past answer
+with its collapsed step log.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""Threads (issue 11): conversations in the run history, and history-aware questions
-(contextualize_question) on real papers in a real Chroma, offline and on the fake LLM server."""
+"""Threads (issue 11): conversations in the run history, and history-aware questions.
+
+contextualize_question on real papers in a real Chroma, offline and on the fake LLM server.
+"""
 
 from __future__ import annotations
 
