@@ -28,10 +28,11 @@ def pick_thread(tid: str | None) -> None:
     messages.clear()
 
 
-def load_threads() -> list:
-    """This session's conversations, most recently updated first ([] when unreadable)."""
+def load_threads(all_sessions: bool) -> list:
+    """This session's conversations (every session's when ``all_sessions``), most recently
+    updated first ([] when unreadable)."""
     try:
-        return _session.store().list_threads(_session.session_id())
+        return _session.store().list_threads(None if all_sessions else _session.session_id())
     except Exception as exc:  # an unreadable history must not take the chat down
         st.caption(f"Saved conversations are unavailable: {safe(exc)}")
         return []
@@ -41,16 +42,22 @@ with st.sidebar:
     st.markdown("**Conversations**")
     st.button("New conversation", key="chat_new", icon=":material/add_comment:",
               on_click=pick_thread, args=(None,), disabled=thread_id is None)
-    threads = load_threads()
+    all_sessions = st.toggle("All sessions", key="chat_all_threads",
+                             help="List every session's conversations; those of other sessions "
+                                  "open read-only.")
+    threads = load_threads(all_sessions)
+    mine = _session.session_id()
     for t in threads:
-        st.button(f"{safe(t.title) or 'Untitled'} ({t.turns})", key=f"chat_t_{t.id}",
+        other = "" if t.session_id == mine else " · read-only"
+        st.button(f"{safe(t.title) or 'Untitled'} ({t.turns}){other}", key=f"chat_t_{t.id}",
                   type="primary" if t.id == thread_id else "tertiary",
                   on_click=pick_thread, args=(t.id,))
     current = next((t for t in threads if t.id == thread_id), None)
     if thread_id and current is None:  # deleted elsewhere, or of another session
         pick_thread(None)
         thread_id = None
-    if current is not None:
+    read_only = current is not None and current.session_id != mine
+    if current is not None and not read_only:
         with st.expander("Rename or delete this conversation"):
             title = st.text_input("Title", value=current.title, key=f"chat_title_{current.id}",
                                   max_chars=80)
@@ -150,7 +157,9 @@ for msg in [m for m in messages if not m.get("in_thread")]:
         else:
             st.markdown(safe(msg["content"], multiline=True))
 
-if question := st.chat_input("Ask about your documents"):
+if read_only:
+    st.caption("Another session's conversation: read-only. Start a new conversation to ask.")
+if question := st.chat_input("Ask about your documents", disabled=read_only):
     messages.append({"role": "user", "content": question, "run_id": None})
     with st.chat_message("user"):
         st.markdown(safe(question, multiline=True))

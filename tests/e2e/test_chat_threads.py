@@ -77,3 +77,18 @@ def test_a_conversation_is_a_saved_thread_with_history_aware_follow_ups(data_dir
     [t2] = store.list_threads("alice")
     last = store.get_thread(t2.id).turns[-1].run
     assert last.standalone_question == "" and "contextualize_question" not in last.path
+
+
+def test_another_sessions_thread_is_listed_only_in_all_sessions_and_read_only(data_dir, runs):
+    store = RunStore(data_dir / "runs.sqlite")
+    t = store.create_thread("carol")
+    store.add_turn(t.id, "carol", runs["answered"])
+    at = open_app("dave")
+    assert not [b for b in at.button if b.key == f"chat_t_{t.id}"]
+    at.toggle(key="chat_all_threads").set_value(True).run()
+    at.button(key=f"chat_t_{t.id}").click().run()
+    assert not at.exception, at.exception
+    assert "read-only" in plain(at.button(key=f"chat_t_{t.id}").label)
+    assert at.chat_input[0].proto.disabled
+    assert not [b for b in at.button if b.key in ("chat_rename", "chat_delete")]
+    assert any("read-only" in plain(c.value) for c in at.caption)
