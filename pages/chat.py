@@ -29,8 +29,10 @@ def pick_thread(tid: str | None) -> None:
 
 
 def load_threads(all_sessions: bool) -> list:
-    """This session's conversations (every session's when ``all_sessions``), most recently
-    updated first ([] when unreadable)."""
+    """Conversations most recently updated first: this session's, or every session's.
+
+    Returns [] when the history cannot be read (and says so in the sidebar).
+    """
     try:
         return _session.store().list_threads(None if all_sessions else _session.session_id())
     except Exception as exc:  # an unreadable history must not take the chat down
