@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal, Mapping, Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -40,7 +41,7 @@ class Settings:
     """Retries (with exponential backoff) on 429, 5xx and connection errors."""
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides) -> "Settings":
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides) -> Settings:
         """Build settings from ``env`` (default ``os.environ``); keyword overrides win.
 
         Reads RAG_DATA_DIR, CHROMA_HOST, CHROMA_PORT, RAG_MAX_UPLOAD_MB, OPENAI_API_KEY,
@@ -83,12 +84,13 @@ class Settings:
             values["data_dir"] = Path(overrides["data_dir"])
         return cls(**values)
 
-    def with_(self, **changes) -> "Settings":
+    def with_(self, **changes) -> Settings:
         """A copy with ``changes`` applied (for per-session keys typed into the UI)."""
         return replace(self, **changes)
 
     @property
     def max_upload_bytes(self) -> int:
+        """``max_upload_mb`` in bytes (10^6 bytes a MB)."""
         return int(self.max_upload_mb * 1_000_000)
 
     @property
@@ -98,14 +100,17 @@ class Settings:
 
     @property
     def embedding_backend(self) -> str:
-        """``openai`` when a key is set (unless RAG_EMBEDDING_MODEL is ``hashing``), else
-        ``hashing``, the offline embeddings."""
+        """``openai`` when a key is set.
+
+        (unless RAG_EMBEDDING_MODEL is ``hashing``), else ``hashing``, the offline embeddings.
+        """
         if self.openai_api_key and self.embedding_model != "hashing":
             return "openai"
         return "hashing"
 
     @property
     def web_search_enabled(self) -> bool:
+        """True when a Tavily key is set (web_search can run)."""
         return bool(self.tavily_api_key)
 
 
@@ -147,7 +152,7 @@ class Options(BaseModel):
     the offline embeddings, which are lexical too)."""
 
     @model_validator(mode="after")
-    def _check(self) -> "Options":
+    def _check(self) -> Options:
         if self.min_relevant > self.top_k:
             raise ValueError(f"min_relevant ({self.min_relevant}) cannot exceed top_k "
                              f"({self.top_k}): such a run could never have enough evidence")
@@ -207,8 +212,10 @@ CUSTOM = "custom"
 
 
 def preset_of(options: Options) -> str:
-    """The preset key whose toggles ``options`` has (``naive``, ``crag``, ``self-rag``,
-    ``full``), or ``custom``."""
+    """The preset key whose toggles ``options`` has.
+
+    (``naive``, ``crag``, ``self-rag``, ``full``), or ``custom``.
+    """
     for key, (_, toggles) in PRESETS.items():
         if all(getattr(options, k) == v for k, v in toggles.items()):
             return key
@@ -227,9 +234,11 @@ def custom_label(options: Options) -> str:
 
 
 def custom_options(toggles_on: Sequence[str], **numbers) -> Options:
-    """Options with exactly ``toggles_on`` switched on (names from :data:`TOGGLES`) and the
-    given top_k / min_relevant / max_rewrites. Raises ValueError for an unknown switch or
-    invalid numbers."""
+    """Options with exactly ``toggles_on`` switched on.
+
+    (names from :data:`TOGGLES`) and the given top_k / min_relevant / max_rewrites. Raises ValueError for an
+    unknown switch or invalid numbers.
+    """
     unknown = [t for t in toggles_on if t not in TOGGLES]
     if unknown:
         raise ValueError(f"unknown switch {unknown[0]!r}; choose from {', '.join(TOGGLES)}")
@@ -238,9 +247,11 @@ def custom_options(toggles_on: Sequence[str], **numbers) -> Options:
 
 def parse_pipelines(presets: str | Sequence[str] = (), customs: Sequence[str] = (),
                     **numbers) -> list[tuple[str, Options]]:
-    """Pipelines from preset keys (``"naive,crag,full"`` or a list) and custom switch sets
-    (each ``"grading+rewriting"``, or ``"none"`` for all off), as (label, Options) pairs in that
-    order; ``numbers`` (top_k, min_relevant, max_rewrites) apply to each.
+    """Pipelines from preset keys.
+
+    (``"naive,crag,full"`` or a list) and custom switch sets (each ``"grading+rewriting"``, or ``"none"`` for
+    all off), as (label, Options) pairs in that order; ``numbers`` (top_k, min_relevant, max_rewrites) apply
+    to each.
 
     Raises ValueError for an unknown preset or switch, a pipeline given twice, or fewer than
     2 or more than 4 pipelines.

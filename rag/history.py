@@ -13,10 +13,10 @@ import json
 import sqlite3
 import time
 import uuid
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Optional, Sequence
 
 from rag.config import preset_of
 from rag.models import Comparison, Run, Turn
@@ -95,16 +95,17 @@ class RunSummary:
     preset: str
     """A preset key or ``custom``."""
     knowledge_base: str
-    comparison_id: Optional[str]
+    comparison_id: str | None
     steps: int
     llm_calls: int
     duration_ms: float
 
     def to_dict(self) -> dict:
+        """The summary as a plain dict (for ``runs list --json``)."""
         return asdict(self)
 
     @classmethod
-    def of(cls, run: "Run", session_id: str, *, comparison_id: str | None = None) -> "RunSummary":
+    def of(cls, run: Run, session_id: str, *, comparison_id: str | None = None) -> RunSummary:
         """The summary of ``run`` as :meth:`RunStore.save` would index it for ``session_id``."""
         return cls(id=run.id, session_id=session_id, created_at=run.created_at,
                    question=run.question, engine=run.engine, stop_kind=stop_kind(run),
@@ -113,11 +114,12 @@ class RunSummary:
                    duration_ms=run.duration_ms)
 
 
-def merge_summaries(saved: Sequence[RunSummary], session_runs: Iterable["Run"], session_id: str,
+def merge_summaries(saved: Sequence[RunSummary], session_runs: Iterable[Run], session_id: str,
                     *, query: str | None = None,
-                    stop_kinds: Optional[Sequence[str]] = None) -> list[RunSummary]:
-    """``saved`` plus the runs of ``session_runs`` it lacks (not saved yet, or the history
-    could not be written) that match the same filter, newest first.
+                    stop_kinds: Sequence[str] | None = None) -> list[RunSummary]:
+    """``saved`` plus the runs of ``session_runs`` it lacks.
+
+    (not saved yet, or the history could not be written) that match the same filter, newest first.
 
     ``query`` matches the question case-insensitively; ``stop_kinds`` keeps runs ending in one
     of them (see :func:`rag.trace.story.stop_kind`). A run in both is listed once, as saved.
@@ -131,6 +133,7 @@ def merge_summaries(saved: Sequence[RunSummary], session_runs: Iterable["Run"], 
 
 @dataclass(frozen=True)
 class ComparisonSummary:
+    """One saved comparison, as listed: its question, pipelines and runs."""
     id: str
     session_id: str
     created_at: float
@@ -198,11 +201,14 @@ class ThreadNotFound(LookupError):
 
 
 class RunStore:
-    """Runs in SQLite at ``path`` (created with its directory on first use). Safe to share
-    across threads: every call opens its own connection. Raises OSError when the file cannot
-    be created or is not a run history."""
+    """Runs in SQLite at ``path`` (created with its directory on first use).
+
+    Safe to share across threads: every call opens its own connection. Raises OSError when the file cannot be
+    created or is not a run history.
+    """
 
     def __init__(self, path: Path | str) -> None:
+        """Open (creating on first use) the history at ``path``; its folder is created too."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -212,7 +218,7 @@ class RunStore:
             raise OSError(f"cannot open the run history {self.path}: {exc}") from None
 
     @classmethod
-    def for_settings(cls, settings) -> "RunStore":
+    def for_settings(cls, settings) -> RunStore:
         """The store under ``settings.data_dir``. Raises OSError if it cannot be created."""
         return cls(Path(settings.data_dir) / DB_NAME)
 
@@ -245,22 +251,25 @@ class RunStore:
                  preset_of(run.options), run.knowledge_base, comparison_id, len(run.events),
                  run.llm_calls, run.duration_ms, run.model_dump_json()))
 
-    def get(self, run_id: str) -> Optional[Run]:
+    def get(self, run_id: str) -> Run | None:
         """The run ``run_id`` (from any session), or None."""
         with self._db() as db:
             row = db.execute("SELECT data FROM runs WHERE id = ?", (run_id,)).fetchone()
         return Run.model_validate_json(row["data"]) if row else None
 
-    def owner(self, run_id: str) -> Optional[str]:
+    def owner(self, run_id: str) -> str | None:
         """The session id that owns ``run_id``, or None when there is no such run."""
         with self._db() as db:
             row = db.execute("SELECT session_id FROM runs WHERE id = ?", (run_id,)).fetchone()
         return row["session_id"] if row else None
 
     def list(self, session_id: str | None = None, *, query: str | None = None,
-             stop_kinds: Optional[list[str]] = None, limit: int = 200) -> builtins.list[RunSummary]:
-        """Runs newest first: of ``session_id`` only, or of every session when None; whose
-        question contains ``query`` (case-insensitive); ending in one of ``stop_kinds``."""
+             stop_kinds: list[str] | None = None, limit: int = 200) -> builtins.list[RunSummary]:
+        """Runs newest first.
+
+        Of ``session_id`` only, or of every session when None; whose question contains ``query``
+        (case-insensitive); ending in one of ``stop_kinds``.
+        """
         where, args = [], []
         if session_id is not None:
             where.append("session_id = ?")
@@ -289,9 +298,9 @@ class RunStore:
             rows = db.execute(sql, args).fetchall()
         return [Run.model_validate_json(r["data"]) for r in rows]
 
-    def history(self, session_runs: Iterable["Run"], session_id: str, *,
+    def history(self, session_runs: Iterable[Run], session_id: str, *,
                 all_sessions: bool = False, query: str | None = None,
-                stop_kinds: Optional[Sequence[str]] = None,
+                stop_kinds: Sequence[str] | None = None,
                 limit: int = 200) -> list[RunSummary]:
         """This session's runs merged with the saved history, newest first, for pickers.
 
@@ -304,18 +313,23 @@ class RunStore:
         return merge_summaries(saved, session_runs, session_id, query=query,
                                stop_kinds=stop_kinds)
 
-    def load_with(self, session_runs: Iterable["Run"], session_id: str, *,
-                  all_sessions: bool = False) -> list["Run"]:
-        """Whole runs: the saved ones (of ``session_id``, or of every session when
-        ``all_sessions``) newest first, then those of ``session_runs`` not saved, in their
-        order; each run once. Raises sqlite3.Error when the history cannot be read."""
+    def load_with(self, session_runs: Iterable[Run], session_id: str, *,
+                  all_sessions: bool = False) -> list[Run]:
+        """Whole runs.
+
+        The saved ones (of ``session_id``, or of every session when ``all_sessions``) newest first, then those
+        of ``session_runs`` not saved, in their order; each run once. Raises sqlite3.Error when the history
+        cannot be read.
+        """
         saved = self.load(None if all_sessions else session_id)
         seen = {r.id for r in saved}
         return saved + [r for r in session_runs if r.id not in seen]
 
     def delete(self, run_id: str, session_id: str) -> bool:
-        """Delete ``run_id`` if ``session_id`` owns it. Returns False when there is no such run;
-        raises RunOwnedElsewhere when another session owns it."""
+        """Delete ``run_id`` if ``session_id`` owns it.
+
+        Returns False when there is no such run; raises RunOwnedElsewhere when another session owns it.
+        """
         with self._db() as db:
             row = db.execute("SELECT session_id FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:
@@ -327,6 +341,7 @@ class RunStore:
         return True
 
     def count(self, session_id: str | None = None) -> int:
+        """How many runs are saved (of ``session_id``, or of every session when None)."""
         with self._db() as db:
             if session_id is None:
                 return db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
@@ -336,8 +351,10 @@ class RunStore:
     # ----------------------------------------------------------------- comparisons
 
     def save_comparison(self, cmp: Comparison, session_id: str) -> None:
-        """Save a comparison and each of its runs for ``session_id``. Raises RunOwnedElsewhere
-        if it (or one of its runs) belongs to another session."""
+        """Save a comparison and each of its runs for ``session_id``.
+
+        Raises RunOwnedElsewhere if it (or one of its runs) belongs to another session.
+        """
         if not session_id:
             raise ValueError("a comparison must be saved with a session id")
         with self._db() as db:
@@ -353,14 +370,14 @@ class RunStore:
                        (cmp.id, session_id, cmp.created_at, cmp.question,
                         json.dumps([r.id for r in cmp.runs]), json.dumps(cmp.labels)))
 
-    def get_comparison(self, cmp_id: str) -> Optional[Comparison]:
+    def get_comparison(self, cmp_id: str) -> Comparison | None:
         """The comparison ``cmp_id`` with the runs of it that still exist, or None."""
         with self._db() as db:
             row = db.execute("SELECT * FROM comparisons WHERE id = ?", (cmp_id,)).fetchone()
         if row is None:
             return None
         pairs = [(label, self.get(rid)) for rid, label in
-                 zip(json.loads(row["run_ids"]), json.loads(row["labels"]))]
+                 zip(json.loads(row["run_ids"]), json.loads(row["labels"]), strict=False)]
         pairs = [(label, run) for label, run in pairs if run is not None]
         return Comparison(id=row["id"], question=row["question"], created_at=row["created_at"],
                           labels=[p[0] for p in pairs], runs=[p[1] for p in pairs])
@@ -404,7 +421,7 @@ class RunStore:
         assert summary is not None
         return summary
 
-    def _thread_summary(self, thread_id: str) -> Optional[ThreadSummary]:
+    def _thread_summary(self, thread_id: str) -> ThreadSummary | None:
         with self._db() as db:
             row = db.execute(
                 "SELECT t.*, (SELECT COUNT(DISTINCT turn) FROM thread_runs r WHERE r.thread_id = t.id)"
@@ -422,7 +439,7 @@ class RunStore:
             rows = db.execute(sql, args).fetchall()
         return [ThreadSummary(**dict(r)) for r in rows]
 
-    def get_thread(self, thread_id: str) -> Optional[Thread]:
+    def get_thread(self, thread_id: str) -> Thread | None:
         """The thread ``thread_id`` (from any session) with its turns and their runs, or None.
         A run deleted from the history since is left out (a turn left with none is dropped)."""
         summary = self._thread_summary(thread_id)

@@ -1,11 +1,13 @@
-"""The records every part of Retrace shares: Chunk, Citation, Verdict, TraceEvent, Run, Comparison,
-and the graph's node names."""
+"""The records every part of Retrace shares.
+
+Chunk, Citation, Verdict, TraceEvent, Run, Comparison, and the graph's node names.
+"""
 
 from __future__ import annotations
 
 import time
 import uuid
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
 
@@ -24,8 +26,8 @@ FINALIZE = "finalize"
 FINALIZE_WITH_CAVEAT = "finalize_with_caveat"
 FALLBACK = "fallback"
 
-NODE_ORDER = (CONTEXTUALIZE_QUESTION, DECOMPOSE_QUERY, RETRIEVE, GRADE_DOCUMENTS, REWRITE_QUERY, WEB_SEARCH, GENERATE, CHECK_GROUNDING,
-              GRADE_ANSWER, FINALIZE, FINALIZE_WITH_CAVEAT, FALLBACK)
+NODE_ORDER = (CONTEXTUALIZE_QUESTION, DECOMPOSE_QUERY, RETRIEVE, GRADE_DOCUMENTS, REWRITE_QUERY, WEB_SEARCH,
+              GENERATE, CHECK_GROUNDING, GRADE_ANSWER, FINALIZE, FINALIZE_WITH_CAVEAT, FALLBACK)
 """Every node, in the order a run meets them first."""
 TERMINALS = (FINALIZE, FINALIZE_WITH_CAVEAT, FALLBACK)
 """The nodes that end a run."""
@@ -67,7 +69,7 @@ class Verdict(BaseModel):
     reasoning: str
     attempt: int = 1
     """Which grade_documents visit produced this verdict (1-based)."""
-    fallback: Optional[str] = None
+    fallback: str | None = None
     """Set when the engine could not judge and a fallback judgment was used, with why."""
 
 
@@ -112,7 +114,7 @@ class GradedChunk(ChunkView):
     """``high``, ``medium`` or ``low``."""
     reasoning: str = ""
     cached: bool = False
-    fallback: Optional[str] = None
+    fallback: str | None = None
     """Why a fallback judgment was used, or None."""
 
 
@@ -163,7 +165,7 @@ class ContextualizeDetail(NodeDetail):
     changed: bool = False
     carried: list[str] = Field(default_factory=list)
     """Terms carried over from earlier turns (offline engine)."""
-    from_turn: Optional[int] = None
+    from_turn: int | None = None
     """1-based number of the earlier turn they came from."""
     turns_seen: int = 0
     """How many earlier turns the engine was given."""
@@ -209,7 +211,7 @@ class GradeDetail(NodeDetail):
 class RewriteDetail(NodeDetail):
     """rewrite_query: the new query, the strategy, and why."""
 
-    from_query: Optional[str] = Field(None, alias="from")
+    from_query: str | None = Field(None, alias="from")
     query: str = ""
     strategy: str = ""
     reasoning: str = ""
@@ -288,7 +290,7 @@ class TraceEvent(BaseModel):
     duration_ms: float
     summary: str
     detail: SerializeAsAny[NodeDetail] = Field(default_factory=NodeDetail)
-    route: Optional[dict[str, str]] = None
+    route: dict[str, str] | None = None
     """``{"to": next node, "why": plain words}``; None for terminal nodes."""
     llm_calls: int = 0
     prompt_tokens: int = 0
@@ -348,13 +350,14 @@ class Run(BaseModel):
     completion_tokens: int = 0
     duration_ms: float = 0.0
     created_at: float = Field(default_factory=time.time)
-    error: Optional[str] = None
+    error: str | None = None
     """Set when the run was stopped by an error; the answer then says so."""
-    error_node: Optional[str] = None
+    error_node: str | None = None
     """The node that raised the error (the route target of the last event)."""
 
     @property
     def rewrites(self) -> int:
+        """How many times rewrite_query ran."""
         return sum(1 for e in self.events if e.node == "rewrite_query")
 
     def cli_json(self) -> dict:
@@ -369,8 +372,11 @@ class Run(BaseModel):
 
 
 class Comparison(BaseModel):
-    """One question answered by several pipelines. ``labels[i]`` names ``runs[i]``
-    (``Naive RAG``, ``Full``, ``Custom: grading, rewriting``); ``created_at`` is UNIX seconds."""
+    """One question answered by several pipelines.
+
+    ``labels[i]`` names ``runs[i]`` (``Naive RAG``, ``Full``, ``Custom: grading, rewriting``); ``created_at``
+    is UNIX seconds.
+    """
 
     id: str = Field(default_factory=lambda: uuid.uuid4().hex)
     question: str

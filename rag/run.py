@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Any, Callable, Iterator, Optional, Sequence, cast
+from typing import Any, cast
 
 from rag.config import DEFAULT_COLLECTION, MAX_PIPELINES, MIN_PIPELINES, Options, Settings
 from rag.engines import make_engine
@@ -18,9 +19,11 @@ from rag.web import make_web_search
 
 
 def make_context(settings: Settings, kb, *, web=None, engine=None) -> RunContext:
-    """The run context for ``kb``: the LLM engine when an OpenAI key is configured, else the
-    offline engine (unless ``engine`` is given); Tavily web search when a Tavily key is
-    configured (unless ``web`` is given)."""
+    """The run context for ``kb``.
+
+    The LLM engine when an OpenAI key is configured, else the offline engine (unless ``engine`` is given);
+    Tavily web search when a Tavily key is configured (unless ``web`` is given).
+    """
     if engine is None:
         engine = make_engine(settings, kb)
     if web is None:
@@ -32,7 +35,9 @@ def run_question(question: str, context: RunContext, options: Options | None = N
                  history: Sequence[Turn] = (),
                  on_event: Callable[[TraceEvent], None] | None = None,
                  on_token: Callable[[str], None] | None = None) -> Run:
-    """Run ``question`` through the graph and return its Run. Always terminates.
+    """Run ``question`` through the graph and return its Run.
+
+    Always terminates.
 
     ``on_event`` is called with each TraceEvent as the node that made it finishes, and
     ``on_token`` with each piece of answer text as the generator streams it (both through
@@ -96,8 +101,10 @@ def run_question(question: str, context: RunContext, options: Options | None = N
 
 
 def scrub_run(run: Run) -> Run:
-    """``run`` with every key removed from all its text (events, reasons, answer, error): the
-    last guard before a run reaches the history, the CLI or an export (:func:`rag.secrets.scrub`)."""
+    """``run`` with every key removed from all its text (events, reasons, answer, error).
+
+    The last guard before a run reaches the history, the CLI or an export (:func:`rag.secrets.scrub`).
+    """
     return _scrubbed(run)
 
 
@@ -108,13 +115,14 @@ def _scrubbed(record):
     return record if clean == dumped else type(record).model_validate_json(clean)
 
 
-def run_comparison(question: str, context: "RunContext",
+def run_comparison(question: str, context: RunContext,
                    pipelines: Sequence[tuple[str, Options]], *,
-                   on_event: Optional[Callable[[int, "TraceEvent"], None]] = None,
+                   on_event: Callable[[int, TraceEvent], None] | None = None,
                    concurrent: bool = True) -> Comparison:
-    """Run ``question`` under every pipeline, at the same time (one thread each; the compiled
-    graph is shared and the engines are read-only), and return the Comparison, runs in the
-    order of ``pipelines``.
+    """Run ``question`` under every pipeline, at the same time.
+
+    (one thread each; the compiled graph is shared and the engines are read-only), and return the Comparison,
+    runs in the order of ``pipelines``.
 
     ``on_event(i, event)`` is called from the worker threads as pipeline ``i`` makes progress.
     A pipeline whose graph fails still yields its Run (with ``error`` set). Latencies of

@@ -12,14 +12,15 @@ from functools import lru_cache
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from rag.graph import nodes, routing
+from rag.graph import endings, nodes, routing
 from rag.graph.context import RunContext
 from rag.graph.state import GraphState, InputState
 from rag.models import TERMINALS
 
 NODES = (nodes.contextualize_question, nodes.decompose_query, nodes.retrieve, nodes.grade_documents,
          nodes.rewrite_query, nodes.web_search, nodes.generate, nodes.check_grounding, nodes.grade_answer,
-         nodes.finalize, nodes.finalize_with_caveat, nodes.fallback)
+         endings.finalize, endings.finalize_with_caveat, endings.fallback)
+"""Every node function; each is registered under its own name."""
 
 
 def _builder() -> StateGraph[GraphState, RunContext, InputState, GraphState]:
@@ -38,8 +39,9 @@ def _builder() -> StateGraph[GraphState, RunContext, InputState, GraphState]:
 
 @lru_cache(maxsize=1)
 def build_graph() -> CompiledStateGraph[GraphState, RunContext, InputState, GraphState]:
-    """The compiled graph, built once per process on first call (compiled graphs are stateless
-    and safe to share).
+    """The compiled graph, built once per process on first call.
+
+    (compiled graphs are stateless and safe to share).
 
     Invoke with ``{"question": q, "history": turns, "route": routing.decide_start(options, turns)}``,
     ``context=RunContext(..., options=options)`` and
@@ -49,7 +51,9 @@ def build_graph() -> CompiledStateGraph[GraphState, RunContext, InputState, Grap
 
 
 def graph_edges() -> list[tuple[str, str]]:
-    """(source, target) pairs of the compiled graph, from ``get_graph()``; START/END included
-    as ``__start__``/``__end__``."""
+    """(source, target) pairs of the compiled graph, from ``get_graph()``.
+
+    START/END included as ``__start__``/``__end__``.
+    """
     g = build_graph().get_graph()
     return [(e.source, e.target) for e in g.edges]

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 
 from rag.config import Options
 from rag.engines.base import Engine
@@ -26,7 +27,7 @@ class RunContext:
     engine: Engine
     kb: Any
     """The KnowledgeBase to retrieve from."""
-    web: Optional[Any] = None
+    web: Any | None = None
     """A web search client (``search(query) -> list[Chunk]``), or None when not configured."""
     retriever: Retriever = field(default=retrieve_chunks)
     options: Options = field(default_factory=Options)

@@ -1,22 +1,21 @@
-"""The graph's nodes: one ``verb_noun(state, runtime)`` function each, returning only the keys
-it changes plus its TraceEvent and, for a node that routes, its routing decision.
+"""The graph's nodes.
+
+One ``verb_noun(state, runtime)`` function each, returning only the keys it changes plus its TraceEvent and,
+for a node that routes, its routing decision.
 
 Counters rise only in the node that acts (rewrite_query, web_search, generate); deciders in
-:mod:`rag.graph.routing` read them. Each node calls its decider exactly once (:func:`_record`).
+:mod:`rag.graph.routing` read them. Each node calls its decider exactly once
+(:func:`rag.graph.events.record`).
 """
 
 from __future__ import annotations
 
-import time
-from collections import ChainMap
-from typing import Callable, NamedTuple, Optional, Sequence
-
 from langgraph.runtime import Runtime
 
-from rag.config import Options
-from rag.engines.base import Answer, AnswerCitation, CallMeta, RelevanceGrade
+from rag.engines.base import Answer, AnswerCitation, RelevanceGrade
 from rag.graph import routing
 from rag.graph.context import RunContext
+from rag.graph.events import Clock, record
 from rag.graph.state import GraphState
 from rag.models import (
     AnswerCheckDetail,
@@ -26,73 +25,24 @@ from rag.models import (
     CitationRef,
     ContextualizeDetail,
     DecomposeDetail,
-    EndDetail,
     GenerateDetail,
     GradedChunk,
     GradeDetail,
     GroundingDetail,
-    NodeDetail,
     RetrieveDetail,
     RewriteDetail,
     SubQueryHits,
-    TraceEvent,
     Verdict,
     WebSearchDetail,
 )
 from rag.web import WebSearchError
-
-NO_ANSWER = "I could not find an answer to this question in the knowledge base."
-
-Decider = Callable[[routing.State, Options], routing.Decision]
-
-
-class _Clock(NamedTuple):
-    wall: float
-    """UNIX time in seconds when the node started."""
-    perf: float
-
-    @classmethod
-    def start(cls) -> _Clock:
-        return cls(time.time(), time.perf_counter())
-
-    def elapsed_ms(self) -> float:
-        return round((time.perf_counter() - self.perf) * 1000, 3)
-
-
-def _record(state: GraphState, runtime: Runtime[RunContext], node: str, started: _Clock, summary: str,
-            detail: NodeDetail, update: dict, metas: Sequence[CallMeta] = (),
-            decide: Optional[Decider] = None) -> dict:
-    """Finish a node: decide the route once (when the node routes), build its TraceEvent with
-    that route, stream it, and return ``update`` with the event and the route.
-
-    The decider sees the state as this node's update leaves it; it reads only plain fields
-    (counters, evidence, verdict flags), never the reducer lists ``verdicts`` and ``events``.
-    """
-    events = state.get("events", [])
-    update = dict(update)
-    route = None
-    if decide is not None:
-        decision = decide(ChainMap(update, dict(state)), runtime.context.options)
-        update["route"] = decision
-        route = decision.as_route()
-    fallbacks = [m.fallback for m in metas if m.fallback]
-    if fallbacks:
-        detail = detail.model_copy(update={"fallbacks": fallbacks})
-    event = TraceEvent(
-        step=len(events) + 1, node=node, attempt=1 + sum(1 for e in events if e.node == node),
-        started_at=started.wall, duration_ms=started.elapsed_ms(), summary=summary, detail=detail,
-        route=route, llm_calls=sum(m.llm_calls for m in metas),
-        prompt_tokens=sum(m.prompt_tokens for m in metas),
-        completion_tokens=sum(m.completion_tokens for m in metas))
-    runtime.stream_writer({"kind": "event", "event": event})
-    return {**update, "events": [event]}
 
 
 def contextualize_question(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     """Rewrite a follow-up into a standalone question with the thread's earlier turns
     (``history``). The standalone question replaces ``question`` for every later node; what
     the user typed is kept in ``original_question``."""
-    started = _Clock.start()
+    started = Clock.start()
     typed = state["question"]
     history = list(state.get("history") or [])
     result = runtime.context.engine.contextualize(typed, history)
@@ -103,15 +53,17 @@ def contextualize_question(state: GraphState, runtime: Runtime[RunContext]) -> d
     detail = ContextualizeDetail(original_question=typed, standalone_question=standalone, changed=changed,
                                  carried=result.carried, from_turn=result.from_turn,
                                  turns_seen=len(history), reasoning=result.reasoning)
-    return _record(state, runtime, "contextualize_question", started, summary, detail,
+    return record(state, runtime, "contextualize_question", started, summary, detail,
                    {"question": standalone, "original_question": typed}, [result.meta],
                    routing.decide_after_contextualize)
 
 
 def decompose_query(state: GraphState, runtime: Runtime[RunContext]) -> dict:
-    """Split a multi-hop or comparison question into 2-4 sub-questions, each to be retrieved
-    on its own. A first retrieval for the question shows the engine the bridge entities."""
-    started = _Clock.start()
+    """Split a multi-hop or comparison question into 2-4 sub-questions, each to be retrieved on its own.
+
+    A first retrieval for the question shows the engine the bridge entities.
+    """
+    started = Clock.start()
     o = runtime.context.options
     question = state["question"]
     first_hop = runtime.context.retriever(runtime.context.kb, question, o.top_k, o.retrieval)
@@ -121,18 +73,20 @@ def decompose_query(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                else "single-hop: no sub-questions needed")
     detail = DecomposeDetail(kind=plan.kind, sub_questions=subs, reasoning=plan.reasoning,
                              first_hop=[ChunkView.of(c) for c in first_hop])
-    return _record(state, runtime, "decompose_query", started, summary, detail, {"sub_queries": subs},
+    return record(state, runtime, "decompose_query", started, summary, detail, {"sub_queries": subs},
                    [plan.meta], routing.decide_after_decompose)
 
 
 def _interleave(lists: list[list[Chunk]], shares: list[int] | None = None) -> list[Chunk]:
-    """Weighted round-robin over ranked lists (``shares[i]`` items from list i per round, 1 by
-    default), first occurrence of each chunk kept: every sub-question keeps its best chunks
-    near the top."""
+    """Weighted round-robin over ranked lists.
+
+    (``shares[i]`` items from list i per round, 1 by default), first occurrence of each chunk kept: every
+    sub-question keeps its best chunks near the top.
+    """
     shares = shares or [1] * len(lists)
     out: dict[str, Chunk] = {}
     cursors = [0] * len(lists)
-    while any(c < len(x) for c, x in zip(cursors, lists)):
+    while any(c < len(x) for c, x in zip(cursors, lists, strict=False)):
         for i, ranked in enumerate(lists):
             for _ in range(shares[i]):
                 if cursors[i] < len(ranked):
@@ -143,7 +97,7 @@ def _interleave(lists: list[list[Chunk]], shares: list[int] | None = None) -> li
 
 def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     """Fetch the top_k chunks for the current query, or top_k for each sub-question."""
-    started = _Clock.start()
+    started = Clock.start()
     o = runtime.context.options
     query = state.get("query") or state["question"]
     queries = state.get("sub_queries") or [query]
@@ -151,7 +105,7 @@ def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                  for q in queries]
     chunks = _interleave(per_query)
     query_of: dict[str, str] = {}
-    for q, found in zip(queries, per_query):
+    for q, found in zip(queries, per_query, strict=False):
         for c in found:
             query_of.setdefault(c.id, q)
     ids = {c.id for c in chunks}
@@ -169,12 +123,12 @@ def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                             chunks=[ChunkView.of(c) for c in chunks], repeated=repeated)
     if len(queries) > 1:
         detail.sub_queries = [SubQueryHits(query=q, chunks=[c.id for c in found])
-                              for q, found in zip(queries, per_query)]
+                              for q, found in zip(queries, per_query, strict=False)]
         summary = (f"Retrieved {len(chunks)} chunks for {len(queries)} sub-questions"
                    f"{best}")
     else:
         summary = f"Retrieved {len(chunks)} chunks for '{query[:80]}'{best}"
-    return _record(state, runtime, "retrieve", started, summary, detail, update,
+    return record(state, runtime, "retrieve", started, summary, detail, update,
                    decide=routing.decide_after_retrieve)
 
 
@@ -185,14 +139,15 @@ other sub-question gets one): its chunks carry the first hop. Measured on Hotpot
 
 
 def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
-    """Grade every retrieved chunk against the question (or the sub-question that retrieved
-    it); keep the relevant ones as evidence.
+    """Grade every retrieved chunk against the question (or the sub-question that retrieved it).
+
+    Keep the relevant ones as evidence.
 
     Evidence accumulates over attempts (deduplicated by chunk id) and is capped at top_k:
     relevant chunks in retrieval order (the grade filters, the retriever's finer ranking
     orders), taken in turn from each sub-question so every hop is represented.
     """
-    started = _Clock.start()
+    started = Clock.start()
     o = runtime.context.options
     question = state["question"]
     chunks = state.get("retrieved", [])
@@ -208,7 +163,7 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     partial = bool(state.get("sub_queries"))  # each passage may answer only its hop
     for q, group in by_query.items():
         graded.update({c.id: g for c, g in
-                       zip(group, runtime.context.engine.grade(q, group, partial=partial))})
+                       zip(group, runtime.context.engine.grade(q, group, partial=partial), strict=False)})
     if partial:
         _regrade_other_hops(runtime.context.engine, state.get("sub_queries") or [], by_query,
                             graded, asked)
@@ -217,7 +172,7 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     verdicts = [Verdict(chunk_id=c.id, source=c.source, page=c.page, query=fetched_for[c.id],
                         relevant=g.relevant, score=g.score, reasoning=g.reasoning,
                         attempt=attempt, fallback=g.meta.fallback)
-                for c, g in zip(chunks, grades)]
+                for c, g in zip(chunks, grades, strict=False)]
     kept = {c.id: c for c in state.get("documents", [])}
     relevant_per_query = [
         [c for c in group
@@ -228,10 +183,11 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     n_rel = sum(g.relevant for g in grades)
     detail = GradeDetail(
         question=question, query=state.get("query", question), relevant=n_rel, evidence=len(documents),
-        verdicts=[GradedChunk(**ChunkView.of(c).model_dump(), query=fetched_for[c.id], graded_against=asked[c.id],
+        verdicts=[GradedChunk(**ChunkView.of(c).model_dump(), query=fetched_for[c.id],
+                              graded_against=asked[c.id],
                               relevant=g.relevant, grade=g.score, reasoning=g.reasoning, cached=g.meta.cached,
-                              fallback=g.meta.fallback) for c, g in zip(chunks, grades)])
-    return _record(state, runtime, "grade_documents", started,
+                              fallback=g.meta.fallback) for c, g in zip(chunks, grades, strict=False)])
+    return record(state, runtime, "grade_documents", started,
                    f"{n_rel} of {len(chunks)} chunks relevant; {len(documents)} in evidence",
                    detail, {"verdicts": verdicts, "documents": documents},
                    [g.meta for g in grades], routing.decide_after_grading)
@@ -239,15 +195,17 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
 
 def _regrade_other_hops(engine, sub_queries: list[str], by_query: dict[str, list[Chunk]],
                         graded: dict, asked: dict[str, str]) -> None:
-    """A chunk one sub-question retrieved may hold another hop (the question's retrieval often
-    finds the bridge's passage): a chunk not relevant to its own sub-question is graded against
-    the others, and is relevant when it holds one of them. Updates ``graded`` and ``asked``."""
+    """A chunk one sub-question retrieved may hold another hop.
+
+    (the question's retrieval often finds the bridge's passage): a chunk not relevant to its own sub-question
+    is graded against the others, and is relevant when it holds one of them. Updates ``graded`` and ``asked``.
+    """
     for q, group in by_query.items():
         misses = [c for c in group if not graded[c.id].relevant]
         for other in sub_queries:
             if other == q or not misses:
                 continue
-            for c, g in zip(misses, engine.grade(other, misses, partial=True)):
+            for c, g in zip(misses, engine.grade(other, misses, partial=True), strict=False):
                 if g.relevant:
                     graded[c.id] = g.model_copy(update={"reasoning": (
                         f"Not relevant to the sub-question that retrieved it, but to the hop "
@@ -257,9 +215,11 @@ def _regrade_other_hops(engine, sub_queries: list[str], by_query: dict[str, list
 
 
 def rewrite_query(state: GraphState, runtime: Runtime[RunContext]) -> dict:
-    """Rewrite the query from the failed chunks and their grade reasons, or from the
-    ungrounded claims after a failed grounding check."""
-    started = _Clock.start()
+    """Rewrite the query from the failed chunks and their grade reasons.
+
+    Or from the ungrounded claims after a failed grounding check.
+    """
+    started = Clock.start()
     o = runtime.context.options
     rewrites = state.get("rewrites", 0) + 1
     last_attempt = max((v.attempt for v in state.get("verdicts", [])), default=0)
@@ -273,7 +233,7 @@ def rewrite_query(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                            reasoning=result.reasoning, rewrite=rewrites, budget=o.max_rewrites,
                            ungrounded_claims=list(claims))
     # Clearing the last verdicts makes the next answer re-earn its checks.
-    return _record(state, runtime, "rewrite_query", started,
+    return record(state, runtime, "rewrite_query", started,
                    f"Rewrite {rewrites} of {o.max_rewrites} ({result.strategy}): '{result.query[:80]}'",
                    detail, {"query": result.query, "rewrites": rewrites, "grounded": None,
                             "useful": None, "ungrounded_claims": [], "sub_queries": []},
@@ -286,7 +246,7 @@ def web_search(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     With no web search configured it records ``skipped: no web search configured``.
     A failing search is recorded and routing continues.
     """
-    started = _Clock.start()
+    started = Clock.start()
     searches = state.get("web_searches", 0) + 1
     web = runtime.context.web
     query = state["question"]
@@ -302,7 +262,7 @@ def web_search(state: GraphState, runtime: Runtime[RunContext]) -> dict:
             results, note = [], f"failed: {exc}"
     seen = {c.id for c in documents}
     documents += [c for c in results if c.id not in seen]
-    return _record(state, runtime, "web_search", started, f"Web search {note}",
+    return record(state, runtime, "web_search", started, f"Web search {note}",
                    WebSearchDetail(query=query, status=note, results=[ChunkView.of(c) for c in results]),
                    {"web_searches": searches, "documents": documents, "web_note": note},
                    decide=routing.decide_after_web_search)
@@ -310,7 +270,7 @@ def web_search(state: GraphState, runtime: Runtime[RunContext]) -> dict:
 
 def generate(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     """Write a cited answer from the evidence (the retrieved chunks when grading is off)."""
-    started = _Clock.start()
+    started = Clock.start()
     o = runtime.context.options
     documents = state.get("documents", [])
     # The answer text streams to the UI (custom stream mode) while the checks still wait.
@@ -325,10 +285,11 @@ def generate(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                           text=by_id[a.chunk_id].text)
                  for a in answer.citations if a.chunk_id in by_id]
     weak = o.grading and len(documents) < o.min_relevant
-    detail = GenerateDetail(answer=answer.text, evidence=[ChunkView.of(c) for c in documents], weak_evidence=weak,
+    detail = GenerateDetail(answer=answer.text, evidence=[ChunkView.of(c) for c in documents],
+                            weak_evidence=weak,
                             citations=[CitationRef(n=c.n, chunk_id=c.chunk_id, source=c.source, page=c.page)
                                        for c in citations])
-    return _record(state, runtime, "generate", started,
+    return record(state, runtime, "generate", started,
                    f"Answer of {len(answer.text.split())} words citing {len(citations)} chunks",
                    detail, {"answer": answer.text, "citations": citations, "weak_evidence": weak,
                             "generations": state.get("generations", 0) + 1,
@@ -344,10 +305,10 @@ def _answer_record(state: GraphState) -> Answer:
 
 def check_grounding(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     """Check that each claim of the answer is supported by the chunks it cites (Self-RAG IsSup)."""
-    started = _Clock.start()
+    started = Clock.start()
     result = runtime.context.engine.check_grounding(_answer_record(state), state.get("documents", []))
     verdict = "grounded" if result.grounded else f"{len(result.ungrounded_claims)} ungrounded claim(s)"
-    return _record(state, runtime, "check_grounding", started,
+    return record(state, runtime, "check_grounding", started,
                    f"{verdict} (confidence {result.confidence:.2f})",
                    GroundingDetail(grounded=result.grounded, ungrounded_claims=list(result.ungrounded_claims),
                                    confidence=result.confidence, reasoning=result.reasoning),
@@ -357,96 +318,9 @@ def check_grounding(state: GraphState, runtime: Runtime[RunContext]) -> dict:
 
 def grade_answer(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     """Check that the answer addresses the question (Self-RAG IsUse)."""
-    started = _Clock.start()
+    started = Clock.start()
     result = runtime.context.engine.grade_answer(state["question"], _answer_record(state))
-    return _record(state, runtime, "grade_answer", started,
+    return record(state, runtime, "grade_answer", started,
                    "useful" if result.useful else "not useful",
                    AnswerCheckDetail(useful=result.useful, reasoning=result.reasoning),
                    {"useful": result.useful}, [result.meta], routing.decide_after_answer_check)
-
-
-def _checks_said(state: GraphState, o: Options) -> str:
-    said = []
-    if o.grounding_check and state.get("grounded"):
-        said.append("grounding check passed")
-    if o.answer_check and state.get("useful"):
-        said.append("answer check passed")
-    return ", ".join(said)
-
-
-def finalize(state: GraphState, runtime: Runtime[RunContext]) -> dict:
-    """Commit the answer: evidence was sufficient and every check that ran passed."""
-    started = _Clock.start()
-    o = runtime.context.options
-    n = len(state.get("documents", []))
-    parts = [f"{n} chunks of evidence" if o.grading else f"{n} chunks retrieved (no grading)"]
-    if checks := _checks_said(state, o):
-        parts.append(checks)
-    if state.get("rewrites"):
-        parts.append(f"after {state['rewrites']} rewrite(s)")
-    reason = "Answered: " + "; ".join(parts) + "."
-    return _record(state, runtime, "finalize", started, reason, EndDetail(stop_reason=reason),
-                   {"final_answer": state.get("answer", ""), "stop_reason": reason})
-
-
-def finalize_with_caveat(state: GraphState, runtime: Runtime[RunContext]) -> dict:
-    """Commit the answer with a caveat that says plainly what could not be verified."""
-    started = _Clock.start()
-    o = runtime.context.options
-    why = []
-    if o.rewriting and state.get("rewrites", 0) >= o.max_rewrites:
-        why.append(f"the rewrite budget ({o.max_rewrites}) was spent")
-    if state.get("weak_evidence"):
-        why.append(f"only {len(state.get('documents', []))} relevant chunk(s) were found "
-                   f"({o.min_relevant} wanted)")
-    if state.get("grounded") is False:
-        n = len(state.get("ungrounded_claims", []))
-        why.append(f"{n} claim{'s' if n != 1 else ''} could not be verified")
-    if state.get("useful") is False:
-        why.append("the answer may not fully address the question")
-    if state.get("web_note", "").startswith(("skipped", "failed")):
-        why.append(f"web search {state['web_note']}")
-    route = state.get("route")
-    if route is not None and route.why.startswith(routing.SAME_EVIDENCE):
-        # The previous answer stands: say what its checks found (a rewrite cleared the flags).
-        events = state.get("events", [])
-        grounding = next((e.detail for e in reversed(events) if isinstance(e.detail, GroundingDetail)), None)
-        check = next((e.detail for e in reversed(events) if isinstance(e.detail, AnswerCheckDetail)), None)
-        if state.get("grounded") is None and grounding is not None and not grounding.grounded:
-            n = len(grounding.ungrounded_claims)
-            why.append(f"{n} claim{'s' if n != 1 else ''} could not be verified")
-        if state.get("useful") is None and check is not None and not check.useful:
-            why.append("the answer may not fully address the question")
-        why.append("the evidence did not change after the last correction, so the previous "
-                   "answer stands")
-    reason = "Answered with caveat: " + (" and ".join(why) if why else "evidence is limited")
-    caveat = "Caveat: " + (" and ".join(why) if why else "evidence is limited") + "."
-    final = f"{caveat}\n\n{state.get('answer', '')}"
-    return _record(state, runtime, "finalize_with_caveat", started, reason,
-                   EndDetail(stop_reason=reason, caveat=caveat),
-                   {"final_answer": final, "stop_reason": reason})
-
-
-def fallback(state: GraphState, runtime: Runtime[RunContext]) -> dict:
-    """Abstain: no evidence good enough to answer from; say why in plain words."""
-    started = _Clock.start()
-    o = runtime.context.options
-    why = []
-    if not state.get("retrieved") and not state.get("events", [])[:1]:
-        why.append("nothing was retrieved")
-    elif not state.get("retrieved"):
-        why.append("the knowledge base returned no chunks")
-    elif o.grading and not state.get("documents"):
-        why.append("no retrieved chunk was relevant")
-    elif not state.get("citations") and state.get("generations"):
-        why.append("the answer could cite no evidence")
-    if o.rewriting and state.get("rewrites"):
-        why.append(f"after {state['rewrites']} rewrite(s)"
-                   + (", the last of which retrieved the same chunks again"
-                      if state.get("repeated_retrieval") else ""))
-    if state.get("web_note"):
-        why.append(f"web search {state['web_note']}")
-    reason = "No answer: " + ("; ".join(why) if why else "no evidence")
-    return _record(state, runtime, "fallback", started, reason, EndDetail(stop_reason=reason),
-                   {"final_answer": f"{NO_ANSWER} ({'; '.join(why) or 'no evidence'}.)",
-                    "stop_reason": reason, "citations": []})

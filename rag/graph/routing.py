@@ -81,7 +81,8 @@ def read_route(state: State) -> str:
 def _finish(state: State, o: Options, why: str) -> Decision:
     if state.get("weak_evidence"):
         n = len(state.get("documents", []))
-        return Decision(FINALIZE_WITH_CAVEAT, f"{why}; evidence is weak ({n} relevant, {o.min_relevant} wanted)")
+        return Decision(FINALIZE_WITH_CAVEAT,
+                        f"{why}; evidence is weak ({n} relevant, {o.min_relevant} wanted)")
     return Decision(FINALIZE, why)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from typing import Annotated, NotRequired, Optional, TypedDict
+from typing import Annotated, NotRequired, TypedDict
 
 from rag.graph.routing import Decision
 from rag.models import Chunk, Citation, TraceEvent, Turn, Verdict
@@ -52,10 +52,10 @@ class GraphState(InputState, total=False):
     answer: str
     """The latest generated answer, with [n] markers."""
     citations: list[Citation]
-    grounded: Optional[bool]
+    grounded: bool | None
     """Latest grounding verdict; None until check_grounding runs."""
     ungrounded_claims: list[str]
-    useful: Optional[bool]
+    useful: bool | None
     """Latest answer-check verdict; None until grade_answer runs."""
     web_note: str
     """Why web search did or did not contribute (for the stop reason)."""

@@ -8,8 +8,8 @@ node means itself. Adding a node means adding its function in ``rag/graph/`` and
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from rag.models import (
     CHECK_GROUNDING,
@@ -119,6 +119,11 @@ def _web_status(d: NodeDetail, min_relevant: int) -> str:
     return FAILED if d.status.startswith("failed") else OK if d.results else WEAK
 
 
+def _web_lines(d: NodeDetail) -> list[str]:
+    assert isinstance(d, WebSearchDetail)
+    return [f"status: {d.status}; {len(d.results)} results"]
+
+
 def _generate_status(d: NodeDetail, min_relevant: int) -> str:
     assert isinstance(d, GenerateDetail)
     return FAILED if not d.citations else WEAK if d.weak_evidence else OK
@@ -206,9 +211,7 @@ VIEWS: dict[str, NodeView] = {
                        _retrieve_lines),
     GRADE_DOCUMENTS: NodeView((1.5, 0.0), _grade_status, _grade_lines, role=GRADER),
     REWRITE_QUERY: NodeView((0.75, 1.25), _always(WEAK), _rewrite_lines, _new_query),
-    WEB_SEARCH: NodeView((4.5, 1.25), _web_status,
-                         lambda d: [f"status: {getattr(d, 'status', '')}; {len(getattr(d, 'results', []))} results"],
-                         _results),
+    WEB_SEARCH: NodeView((4.5, 1.25), _web_status, _web_lines, _results),
     GENERATE: NodeView((3.0, 0.0), _generate_status, _generate_lines, _citations),
     CHECK_GROUNDING: NodeView((4.5, 0.0), _passed("grounded"), _grounding_lines, _claims),
     GRADE_ANSWER: NodeView((6.0, 0.0), _passed("useful"), _answer_lines, role=GRADER),

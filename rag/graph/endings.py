@@ -1,0 +1,102 @@
+"""The nodes that end a run: finalize, finalize_with_caveat and fallback (abstain), each saying why."""
+
+from __future__ import annotations
+
+from langgraph.runtime import Runtime
+
+from rag.config import Options
+from rag.graph import routing
+from rag.graph.context import RunContext
+from rag.graph.events import Clock, record
+from rag.graph.state import GraphState
+from rag.models import AnswerCheckDetail, EndDetail, GroundingDetail
+
+NO_ANSWER = "I could not find an answer to this question in the knowledge base."
+"""What fallback answers, followed by why in brackets."""
+
+
+def _checks_said(state: GraphState, o: Options) -> str:
+    said = []
+    if o.grounding_check and state.get("grounded"):
+        said.append("grounding check passed")
+    if o.answer_check and state.get("useful"):
+        said.append("answer check passed")
+    return ", ".join(said)
+
+
+def finalize(state: GraphState, runtime: Runtime[RunContext]) -> dict:
+    """Commit the answer: evidence was sufficient and every check that ran passed."""
+    started = Clock.start()
+    o = runtime.context.options
+    n = len(state.get("documents", []))
+    parts = [f"{n} chunks of evidence" if o.grading else f"{n} chunks retrieved (no grading)"]
+    if checks := _checks_said(state, o):
+        parts.append(checks)
+    if state.get("rewrites"):
+        parts.append(f"after {state['rewrites']} rewrite(s)")
+    reason = "Answered: " + "; ".join(parts) + "."
+    return record(state, runtime, "finalize", started, reason, EndDetail(stop_reason=reason),
+                   {"final_answer": state.get("answer", ""), "stop_reason": reason})
+
+
+def finalize_with_caveat(state: GraphState, runtime: Runtime[RunContext]) -> dict:
+    """Commit the answer with a caveat that says plainly what could not be verified."""
+    started = Clock.start()
+    o = runtime.context.options
+    why = []
+    if o.rewriting and state.get("rewrites", 0) >= o.max_rewrites:
+        why.append(f"the rewrite budget ({o.max_rewrites}) was spent")
+    if state.get("weak_evidence"):
+        why.append(f"only {len(state.get('documents', []))} relevant chunk(s) were found "
+                   f"({o.min_relevant} wanted)")
+    if state.get("grounded") is False:
+        n = len(state.get("ungrounded_claims", []))
+        why.append(f"{n} claim{'s' if n != 1 else ''} could not be verified")
+    if state.get("useful") is False:
+        why.append("the answer may not fully address the question")
+    if state.get("web_note", "").startswith(("skipped", "failed")):
+        why.append(f"web search {state['web_note']}")
+    route = state.get("route")
+    if route is not None and route.why.startswith(routing.SAME_EVIDENCE):
+        # The previous answer stands: say what its checks found (a rewrite cleared the flags).
+        events = state.get("events", [])
+        grounding = next((e.detail for e in reversed(events) if isinstance(e.detail, GroundingDetail)), None)
+        check = next((e.detail for e in reversed(events) if isinstance(e.detail, AnswerCheckDetail)), None)
+        if state.get("grounded") is None and grounding is not None and not grounding.grounded:
+            n = len(grounding.ungrounded_claims)
+            why.append(f"{n} claim{'s' if n != 1 else ''} could not be verified")
+        if state.get("useful") is None and check is not None and not check.useful:
+            why.append("the answer may not fully address the question")
+        why.append("the evidence did not change after the last correction, so the previous "
+                   "answer stands")
+    reason = "Answered with caveat: " + (" and ".join(why) if why else "evidence is limited")
+    caveat = "Caveat: " + (" and ".join(why) if why else "evidence is limited") + "."
+    final = f"{caveat}\n\n{state.get('answer', '')}"
+    return record(state, runtime, "finalize_with_caveat", started, reason,
+                   EndDetail(stop_reason=reason, caveat=caveat),
+                   {"final_answer": final, "stop_reason": reason})
+
+
+def fallback(state: GraphState, runtime: Runtime[RunContext]) -> dict:
+    """Abstain: no evidence good enough to answer from; say why in plain words."""
+    started = Clock.start()
+    o = runtime.context.options
+    why = []
+    if not state.get("retrieved") and not state.get("events", [])[:1]:
+        why.append("nothing was retrieved")
+    elif not state.get("retrieved"):
+        why.append("the knowledge base returned no chunks")
+    elif o.grading and not state.get("documents"):
+        why.append("no retrieved chunk was relevant")
+    elif not state.get("citations") and state.get("generations"):
+        why.append("the answer could cite no evidence")
+    if o.rewriting and state.get("rewrites"):
+        why.append(f"after {state['rewrites']} rewrite(s)"
+                   + (", the last of which retrieved the same chunks again"
+                      if state.get("repeated_retrieval") else ""))
+    if state.get("web_note"):
+        why.append(f"web search {state['web_note']}")
+    reason = "No answer: " + ("; ".join(why) if why else "no evidence")
+    return record(state, runtime, "fallback", started, reason, EndDetail(stop_reason=reason),
+                   {"final_answer": f"{NO_ANSWER} ({'; '.join(why) or 'no evidence'}.)",
+                    "stop_reason": reason, "citations": []})
