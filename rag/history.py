@@ -143,8 +143,10 @@ class ComparisonSummary:
 
 
 def thread_title(question: str) -> str:
-    """A thread title from its first question: one line, at most :data:`TITLE_CHARS`, cut at a
-    word with an ellipsis."""
+    """A thread title from its first question.
+
+    One line, at most :data:`TITLE_CHARS`, cut at a word with an ellipsis.
+    """
     text = " ".join((question or "").split()) or "New conversation"
     if len(text) <= TITLE_CHARS:
         return text
@@ -167,8 +169,11 @@ class ThreadSummary:
 
 @dataclass(frozen=True)
 class ThreadTurn:
-    """One turn of a thread: its 1-based number and its runs, oldest first (a regenerated
-    answer is a sibling run of the same turn; the last one is the current answer)."""
+    """One turn of a thread.
+
+    Its 1-based number and its runs, oldest first (a regenerated answer is a sibling run of the same turn; the
+    last one is the current answer).
+    """
 
     turn: int
     runs: list[Run]
@@ -188,6 +193,7 @@ class Thread:
 
     @property
     def id(self) -> str:
+        """The thread id."""
         return self.summary.id
 
     def history(self) -> list[Turn]:
@@ -264,7 +270,7 @@ class RunStore:
         return row["session_id"] if row else None
 
     def list(self, session_id: str | None = None, *, query: str | None = None,
-             stop_kinds: list[str] | None = None, limit: int = 200) -> builtins.list[RunSummary]:
+             stop_kinds: Sequence[str] | None = None, limit: int = 200) -> builtins.list[RunSummary]:
         """Runs newest first.
 
         Of ``session_id`` only, or of every session when None; whose question contains ``query``
@@ -301,7 +307,7 @@ class RunStore:
     def history(self, session_runs: Iterable[Run], session_id: str, *,
                 all_sessions: bool = False, query: str | None = None,
                 stop_kinds: Sequence[str] | None = None,
-                limit: int = 200) -> list[RunSummary]:
+                limit: int = 200) -> builtins.list[RunSummary]:
         """This session's runs merged with the saved history, newest first, for pickers.
 
         The saved runs of ``session_id`` (of every session when ``all_sessions``), plus the
@@ -314,7 +320,7 @@ class RunStore:
                                stop_kinds=stop_kinds)
 
     def load_with(self, session_runs: Iterable[Run], session_id: str, *,
-                  all_sessions: bool = False) -> list[Run]:
+                  all_sessions: bool = False) -> builtins.list[Run]:
         """Whole runs.
 
         The saved ones (of ``session_id``, or of every session when ``all_sessions``) newest first, then those
@@ -399,10 +405,12 @@ class RunStore:
 
     def create_thread(self, session_id: str, *, title: str = "", knowledge_base: str = "",
                       thread_id: str | None = None) -> ThreadSummary:
-        """A new, empty thread owned by ``session_id``; ``title`` is cut to a title
-        (:func:`thread_title`) and may stay empty until the first turn sets it. Raises
-        ValueError for an empty session id, RunOwnedElsewhere when ``thread_id`` exists in
-        another session, and returns the existing thread when it exists in this one."""
+        """A new, empty thread owned by ``session_id``.
+
+        ``title`` is cut to a title (:func:`thread_title`) and may stay empty until the first turn sets it.
+        Raises ValueError for an empty session id, RunOwnedElsewhere when ``thread_id`` exists in another
+        session, and returns the existing thread when it exists in this one.
+        """
         if not session_id:
             raise ValueError("a thread must be created with a session id")
         tid = thread_id or uuid.uuid4().hex
@@ -429,8 +437,10 @@ class RunStore:
         return ThreadSummary(**dict(row)) if row else None
 
     def list_threads(self, session_id: str | None, *, limit: int = 200) -> builtins.list[ThreadSummary]:
-        """Threads most recently updated first: those of ``session_id``, or of every session
-        when None (the read-only "All sessions" view)."""
+        """Threads most recently updated first.
+
+        Those of ``session_id``, or of every session when None (the read-only "All sessions" view).
+        """
         sql = ("SELECT t.*, (SELECT COUNT(DISTINCT turn) FROM thread_runs r WHERE r.thread_id = t.id)"
                " AS turns FROM threads t" + (" WHERE t.session_id = ?" if session_id is not None else "")
                + " ORDER BY t.updated_at DESC, t.rowid DESC LIMIT ?")
@@ -441,7 +451,9 @@ class RunStore:
 
     def get_thread(self, thread_id: str) -> Thread | None:
         """The thread ``thread_id`` (from any session) with its turns and their runs, or None.
-        A run deleted from the history since is left out (a turn left with none is dropped)."""
+
+        A run deleted from the history since is left out (a turn left with none is dropped).
+        """
         summary = self._thread_summary(thread_id)
         if summary is None:
             return None
@@ -465,8 +477,11 @@ class RunStore:
         return True
 
     def rename_thread(self, thread_id: str, session_id: str, title: str) -> bool:
-        """Rename a thread of ``session_id``. Returns False when there is no such thread; raises
-        RunOwnedElsewhere when another session owns it, ValueError for an empty title."""
+        """Rename a thread of ``session_id``.
+
+        Returns False when there is no such thread; raises RunOwnedElsewhere when another session owns it,
+        ValueError for an empty title.
+        """
         if not (title or "").strip():
             raise ValueError("a thread title cannot be empty")
         with self._db() as db:
@@ -476,9 +491,11 @@ class RunStore:
         return True
 
     def delete_thread(self, thread_id: str, session_id: str, *, with_runs: bool = False) -> bool:
-        """Delete a thread of ``session_id`` and its turns; its runs stay in the run history
-        unless ``with_runs``. Returns False when there is no such thread; raises
-        RunOwnedElsewhere when another session owns it."""
+        """Delete a thread of ``session_id`` and its turns.
+
+        Its runs stay in the run history unless ``with_runs``. Returns False when there is no such thread;
+        raises RunOwnedElsewhere when another session owns it.
+        """
         with self._db() as db:
             if not self._own_thread(db, thread_id, session_id, "delete"):
                 return False
@@ -493,11 +510,13 @@ class RunStore:
         return True
 
     def add_turn(self, thread_id: str, session_id: str, run: Run, *, turn: int | None = None) -> int:
-        """Save ``run`` for ``session_id`` and link it to the thread: as a new turn (``turn``
-        None) or as a sibling of turn ``turn`` (a regenerated answer). The first turn gives an
-        untitled thread its title; the thread's ``updated_at`` becomes now. Returns the turn's
-        1-based number. Raises ThreadNotFound, RunOwnedElsewhere (thread or run of another
-        session) and ValueError for a turn that does not exist yet."""
+        """Save ``run`` for ``session_id`` and link it to the thread.
+
+        As a new turn (``turn`` None) or as a sibling of turn ``turn`` (a regenerated answer). The first turn
+        gives an untitled thread its title; the thread's ``updated_at`` becomes now. Returns the turn's
+        1-based number. Raises ThreadNotFound, RunOwnedElsewhere (thread or run of another session) and
+        ValueError for a turn that does not exist yet.
+        """
         with self._db() as db:
             if not self._own_thread(db, thread_id, session_id, "add to"):
                 raise ThreadNotFound(f"no thread {thread_id}")
@@ -519,7 +538,9 @@ class RunStore:
         return turn
 
     def thread_history(self, thread_id: str) -> builtins.list[Turn]:
-        """The thread's turns as the graph's ``history`` input (each turn's current run), or
-        [] when there is no such thread."""
+        """The thread's turns as the graph's ``history`` input.
+
+        (each turn's current run), or [] when there is no such thread.
+        """
         thread = self.get_thread(thread_id)
         return thread.history() if thread else []

@@ -39,9 +39,11 @@ from rag.web import WebSearchError
 
 
 def contextualize_question(state: GraphState, runtime: Runtime[RunContext]) -> dict:
-    """Rewrite a follow-up into a standalone question with the thread's earlier turns
-    (``history``). The standalone question replaces ``question`` for every later node; what
-    the user typed is kept in ``original_question``."""
+    """Rewrite a follow-up into a standalone question with the thread's earlier turns (``history``).
+
+    The standalone question replaces ``question`` for every later node; what the user typed is kept in
+    ``original_question``.
+    """
     started = Clock.start()
     typed = state["question"]
     history = list(state.get("history") or [])

@@ -87,8 +87,11 @@ def _finish(state: State, o: Options, why: str) -> Decision:
 
 
 def decide_start(o: Options, history: Sequence[object] = ()) -> Decision:
-    """The first node: contextualize_question when the thread has earlier turns and chat
-    history is on; else decompose_query when decomposition is on; else retrieve."""
+    """The first node.
+
+    Contextualize_question when the thread has earlier turns and chat history is on; else decompose_query when
+    decomposition is on; else retrieve.
+    """
     if history and o.use_history:
         n = len(history)
         return Decision(CONTEXTUALIZE_QUESTION,

@@ -10,8 +10,10 @@ from rag.models import Chunk, Citation, TraceEvent, Turn, Verdict
 
 
 class InputState(TypedDict):
-    """What a caller passes in: the question, the thread's earlier turns, and where the run
-    starts (routing.decide_start)."""
+    """What a caller passes in.
+
+    The question, the thread's earlier turns, and where the run starts (routing.decide_start).
+    """
 
     question: str
     """The question every node works on. It starts as what the user typed;

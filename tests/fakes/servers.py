@@ -240,8 +240,11 @@ def user_text(body: dict) -> str:
 
 
 def standalone_reply(prompt: str) -> dict:
-    """A literal contextualizer: the follow-up in ``<question>`` with the first question of
-    ``<conversation>`` appended as context (a model that always carries the thread's topic)."""
+    """A literal contextualizer.
+
+    The follow-up in ``<question>`` with the first question of ``<conversation>`` appended as context (a model
+    that always carries the thread's topic).
+    """
     question = re.search(r"<question>(.*?)</question>", prompt, re.S)
     first = re.search(r"<user>(.*?)</user>", prompt, re.S)
     q = question.group(1).strip() if question else ""
