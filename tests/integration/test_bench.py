@@ -103,6 +103,7 @@ def test_cli_bench_qa_json_on_ten_hotpotqa_questions(tmp_path, cli):
     assert any(line.startswith("| full ") for line in table)
 
 
+@pytest.mark.slow
 def test_bench_ingest_on_two_papers(tmp_path):
     result = bench_ingest([LEWIS, SELF_RAG, LEWIS], workdir=tmp_path)
     assert result["files"] == 2 and result["pages"] == 49 and result["chunks"] == 88 + 133

@@ -48,6 +48,7 @@ def test_password_retry_ingests_the_encrypted_file(kb):
     assert kb.has_document(report.doc_sha)
 
 
+@pytest.mark.slow
 def test_size_limit_and_chunk_settings(kb):
     too_big = ingest_files(kb, [LEWIS], max_bytes=100_000)[0]
     assert too_big.code == "too_large" and "limit" in too_big.message
