@@ -2,7 +2,7 @@
 """Set everything up and start Retrace, or run its tests. Needs only python3.
 
     python3 run.py app     # create .venv, install, start the app on http://localhost:8501
-    python3 run.py test    # create .venv, install test tools and chromium, run the whole suite
+    python3 run.py test    # create .venv, install test tools and chromium, run ruff, mypy and the whole suite
 """
 
 from __future__ import annotations
@@ -71,6 +71,11 @@ def main(argv: list[str]) -> int:
     if command == "test":
         ensure_venv("requirements-dev.txt")
         ensure_chromium()
+        for tool in (["ruff", "check", "."], ["mypy"]):
+            say(" ".join(tool))
+            if subprocess.run([str(PY), "-m", *tool]).returncode != 0:
+                say(f"{tool[0]} found problems (see above); fix them before the tests run")
+                return 1
         return subprocess.run([str(PY), "-m", "pytest", *rest]).returncode
     print(__doc__)
     return 2

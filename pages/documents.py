@@ -4,49 +4,31 @@ import math
 
 import streamlit as st
 
-from pages import _shared
+from pages import _session, _ui
+from pages._ui import safe
 from rag.ingest.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, MIN_CHUNK_SIZE
 from rag.ingest.pipeline import ChunkSettings, FileReport, ingest_files
 from rag.store.chroma import StoreError
 
 LOCKED_CODES = ("password_required", "wrong_password")
 
-settings = _shared.settings()
+settings = _session.settings()
 reports: list[FileReport] = st.session_state.setdefault("docs_reports", [])
 # File name -> uploaded bytes of the files waiting for a password (kept so nothing is lost).
 locked: dict[str, bytes] = st.session_state.setdefault("docs_locked", {})
 
 st.title("Documents")
-try:
-    kb = _shared.knowledge_base()
+with _session.stop_on_store_error(_session.current_kb_name()):
+    kb = _session.knowledge_base()
     n_chunks = kb.count()
     docs = kb.documents()
-except (StoreError, ValueError) as exc:
-    st.error(f"Cannot open the knowledge base '{_shared.current_kb_name()}': {exc}")
-    st.stop()
-except Exception as exc:  # Chroma unreachable or corrupt: no stack trace, say what broke
-    st.error(f"Cannot read the knowledge base '{_shared.current_kb_name()}': "
-             f"{type(exc).__name__}: {exc}")
-    st.stop()
 
 c1, c2 = st.columns(2)
 c1.metric("Documents", len(docs))
 c2.metric("Chunks in the knowledge base", n_chunks)
 
 if notice := st.session_state.pop("docs_notice", None):
-    st.success(notice)
-
-
-def _show(report: FileReport) -> None:
-    text = _shared.md_escape(report.line())
-    if report.status == "ingested":
-        st.success(text)
-        for w in report.warnings:
-            st.caption(_shared.md_escape(f"{report.filename}: {w}"))
-    elif report.status == "already indexed":
-        st.info(text)
-    else:
-        st.error(text)
+    st.success(safe(notice))
 
 
 def _merge(new: list[FileReport]) -> None:
@@ -70,6 +52,7 @@ with st.expander("Chunking", expanded=False):
                                    value=DEFAULT_CHUNK_OVERLAP, step=10, key="docs_chunk_overlap")
     st.caption("Chunks never span two pages. Changing these affects files indexed from now on; "
                "a file already indexed stays as it is until you delete it and index it again.")
+chunking = ChunkSettings(int(chunk_size), int(chunk_overlap))
 
 uploaded = st.file_uploader(
     "PDF, text or Markdown files", accept_multiple_files=True,
@@ -82,30 +65,27 @@ if st.button("Index files", type="primary", disabled=not uploaded, key="docs_ind
     bar = st.progress(0.0, text="Starting…")
 
     def on_progress(done: int, total: int, name: str) -> None:
-        label = f"Indexing {name} ({done + 1} of {total})" if name else f"Indexed {total} file(s)"
+        label = f"Indexing {safe(name)} ({done + 1} of {total})" if name else \
+            f"Indexed {total} file(s)"
         bar.progress(done / total if total else 1.0, text=label)
 
     try:
-        new = ingest_files(kb, files, chunking=ChunkSettings(int(chunk_size), int(chunk_overlap)),
-                           max_bytes=settings.max_upload_bytes, on_progress=on_progress)
-    except ValueError as exc:  # invalid chunk settings, before any file is touched
-        bar.empty()
-        st.error(f"Invalid chunk settings: {exc}")
-    except StoreError as exc:  # e.g. built with another embedding model; nothing was touched
-        bar.empty()
-        st.error(str(exc))
+        new = ingest_files(kb, files, chunking=chunking, max_bytes=settings.max_upload_bytes,
+                           on_progress=on_progress)
+    except (ValueError, StoreError) as exc:  # bad chunk settings, other embedding model:
+        bar.empty()  # nothing was touched
+        st.error(safe(f"Invalid chunk settings: {exc}" if isinstance(exc, ValueError)
+                      else exc))
     else:
         data = dict(files)
         locked.clear()  # the reports of earlier batches are replaced below
-        for r in new:
-            if r.code in LOCKED_CODES:
-                locked[r.filename] = data[r.filename]
+        locked.update({r.filename: data[r.filename] for r in new if r.code in LOCKED_CODES})
         reports.clear()
         _merge(new)
         st.rerun()
 
 for report in reports:
-    _show(report)
+    _ui.file_report(report)
 
 # -- encrypted PDFs ------------------------------------------------------------------------
 waiting = [r.filename for r in reports if r.code in LOCKED_CODES and r.filename in locked]
@@ -113,7 +93,7 @@ if waiting:
     st.markdown("**Encrypted PDFs** need their password to be read. The password is used "
                 "once for this retry and not kept.")
     for name in waiting:
-        st.text_input(f"Password for {name}", type="password", key=f"docs_pw_{name}")
+        st.text_input(f"Password for {safe(name)}", type="password", key=f"docs_pw_{name}")
     if st.button("Retry with password", key="docs_retry"):
         passwords = {n: st.session_state.get(f"docs_pw_{n}", "") for n in waiting}
         passwords = {n: pw for n, pw in passwords.items() if pw}
@@ -121,8 +101,7 @@ if waiting:
             st.warning("Type a password first.")
         else:
             with st.spinner("Indexing…"):
-                new = ingest_files(kb, [(n, locked[n]) for n in passwords],
-                                   chunking=ChunkSettings(int(chunk_size), int(chunk_overlap)),
+                new = ingest_files(kb, [(n, locked[n]) for n in passwords], chunking=chunking,
                                    passwords=passwords, max_bytes=settings.max_upload_bytes)
             del passwords
             for n in waiting:
@@ -131,44 +110,43 @@ if waiting:
             st.rerun()
 
 # -- what is indexed -----------------------------------------------------------------------
-st.subheader(f"Indexed in '{kb.name}'")
+st.subheader(f"Indexed in '{safe(kb.name)}'")
 if not docs:
     st.info("Nothing is indexed yet. Upload files above, or load the sample knowledge base "
             "from the Chat page.")
     st.stop()
 
-st.dataframe(
+st.dataframe(  # cells are plain text (never Markdown)
     [{"File": d.source, "Pages": d.pages, "Chunks": d.chunks,
-      "Size": _shared.human_size(d.size_bytes), "Added": _shared.when(d.added_at)}
-     for d in docs],
+      "Size": _ui.human_size(d.size_bytes), "Added": _ui.when(d.added_at)} for d in docs],
     hide_index=True,
     column_config={"Added": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
 
 by_sha = {d.doc_sha: d for d in docs}
-sha = st.selectbox("Preview a document", list(by_sha), key="docs_preview",
+sha = st.selectbox("Preview a document", list(by_sha), key="docs_preview",  # options: plain text
                    format_func=lambda s: by_sha[s].source)
 doc = by_sha[sha]
+name = safe(doc.source)
 try:
     chunks = kb.document_chunks(sha)
 except Exception as exc:
-    st.error(f"Cannot read the chunks of {doc.source}: {type(exc).__name__}: {exc}")
+    st.error(f"Cannot read the chunks of {name}: {safe(type(exc).__name__)}: {safe(exc)}")
     chunks = []
 if chunks:
-    st.caption(f"{doc.source}: {len(chunks)} chunks over {doc.pages} page(s)")
+    st.caption(f"{name}: {len(chunks)} chunks over {doc.pages} page(s)")
     st.dataframe(
         [{"Page": c.page, "Chunk": c.index, "Characters": len(c.text), "Text": c.text}
          for c in chunks],
-        hide_index=True,
-        column_config={"Text": st.column_config.TextColumn(width="large")})
+        hide_index=True, column_config={"Text": st.column_config.TextColumn(width="large")})
 
-with st.popover(f"Delete {doc.source}", icon=":material/delete:"):
-    st.warning(f"This removes {doc.source} and its {doc.chunks} chunks from '{kb.name}'. "
+with st.popover(f"Delete {name}", icon=":material/delete:"):
+    st.warning(f"This removes {name} and its {doc.chunks} chunks from '{safe(kb.name)}'. "
                "Runs that cited it keep their trace.")
     if st.button("Delete permanently", type="primary", key="docs_delete_confirm"):
         try:
             n = kb.delete_document(sha)
         except Exception as exc:
-            st.error(f"Could not delete {doc.source}: {type(exc).__name__}: {exc}")
+            st.error(f"Could not delete {name}: {safe(type(exc).__name__)}: {safe(exc)}")
         else:
             st.session_state["docs_notice"] = f"Deleted {doc.source} ({n} chunks)."
             st.rerun()

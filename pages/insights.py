@@ -3,30 +3,26 @@ strategies, paths, stop reasons, latency, LLM calls and tokens)."""
 
 import streamlit as st
 
-from pages import _runs, _shared
-from rag.trace import charts as figures, insights
-from rag.trace.pricing import DEFAULT_PRICES, format_cost
+from pages import _session
+from pages._ui import safe
 from rag.config import preset_label, preset_of
+from rag.trace import charts as figures, insights
+from rag.trace.pricing import format_cost
 
 st.title("Insights")
-try:
-    prices = _runs.prices()
-except ValueError as exc:
-    st.error(f"{exc}. Costs use the built-in prices.")
-    prices = dict(DEFAULT_PRICES)
+prices = _session.prices()
 
 all_sessions = st.toggle("All sessions", key="ins_w_all",
                          help="Include runs made by other browser sessions, earlier sessions "
                               "and the command line.")
-sid = _runs.session_id()
+session_runs = _session.runs().values()
 try:
-    runs = _runs.store().load(None if all_sessions else sid)
+    runs = _session.store().load_with(session_runs, _session.session_id(),
+                                      all_sessions=all_sessions)
 except Exception as exc:  # unreadable history: this session's runs still count
-    st.caption(f"The run history is unavailable ({type(exc).__name__}: {exc}); counting this "
-               "session's runs only.")
-    runs = []
-seen = {r.id for r in runs}
-runs += [r for r in _shared.runs().values() if r.id not in seen]
+    st.caption(f"The run history is unavailable ({safe(type(exc).__name__)}: {safe(exc)}); "
+               "counting this session's runs only.")
+    runs = list(session_runs)
 
 if not runs:
     st.info("No saved runs yet. Ask questions on the Chat page or compare pipelines on the "
@@ -37,7 +33,7 @@ if not runs:
 ins = insights.compute(runs, prices)
 presets = st.multiselect("Pipelines", list(ins.presets), key="ins_w_presets",
                          placeholder="every pipeline",
-                         format_func=lambda p: f"{p} ({ins.presets[p]} runs)")
+                         format_func=lambda p: f"{p} ({ins.presets[p]} runs)")  # plain text
 if presets:
     runs = [r for r in runs if preset_label(preset_of(r.options)) in presets]
     ins = insights.compute(runs, prices)
@@ -65,7 +61,7 @@ m[0].metric("Latency p50", num(ins.latency_p50_ms, "{:.0f} ms"))
 m[1].metric("Latency p95", num(ins.latency_p95_ms, "{:.0f} ms"))
 m[2].metric("LLM calls per question", num(ins.llm_calls_per_question))
 m[3].metric("Tokens per question", num(ins.tokens_per_question, "{:.0f}"),
-            help=f"Cost per question: {format_cost(ins.cost_per_question)}")
+            help=f"Cost per question: {safe(format_cost(ins.cost_per_question))}")
 
 left, right = st.columns(2)
 with left:

@@ -2,17 +2,18 @@
 
 import streamlit as st
 
-from pages import _shared
+from pages import _session
+from pages._ui import safe
 from rag import health
 
 st.title("Settings")
-server = _shared.settings()
-typed: dict = st.session_state.setdefault(_shared.SESSION_KEYS, {})
-active = _shared.session_settings()
+server = _session.settings()
+typed: dict = st.session_state.setdefault(_session.SESSION_KEYS, {})
+active = _session.session_settings()
 
 st.subheader("Active")
 rows = {
-    "Engine": _shared.engine_label(active),
+    "Engine": _session.engine_label(active),
     "Grader model (grading, answer check)": active.grader_model if active.openai_api_key else "—",
     "Generator model (generate, rewrite, grounding)": (active.generator_model
                                                        if active.openai_api_key else "—"),
@@ -23,7 +24,7 @@ rows = {
     "Store": (f"Chroma server {active.chroma_host}:{active.chroma_port}" if active.chroma_host
               else f"embedded Chroma in {active.data_dir.resolve()}"),
 }
-st.table({"setting": list(rows), "value": list(rows.values())})
+st.table({"setting": list(rows), "value": [safe(v) for v in rows.values()]})  # cells are Markdown
 if typed:
     st.caption("Some of these come from keys typed below for this browser session.")
 
@@ -56,10 +57,10 @@ if forgotten:
 st.subheader("Test connection")
 checks = {"LLM server": health.check_llm, "Embeddings": health.check_embeddings,
           "Web search (Tavily)": health.check_web, "Vector store (Chroma)": health.check_store}
-for column, (label, check) in zip(st.columns(len(checks)), checks.items()):
+for column, (label, check) in zip(st.columns(len(checks)), checks.items(), strict=True):
     if column.button(f"Test {label}", key=f"settings_test_{label}"):
         with st.spinner(f"Testing {label}…"):
             ok, message = check(active)
         st.session_state[f"settings_result_{label}"] = (ok, message)
     if result := st.session_state.get(f"settings_result_{label}"):
-        (column.success if result[0] else column.error)(_shared.md_escape(result[1]))
+        (column.success if result[0] else column.error)(safe(result[1]))

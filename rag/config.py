@@ -185,6 +185,19 @@ MAX_PIPELINES = 4
 TOGGLES: tuple[str, ...] = tuple(PRESETS["full"][1])
 """The switches a custom pipeline turns on or off: those the presets set (grading, rewriting,
 web_fallback, grounding_check, answer_check, …)."""
+TOGGLE_LABELS: dict[str, tuple[str, str]] = {
+    "decomposition": ("Decompose the question", "Split multi-hop and comparison questions into "
+                                                "sub-questions, each retrieved on its own."),
+    "grading": ("Grade chunks", "Grade every retrieved chunk for relevance."),
+    "rewriting": ("Rewrite the query", "Rewrite the query when the evidence is weak."),
+    "web_fallback": ("Web fallback", "Search the web when the documents are not enough "
+                                     "(needs TAVILY_API_KEY)."),
+    "grounding_check": ("Grounding check", "Check every answer sentence against the chunks it "
+                                           "cites."),
+    "answer_check": ("Answer check", "Check that the answer addresses the question."),
+}
+"""Switch -> (label, one-line help) as the pages show them: every name in :data:`TOGGLES`."""
+PRESETS_HELP = "Naive RAG is everything off; Full is everything on."
 CUSTOM = "custom"
 """The preset key of options that match no preset."""
 

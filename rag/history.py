@@ -14,7 +14,7 @@ import sqlite3
 from contextlib import closing, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional, Sequence
 
 from rag.config import preset_of
 from rag.models import Comparison, Run
@@ -81,6 +81,31 @@ class RunSummary:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def of(cls, run: "Run", session_id: str, *, comparison_id: str | None = None) -> "RunSummary":
+        """The summary of ``run`` as :meth:`RunStore.save` would index it for ``session_id``."""
+        return cls(id=run.id, session_id=session_id, created_at=run.created_at,
+                   question=run.question, engine=run.engine, stop_kind=stop_kind(run),
+                   preset=preset_of(run.options), knowledge_base=run.knowledge_base,
+                   comparison_id=comparison_id, steps=len(run.events), llm_calls=run.llm_calls,
+                   duration_ms=run.duration_ms)
+
+
+def merge_summaries(saved: Sequence[RunSummary], session_runs: Iterable["Run"], session_id: str,
+                    *, query: str | None = None,
+                    stop_kinds: Optional[Sequence[str]] = None) -> list[RunSummary]:
+    """``saved`` plus the runs of ``session_runs`` it lacks (not saved yet, or the history
+    could not be written) that match the same filter, newest first.
+
+    ``query`` matches the question case-insensitively; ``stop_kinds`` keeps runs ending in one
+    of them (see :func:`rag.trace.story.stop_kind`). A run in both is listed once, as saved.
+    """
+    seen = {s.id for s in saved}
+    extra = [RunSummary.of(r, session_id) for r in session_runs if r.id not in seen
+             and (not query or query.lower() in r.question.lower())]
+    extra = [s for s in extra if not stop_kinds or s.stop_kind in stop_kinds]
+    return sorted([*saved, *extra], key=lambda s: s.created_at, reverse=True)
 
 
 @dataclass(frozen=True)
@@ -184,6 +209,30 @@ class RunStore:
         with self._db() as db:
             rows = db.execute(sql, args).fetchall()
         return [Run.model_validate_json(r["data"]) for r in rows]
+
+    def history(self, session_runs: Iterable["Run"], session_id: str, *,
+                all_sessions: bool = False, query: str | None = None,
+                stop_kinds: Optional[Sequence[str]] = None,
+                limit: int = 200) -> list[RunSummary]:
+        """This session's runs merged with the saved history, newest first, for pickers.
+
+        The saved runs of ``session_id`` (of every session when ``all_sessions``), plus the
+        runs of ``session_runs`` (the session's in-memory runs) not saved, filtered alike: see
+        :func:`merge_summaries`. Raises sqlite3.Error when the history cannot be read.
+        """
+        saved = self.list(None if all_sessions else session_id, query=query,
+                          stop_kinds=stop_kinds, limit=limit)
+        return merge_summaries(saved, session_runs, session_id, query=query,
+                               stop_kinds=stop_kinds)
+
+    def load_with(self, session_runs: Iterable["Run"], session_id: str, *,
+                  all_sessions: bool = False) -> list["Run"]:
+        """Whole runs: the saved ones (of ``session_id``, or of every session when
+        ``all_sessions``) newest first, then those of ``session_runs`` not saved, in their
+        order; each run once. Raises sqlite3.Error when the history cannot be read."""
+        saved = self.load(None if all_sessions else session_id)
+        seen = {r.id for r in saved}
+        return saved + [r for r in session_runs if r.id not in seen]
 
     def delete(self, run_id: str, session_id: str) -> bool:
         """Delete ``run_id`` if ``session_id`` owns it. Returns False when there is no such run;

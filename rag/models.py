@@ -9,7 +9,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
 
-from rag.config import Options
+from rag.config import DEFAULT_COLLECTION, Options
 
 DECOMPOSE_QUERY = "decompose_query"
 RETRIEVE = "retrieve"
@@ -298,7 +298,7 @@ class Run(BaseModel):
     options: Options
     engine: str
     models: dict[str, str] = Field(default_factory=dict)
-    knowledge_base: str = "default"
+    knowledge_base: str = DEFAULT_COLLECTION
     answer: str = ""
     citations: list[Citation] = Field(default_factory=list)
     path: list[str] = Field(default_factory=list)

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, Callable, Iterator, Optional, Sequence, cast
 
-from rag.config import MAX_PIPELINES, MIN_PIPELINES, Options, Settings
+from rag.config import DEFAULT_COLLECTION, MAX_PIPELINES, MIN_PIPELINES, Options, Settings
 from rag.engines import make_engine
 from rag.graph.build import build_graph
 from rag.graph.context import RunContext
@@ -69,7 +69,7 @@ def run_question(question: str, context: RunContext, options: Options | None = N
         error = f"{type(exc).__name__} in {error_node}: {str(exc)[:300]}"
     run = Run(question=question, options=options, engine=context.engine.name,
               models=dict(getattr(context.engine, "models", {}) or {}),
-              knowledge_base=getattr(context.kb, "name", "default"),
+              knowledge_base=getattr(context.kb, "name", DEFAULT_COLLECTION),
               events=events, path=[e.node for e in events],
               duration_ms=round((time.perf_counter() - started) * 1000, 3),
               llm_calls=sum(e.llm_calls for e in events),

@@ -12,7 +12,7 @@ import chromadb
 from chromadb.api import ClientAPI
 from chromadb.api.types import EmbeddingFunction
 
-from rag.config import Settings
+from rag.config import DEFAULT_COLLECTION, Settings
 from rag.ingest.types import ChunkRecord
 from rag.models import Chunk
 from rag.store.embeddings import embedding_identity, make_embedding_function
@@ -295,7 +295,7 @@ def _to_chunk(cid: str, text: str, meta: dict, score: float = 0.0) -> Chunk:
                  doc_sha=str(meta.get("doc_sha", "")), score=round(score, 4))
 
 
-def open_knowledge_base(settings: Settings, name: str = "default",
+def open_knowledge_base(settings: Settings, name: str = DEFAULT_COLLECTION,
                         embedding_function: EmbeddingFunction | None = None,
                         client: ClientAPI | None = None) -> KnowledgeBase:
     """Open (creating on first write) the knowledge base ``name`` for ``settings``."""

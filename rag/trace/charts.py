@@ -18,7 +18,7 @@ from rag.trace.replay import COLOR_REPLAY
 from rag.trace.story import rounds, steps
 
 if TYPE_CHECKING:  # plotly is imported when a figure is built, not with the library
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # plotly loads when a figure is built, not with the library
 
 # --------------------------------------------------------------------------- unrolled path
 
@@ -35,7 +35,7 @@ def path_figure(run: Run, *, title: Optional[str] = None) -> "go.Figure":
     what it decided and why); bands are layout shapes named ``attempt:r``. Height is
     ``ROW_PX`` px per step plus margins.
     """
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # plotly loads when a figure is built, not with the library
 
     story = steps(run)
     statuses = [views.event_status(e, run.options.min_relevant) for e in run.events]
@@ -90,7 +90,7 @@ def timeline_figure(run: Run, prices: Mapping[str, Price] | None = None) -> "go.
     cost]`` (cost as text: ``$0.0012``, ``$0`` or ``n/a``). Bars of steps that called an LLM are
     labelled with their tokens and cost; the hover shows them for every step.
     """
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # plotly loads when a figure is built, not with the library
 
 
     prices = load_prices() if prices is None else prices
@@ -131,7 +131,7 @@ def bar_figure(counts: Sequence[tuple[str, float]] | Mapping[str, float], *, tit
                horizontal: bool = False, value_label: str = "runs") -> "go.Figure":
     """A bar chart of ``counts`` (label -> value, in the order given), named ``bars``.
     ``horizontal`` puts labels on the y axis, first on top (for long labels such as paths)."""
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # plotly loads when a figure is built, not with the library
 
     items = list(counts.items()) if isinstance(counts, Mapping) else list(counts)
     labels = [str(k) for k, _ in items]
@@ -156,7 +156,7 @@ def latency_figure(latencies_ms: Sequence[float], p50: Optional[float],
                    p95: Optional[float]) -> "go.Figure":
     """A histogram of run latencies (ms), named ``latency``, with the p50 and p95 marked as
     vertical lines (shapes named ``p50`` and ``p95``)."""
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # plotly loads when a figure is built, not with the library
 
     fig = go.Figure(go.Histogram(x=list(latencies_ms), name="latency", nbinsx=20,
                                  marker=dict(color=viz.COLOR_PATH)))
@@ -167,4 +167,49 @@ def latency_figure(latencies_ms: Sequence[float], p50: Optional[float],
     fig.update_layout(title=dict(text="Latency per run", x=0.01, font=dict(size=14)),
                       xaxis=dict(title="ms"), yaxis=dict(title="runs"), height=300,
                       margin=dict(l=10, r=10, t=40, b=10), showlegend=False)
+    return fig
+
+
+OUTCOME_COLORS = {"answered_clean": views.STATUS_COLORS[views.OK], "caveat": views.STATUS_COLORS[views.WEAK],
+                  "abstained": views.STATUS_COLORS[views.FAILED]}
+"""Evaluation outcome -> bar colour: the flow's colours for finalize, a caveat, and fallback."""
+
+
+def outcomes_figure(presets: Mapping[str, Mapping]) -> go.Figure:
+    """Stacked bars, one per preset: questions answered clean (finalize), with a caveat, and abstained.
+
+    ``presets`` is ``rag eval``'s per-preset summary (label -> ``{"answered_clean", "caveat",
+    "abstained", ...}``); traces are named after the three outcomes.
+    """
+    import plotly.graph_objects as go  # plotly loads when a figure is built, not with the library
+
+    labels = list(presets)
+    fig = go.Figure()
+    for key, name in (("answered_clean", "answered clean"), ("caveat", "with a caveat"),
+                      ("abstained", "abstained")):
+        values = [presets[p].get(key, 0) for p in labels]
+        fig.add_trace(go.Bar(x=labels, y=values, name=name, text=values, textposition="inside",
+                             marker=dict(color=OUTCOME_COLORS[key])))
+    fig.update_layout(barmode="stack", height=320, title=dict(text="How each pipeline ended", x=0.01),
+                      margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.15),
+                      yaxis=dict(title="questions"))
+    return fig
+
+
+def hits_figure(presets: Mapping[str, Mapping]) -> go.Figure:
+    """Grouped bars per preset: answer hit and source hit, in [0, 1] (missing figures are left out)."""
+    import plotly.graph_objects as go  # plotly loads when a figure is built, not with the library
+
+    labels = list(presets)
+    fig = go.Figure()
+    for key, name in (("answer_hit", "answer hit"), ("source_hit", "source hit")):
+        values = [presets[p].get(key) for p in labels]
+        if all(v is None for v in values):
+            continue
+        fig.add_trace(go.Bar(x=labels, y=values, name=name,
+                             text=[f"{v:.0%}" if v is not None else "–" for v in values],
+                             textposition="auto"))
+    fig.update_layout(barmode="group", height=320, title=dict(text="Answer and source hits", x=0.01),
+                      margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.15),
+                      yaxis=dict(range=[0, 1], tickformat=".0%"))
     return fig

@@ -11,9 +11,9 @@ import time
 from typing import Iterable, Mapping, Optional
 
 from rag.config import TOGGLES, preset_label, preset_of
-from rag.models import Comparison, GradeDetail, Run
+from rag.models import Comparison, GradeDetail, Run, source_label
 from rag.trace import story
-from rag.trace.charts import path_figure, timeline_figure
+from rag.trace.charts import hits_figure, outcomes_figure, path_figure, timeline_figure
 from rag.trace.pricing import Price, format_cost, load_prices, run_cost
 from rag.trace.replay import replay_figure
 from rag.trace.story import grounded_verdict, useful_verdict
@@ -21,6 +21,7 @@ from rag.trace.story import grounded_verdict, useful_verdict
 REDACTED = "[redacted]"
 RUN_FORMAT = "retrace.run/1"
 COMPARISON_FORMAT = "retrace.comparison/1"
+EVALUATION_FORMAT = "retrace.evaluation/1"
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
 
 _CSS = """
@@ -253,3 +254,49 @@ def comparison_html(cmp: Comparison, *, prices: Mapping[str, Price] | None = Non
         body += (f"<h2 style=\"margin-top:48px\">{_e(label)}: the whole run</h2>"
                  + _run_body(run, prices, figures, graph, f"cmp-{i}", h=3))
     return redact(_page(f"Retrace comparison: {cmp.question[:80]}", body), secrets)
+
+
+EVAL_COLUMNS = (("questions", "Questions"), ("answered_clean", "Answered clean"), ("caveat", "With caveat"),
+                ("abstained", "Abstained"), ("answer_hit", "Answer hit"), ("source_hit", "Source hit"),
+                ("p50_ms", "p50 ms"), ("llm_calls_mean", "LLM calls"))
+"""The per-preset figures of an evaluation, in the order every view shows them."""
+
+
+def eval_cell(key: str, value: object) -> str:
+    """One evaluation figure as text: shares as percentages, ``–`` for a figure with no data."""
+    if value is None:
+        return "–"
+    if key in ("answer_hit", "source_hit") and isinstance(value, float):
+        return f"{value:.0%}"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def evaluation_html(result: Mapping, *, title: str = "Retrace evaluation",
+                    secrets: Iterable[Optional[str]] = ()) -> str:
+    """One self-contained HTML page for an evaluation (``rag eval --json``'s shape: ``presets`` and
+    ``items``): the figures per pipeline, the outcome and hit charts, and every question with how
+    each pipeline ended and what it cited. plotly.js is embedded once; nothing loads from the network.
+    """
+    presets = {preset_label(p): figures for p, figures in result.get("presets", {}).items()}
+    figures = _Figures()
+    head = "".join(f"<th>{_e(label)}</th>" for _, label in EVAL_COLUMNS)
+    rows = "".join(f"<tr><td>{_e(name)}</td>" + "".join(f"<td>{_e(eval_cell(k, f.get(k)))}</td>"
+                                                        for k, _ in EVAL_COLUMNS) + "</tr>"
+                   for name, f in presets.items())
+    items = "".join(
+        f"<tr><td>{_e(i.get('id', ''))}</td><td>{_e(preset_label(i.get('preset', '')))}</td>"
+        f"<td>{_e(i.get('question', ''))}</td><td>{_e(i.get('end', ''))}</td>"
+        f"<td>{_e('; '.join(source_label(c.get('source', ''), c.get('page', 0)) for c in i.get('citations', [])[:3]))}"
+        f"</td><td class=\"muted\">{_e(i.get('run_id', ''))}</td></tr>" for i in result.get("items", []))
+    body = (f"<h1>{_e(title)}</h1><p class=\"muted\">{len(result.get('items', []))} runs over "
+            f"{len(presets)} pipeline(s).</p><table><tr><th>Pipeline</th>{head}</tr>{rows}</table>"
+            f"{figures(outcomes_figure(presets), 'eval-outcomes')}{figures(hits_figure(presets), 'eval-hits')}"
+            f"<h2>Every question</h2><table><tr><th>Id</th><th>Pipeline</th><th>Question</th><th>Ended in</th>"
+            f"<th>First citations</th><th>Run</th></tr>{items}</table>")
+    return redact(_page(title, body), secrets)
+
+
+def evaluation_json(result: Mapping, *, secrets: Iterable[Optional[str]] = ()) -> str:
+    """An evaluation as JSON: ``format`` (``retrace.evaluation/1``), ``exported_at`` (UNIX s), ``presets``, ``items``."""
+    doc = {"format": EVALUATION_FORMAT, "exported_at": time.time(), **result}
+    return redact(json.dumps(doc, indent=2, ensure_ascii=False, default=str), secrets)

@@ -42,7 +42,7 @@ from rag.trace.views import (
 )
 
 if TYPE_CHECKING:  # plotly is imported when a figure is built, not with the library
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # plotly loads when a figure is built, not with the library
 
 COLOR_BORDER = "#c5cad3"
 COLOR_EDGE = "#c5cad3"
@@ -153,7 +153,7 @@ def flow_figure(run: Run, graph=None) -> "go.Figure":
     carries ``customdata`` = node name per point, for click selection. The title is the run's
     stop reason. Edge traces are named ``edge:src->dst``, path traces ``path:src->dst``.
     """
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # plotly loads when a figure is built, not with the library
 
     nodes, edges = _graph_parts(graph)
     for node in list(run.path) + [n for n in [_error_node(run)] if n]:

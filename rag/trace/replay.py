@@ -12,7 +12,7 @@ from rag.trace.geometry import BOX_H, BOX_W, END, MARKER_R, START
 from rag.trace.story import Step, steps
 
 if TYPE_CHECKING:  # plotly is imported when a figure is built, not with the library
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # plotly loads when a figure is built, not with the library
 
 COLOR_REPLAY = "#f97316"
 """Orange: the steps replayed so far, and the node of the current step."""
@@ -53,7 +53,7 @@ def replay_figure(run: Run, graph=None, *, step: Optional[int] = None) -> "go.Fi
     clamped. The replay traces are named as in :data:`REPLAY_TRACES`; ``replay:current`` carries
     ``customdata`` = node name, like the ``nodes`` trace, for click selection.
     """
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # plotly loads when a figure is built, not with the library
 
     fig = viz.flow_figure(run, graph)
     story = steps(run)

@@ -49,7 +49,7 @@ def test_upload_ask_cited_answer_and_trace(app_url, page):
     box.fill(QUESTION)
     box.press("Enter")
     page.get_by_role("button", name="Open trace").first.wait_for(timeout=120_000)
-    page.get_by_text(f"{LEWIS.name}, p.", exact=False).first.wait_for()
+    page.get_by_text(f"{LEWIS.name} p.", exact=False).first.wait_for()
     page.screenshot(path=str(ARTIFACTS / "browser-chat.png"), full_page=True)
 
     # Trace: the plotly flow renders with the graph's nodes.

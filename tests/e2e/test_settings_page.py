@@ -19,7 +19,7 @@ QUESTION = "What is the retrieval component of RAG and how is it trained?"
 
 
 def plain(text: str) -> str:
-    return re.sub(r"\\(.)", r"\1", text)
+    return re.sub(r"\\(.)", r"\1", text).replace("\u2060", "")
 
 
 
@@ -32,7 +32,8 @@ def settings_page() -> AppTest:
 
 
 def table_text(at: AppTest) -> str:
-    return " ".join(str(t.value.to_dict()) for t in at.table)
+    return " ".join(plain(str(cell)) for t in at.table
+                    for column in t.value.to_dict().values() for cell in column.values())
 
 
 def test_offline_by_default_and_tests_say_why(data_dir):
@@ -62,10 +63,10 @@ def test_session_keys_run_the_llm_engine_and_stay_in_the_session(data_dir, fake,
     at.switch_page("pages/documents.py").run()
     at.switch_page("pages/chat.py").run()
     from rag.ingest.pipeline import ingest_files
-    from pages import _shared
+    from pages import _session
 
     # index through the session's own knowledge base (OpenAI-compatible embeddings)
-    with_keys = _shared.settings().with_(openai_api_key=KEY, openai_base_url=fake.base_url)
+    with_keys = _session.settings().with_(openai_api_key=KEY, openai_base_url=fake.base_url)
     from rag.store.chroma import open_knowledge_base
 
     report = ingest_files(open_knowledge_base(with_keys), [LEWIS])[0]

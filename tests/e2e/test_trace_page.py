@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pages._shared import md_escape
+from pages._ui import safe as md_escape
 from rag.trace import story
 from rag.config import preset_options
 from rag.models import Run

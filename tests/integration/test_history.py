@@ -315,3 +315,46 @@ def test_a_run_asked_again_gets_a_new_id(papers_kb):
     a = run_question(QUESTION, ctx, preset_options("naive"))
     b = run_question(QUESTION, ctx, preset_options("naive"))
     assert a.id != b.id
+
+
+# --------------------------------------------------------------------------- session + history
+
+
+def test_history_merges_this_sessions_unsaved_runs_with_the_saved_ones(tmp_path, runs):
+    store = RunStore(tmp_path / "runs.sqlite")
+    answered, naive, rewritten, abstained = (runs[k] for k in
+                                             ("answered", "naive", "rewritten", "abstained"))
+    store.save(answered, "me")
+    store.save(abstained, "someone-else")
+    # in memory: one run also saved, one the history could not take (unsaved)
+    session = [answered, rewritten]
+    newest_first = sorted([answered, rewritten], key=lambda r: r.created_at, reverse=True)
+    assert [s.id for s in store.history(session, "me")] == [r.id for r in newest_first]
+    both = store.history(session, "me", all_sessions=True)
+    assert sorted(s.id for s in both) == sorted(r.id for r in (answered, rewritten, abstained))
+    assert [s.created_at for s in both] == sorted((s.created_at for s in both), reverse=True)
+    unsaved = next(s for s in both if s.id == rewritten.id)
+    assert (unsaved.session_id, unsaved.stop_kind, unsaved.preset, unsaved.steps) == (
+        "me", "caveat", "custom", len(rewritten.events))
+    # an unsaved run is filtered like the saved ones: by words of its question, by its ending
+    assert [s.id for s in store.history(session, "me", query=rewritten.question[5:25].upper())
+            ] == [rewritten.id]
+    assert [s.id for s in store.history(session, "me", stop_kinds=["caveat"])] == [rewritten.id]
+    assert store.history(session, "me", stop_kinds=["abstained"]) == []
+    assert [s.id for s in store.history([naive], "me", all_sessions=True,
+                                        stop_kinds=["abstained"])] == [abstained.id]
+    # each run once, as saved (its owner is the saving session)
+    assert [s.session_id for s in store.history([abstained], "me", all_sessions=True)
+            if s.id == abstained.id] == ["someone-else"]
+
+
+def test_load_with_counts_every_run_once(tmp_path, runs):
+    store = RunStore(tmp_path / "runs.sqlite")
+    store.save(runs["answered"], "me")
+    store.save(runs["abstained"], "someone-else")
+    mine = store.load_with([runs["answered"], runs["naive"]], "me")
+    assert [r.id for r in mine] == [runs["answered"].id, runs["naive"].id]
+    every = store.load_with([runs["answered"], runs["naive"]], "me", all_sessions=True)
+    assert sorted(r.id for r in every) == sorted(
+        r.id for r in (runs["answered"], runs["naive"], runs["abstained"]))
+    assert every[-1].id == runs["naive"].id  # unsaved runs come after the saved ones

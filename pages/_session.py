@@ -1,0 +1,205 @@
+"""What the pages share per process and per browser session: cached settings, the Chroma client,
+knowledge bases, the run history and prices; this session's id, keys and runs.
+
+Only Streamlit glue lives here; everything the app does is in ``rag/``. Nothing is built at
+import time: each resource is made on first use and cached with ``st.cache_resource``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets as _secrets
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Optional
+
+import streamlit as st
+from chromadb.api import ClientAPI
+
+from pages._ui import safe
+from rag.config import DEFAULT_COLLECTION, Settings
+from rag.history import DB_NAME, RunStore
+from rag.models import Run
+from rag.store.chroma import (KnowledgeBase, StoreError, list_knowledge_bases, make_client,
+                              open_knowledge_base)
+from rag.trace.pricing import DEFAULT_PRICES, PRICES_ENV, Price, load_prices
+
+DEFAULT_KB = DEFAULT_COLLECTION
+ENGINE_OFFLINE = "Offline engine (no keys)"
+SECRET_NAMES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TAVILY_API_KEY", "TAVILY_API_BASE_URL")
+SESSION_KEYS = "settings_session"
+"""Session-state key of what a user typed on the Settings page (their keys, for their session
+only: never written to disk, os.environ, a trace, a log or an export)."""
+SESSION_ID = "session_id"
+"""Session-state key of this browser session's random id (its runs are "my runs")."""
+RUNS = "runs"
+"""Session-state key of this session's runs (run id -> Run, oldest first)."""
+KB_NAME = "kb_name"
+"""Session-state key (and sidebar widget key) of the selected knowledge base."""
+
+
+# -- settings and keys ----------------------------------------------------------------------
+def _from_secrets(env: dict) -> dict:
+    try:
+        for name in SECRET_NAMES:
+            if name in st.secrets and not env.get(name):
+                env[name] = str(st.secrets[name])
+    except Exception:  # no secrets.toml (the usual case): the environment alone decides
+        return env
+    return env
+
+
+@st.cache_resource(show_spinner=False)
+def settings() -> Settings:
+    """The server's settings: the environment, plus keys from ``.streamlit/secrets.toml``;
+    read once per process. They hold the operator's keys only, never a user's.
+
+    Raises ValueError on a malformed number in the environment (not cached, so a fix is seen
+    on the next rerun).
+    """
+    return Settings.from_env(_from_secrets(dict(os.environ)))
+
+
+def session_settings() -> Settings:
+    """This session's settings: the server's, with the keys and base URL typed on the
+    Settings page (if any) for this browser session only."""
+    base = settings()
+    typed = st.session_state.get(SESSION_KEYS) or {}
+    changes = {k: v for k, v in typed.items() if v}
+    return base.with_(**changes) if changes else base
+
+
+def key_fingerprint(secret: str | None) -> str:
+    """A short one-way fingerprint of a key, to tell cache entries apart without holding it."""
+    return hashlib.sha256(secret.encode()).hexdigest()[:16] if secret else ""
+
+
+def secrets() -> list[Optional[str]]:
+    """The keys this session could hold, for exports to redact (a Run holds none)."""
+    s, server = session_settings(), settings()
+    return [s.openai_api_key, s.tavily_api_key, server.openai_api_key, server.tavily_api_key]
+
+
+def engine_label(s: Settings) -> str:
+    """The active engine in words, e.g. ``Offline engine (no keys)`` (plain text: it holds a
+    base URL, so render it through :func:`pages._ui.safe`)."""
+    if s.engine_name == "local":
+        return ENGINE_OFFLINE
+    where = f" at {s.openai_base_url}" if s.openai_base_url else ""
+    return f"OpenAI{where}: grader {s.grader_model}, generator {s.generator_model}"
+
+
+# -- Chroma and knowledge bases -------------------------------------------------------------
+@st.cache_resource(show_spinner=False)
+def _client(data_dir: str, host: str | None, port: int) -> ClientAPI:
+    return make_client(Settings(data_dir=Path(data_dir), chroma_host=host, chroma_port=port))
+
+
+def client() -> ClientAPI:
+    """The Chroma client for the current settings, one per (data dir, host, port)."""
+    s = settings()
+    return _client(str(s.data_dir), s.chroma_host, s.chroma_port)
+
+
+def _store_key(s: Settings) -> tuple:
+    # Everything that decides which collection is opened and how it embeds. With OpenAI
+    # embeddings the cached object holds a key, so entries are told apart by the key's
+    # fingerprint: one user's key never serves another user.
+    openai = s.embedding_backend == "openai"
+    return (str(s.data_dir), s.chroma_host, s.chroma_port, s.embedding_backend,
+            s.embedding_model if openai else "", s.openai_base_url if openai else "",
+            key_fingerprint(s.openai_api_key) if openai else "")
+
+
+@st.cache_resource(show_spinner=False)
+def _knowledge_base(name: str, store_key: tuple, _settings: Settings) -> KnowledgeBase:
+    s = _settings
+    return open_knowledge_base(s, name, client=_client(str(s.data_dir), s.chroma_host,
+                                                       s.chroma_port))
+
+
+def knowledge_base(name: str | None = None) -> KnowledgeBase:
+    """The KnowledgeBase ``name`` (default: the one selected in the sidebar), cached per
+    name and store. Raises ValueError for an invalid name, EmbeddingMismatch when the
+    collection was built with another embedding model."""
+    s = session_settings()
+    return _knowledge_base(name or current_kb_name(), _store_key(s), s)
+
+
+def knowledge_base_names() -> list[str]:
+    """Knowledge bases on the store, plus ``default`` (which exists once something is written)."""
+    return sorted(set(list_knowledge_bases(client())) | {DEFAULT_KB})
+
+
+def current_kb_name() -> str:
+    """The knowledge base selected in the sidebar."""
+    return st.session_state.setdefault(KB_NAME, DEFAULT_KB)
+
+
+@contextmanager
+def stop_on_store_error(name: str) -> Iterator[None]:
+    """Around opening and reading the knowledge base ``name``: a failure becomes one red line
+    saying what broke (no stack trace), and the page stops there."""
+    try:
+        yield
+    except (StoreError, ValueError) as exc:  # bad name, other embedding model
+        st.error(safe(f"Cannot open the knowledge base '{name}': {exc}"))
+        st.stop()
+    except Exception as exc:  # Chroma unreachable or corrupt
+        st.error(safe(f"Cannot read the knowledge base '{name}': {type(exc).__name__}: {exc}"))
+        st.stop()
+
+
+# -- this session's runs and the history ----------------------------------------------------
+def session_id() -> str:
+    """This browser session's id: random, made once per session, never shared."""
+    return st.session_state.setdefault(SESSION_ID, _secrets.token_hex(8))
+
+
+def runs() -> dict[str, Run]:
+    """This session's runs: run id -> Run, oldest first."""
+    return st.session_state.setdefault(RUNS, {})
+
+
+@st.cache_resource(show_spinner=False)
+def _store(path: str) -> RunStore:
+    return RunStore(path)
+
+
+def store() -> RunStore:
+    """The run store at ``data_dir/runs.sqlite``. Raises OSError/sqlite3.Error when the data
+    directory cannot hold it."""
+    return _store(str(Path(settings().data_dir) / DB_NAME))
+
+
+def keep(run: Run, *, comparison_id: str | None = None) -> Optional[str]:
+    """Keep ``run`` in this session and save it to the history. Returns None, or why it could
+    not be saved (the run stays usable in this session)."""
+    runs()[run.id] = run
+    try:
+        store().save(run, session_id(), comparison_id=comparison_id)
+    except Exception as exc:  # a full disk must not lose the answer the user just got
+        return f"The run could not be saved to the history: {type(exc).__name__}: {exc}"
+    return None
+
+
+def open_trace(run_id: str) -> None:
+    """Show the run ``run_id`` on the Trace page (switches page; does not return)."""
+    st.session_state["trace_run_id"] = run_id
+    st.switch_page("pages/trace.py")
+
+
+@st.cache_resource(show_spinner=False)
+def _prices(raw: str) -> dict[str, Price]:
+    return load_prices({PRICES_ENV: raw})
+
+
+def prices() -> dict[str, Price]:
+    """The price table (RAG_PRICES_JSON over the defaults). When RAG_PRICES_JSON is malformed,
+    says so in red and returns the built-in prices."""
+    try:
+        return _prices(os.environ.get(PRICES_ENV, ""))
+    except ValueError as exc:
+        st.error(safe(f"{exc}. Costs use the built-in prices."))
+        return dict(DEFAULT_PRICES)
