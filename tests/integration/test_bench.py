@@ -149,8 +149,10 @@ def test_shared_data_dir_comes_from_the_environment(tmp_path):
 
 
 def test_cli_bench_scale_reads_the_shared_data_from_the_environment(tmp_path, cli, monkeypatch):
-    """``bench scale`` without --corpus takes the shared HotpotQA from $RAG_SHARED_DATA: here a
-    copy of its first passages and questions in a temporary directory."""
+    """``bench scale`` without --corpus takes the shared HotpotQA from $RAG_SHARED_DATA.
+
+    Here a copy of its first passages and questions in a temporary directory.
+    """
     shared = tmp_path / "shared"
     (shared / "hotpotqa").mkdir(parents=True)
     for name, n in (("corpus.jsonl", 50), ("queries.jsonl", 6)):

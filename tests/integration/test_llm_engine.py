@@ -311,9 +311,12 @@ def test_no_key_in_trace_log_or_data_dir(tmp_path, fake, tavily, caplog):
 
 @pytest.mark.slow
 def test_cli_ask_json_runs_every_node_through_the_server(tmp_path, fake):
-    """The one test of the real ``python -m rag`` process (the other CLI tests call
-    ``rag.cli.main`` in-process): configured by its environment alone, every LLM node through
-    the server, and the key on neither stdout nor stderr."""
+    """The one test of the real ``python -m rag`` process.
+
+    The other CLI tests call ``rag.cli.main`` in-process. Here the process is configured by its
+    environment alone, every LLM node runs through the server, and the key is on neither stdout
+    nor stderr.
+    """
     env = {"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": fake.base_url,
            "RAG_DATA_DIR": str(tmp_path / "data"), "ANONYMIZED_TELEMETRY": "False"}
     reports = ingest_files(open_knowledge_base(Settings.from_env(env)), [LEWIS])

@@ -107,8 +107,10 @@ def test_cli_password_flag(tmp_path, rag_cli):
 
 
 def test_cli_has_every_command_group_and_shared_arguments(cli):
-    """Every module of rag/cli not starting with ``_`` is a command, listed by ``POSITION``;
-    the arguments they share are declared once and accepted by each."""
+    """Every module of rag/cli not starting with ``_`` is a command, listed by ``POSITION``.
+
+    The arguments they share are declared once and accepted by each.
+    """
     from rag.cli import build_parser, commands
 
     assert [(c.name, c.help) for c in commands()] == [
