@@ -34,9 +34,12 @@ with st.sidebar:
     try:
         names = _session.knowledge_base_names()
     except Exception as exc:  # server down, bad data dir: say so, keep the app usable
+        from rag.store.chroma import StoreError
+
         where = (f"the Chroma server at {settings.chroma_host}:{settings.chroma_port}"
                  if settings.chroma_host else f"the data directory {settings.data_dir}")
-        st.error(safe(f"Cannot open {where}: {type(exc).__name__}: {exc}"))
+        st.error(safe(str(exc) if isinstance(exc, StoreError)  # says where and what to do
+                      else f"Cannot open {where}: {type(exc).__name__}: {exc}"))
         names = [_session.DEFAULT_KB]
     current = _session.current_kb_name()
     if current not in names:

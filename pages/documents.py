@@ -100,7 +100,7 @@ if waiting:
         if not passwords:
             st.warning("Type a password first.")
         else:
-            with st.spinner("Indexing…"):
+            with st.spinner("Indexing…"), _session.stop_on_store_error(kb.name):  # server lost
                 new = ingest_files(kb, [(n, locked[n]) for n in passwords], chunking=chunking,
                                    passwords=passwords, max_bytes=settings.max_upload_bytes)
             del passwords
@@ -118,6 +118,7 @@ if not docs:
 
 st.dataframe(  # cells are plain text (never Markdown)
     [{"File": d.source, "Pages": d.pages, "Chunks": d.chunks,
+      "Status": "complete" if d.complete else "incomplete: upload it again to repair",
       "Size": _ui.human_size(d.size_bytes), "Added": _ui.when(d.added_at)} for d in docs],
     hide_index=True,
     column_config={"Added": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})

@@ -1,12 +1,14 @@
 """Connection checks for the Settings page and the CLI: the LLM server, embeddings, web search
-and the vector store. Each returns (ok, one line a person can read) and never raises."""
+and the vector store. Each returns (ok, one line a person can read, never holding a key) and
+never raises."""
 
 from __future__ import annotations
 
 import time
 
 from rag.config import Settings
-from rag.store.chroma import list_knowledge_bases, make_client
+from rag.secrets import scrub
+from rag.store.chroma import is_unreachable, list_knowledge_bases, make_client, unreachable_message
 from rag.store.embeddings import embedding_identity, make_embedding_function
 from rag.web import WebSearchError, make_web_search
 
@@ -33,7 +35,7 @@ def check_llm(settings: Settings) -> tuple[bool, str]:
                            base_url=settings.openai_base_url, timeout=settings.llm_timeout_s,
                            max_retries=0, max_tokens=5).invoke("Reply with the word OK.")
     except Exception as exc:
-        return False, f"{where}: {describe_error(exc, settings.llm_timeout_s)}"
+        return False, scrub(f"{where}: {describe_error(exc, settings.llm_timeout_s)}", settings)
     return True, (f"{where}: {settings.grader_model} replied "
                   f"'{str(reply.content).strip()[:20]}' in {_ms(started)}")
 
@@ -49,7 +51,7 @@ def check_embeddings(settings: Settings) -> tuple[bool, str]:
         ef = make_embedding_function(settings)
         vector = ef(["connection test"])[0]
     except Exception as exc:
-        return False, f"embeddings: {describe_error(exc, settings.llm_timeout_s)}"
+        return False, scrub(f"embeddings: {describe_error(exc, settings.llm_timeout_s)}", settings)
     return True, f"{embedding_identity(ef)}: {len(vector)} dimensions in {_ms(started)}"
 
 
@@ -62,7 +64,7 @@ def check_web(settings: Settings) -> tuple[bool, str]:
     try:
         results = web.search("retrieval-augmented generation")
     except WebSearchError as exc:
-        return False, f"Tavily: {exc}"
+        return False, scrub(f"Tavily: {exc}", settings)
     return True, f"Tavily: {len(results)} results in {_ms(started)}"
 
 
@@ -74,5 +76,7 @@ def check_store(settings: Settings) -> tuple[bool, str]:
     try:
         names = list_knowledge_bases(make_client(settings))
     except Exception as exc:
-        return False, f"{where}: {type(exc).__name__}: {str(exc)[:160]}"
+        if is_unreachable(exc) or "cannot reach" in str(exc):
+            return False, unreachable_message(f"http://{settings.chroma_host}:{settings.chroma_port}")
+        return False, scrub(f"{where}: {type(exc).__name__}: {scrub(exc, settings)}", settings)[:220]
     return True, f"{where}: {len(names)} knowledge base(s) in {_ms(started)}"

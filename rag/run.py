@@ -13,6 +13,7 @@ from rag.graph.build import build_graph
 from rag.graph.context import RunContext
 from rag.graph.routing import decide_start
 from rag.models import Comparison, Run, TraceEvent
+from rag.secrets import scrub
 from rag.web import make_web_search
 
 
@@ -35,8 +36,8 @@ def run_question(question: str, context: RunContext, options: Options | None = N
     ``on_event`` is called with each TraceEvent as the node that made it finishes, and
     ``on_token`` with each piece of answer text as the generator streams it (both through
     LangGraph's custom stream mode). An error inside the graph does not raise: the Run records it in
-    ``error`` and ``stop_reason``, keeping the events so far. Raises ValueError for an empty
-    question.
+    ``error`` and ``stop_reason``, keeping the events so far. No key appears anywhere in the
+    Run (:func:`scrub_run`). Raises ValueError for an empty question.
     """
     question = (question or "").strip()
     if not question:
@@ -58,7 +59,7 @@ def run_question(question: str, context: RunContext, options: Options | None = N
                 if on_token is not None:
                     on_token(data["text"])
             elif mode == "custom":
-                event = data["event"]
+                event = _scrubbed(data["event"])  # shown live (CLI, pages): scrub it now
                 events.append(event)
                 if on_event is not None:
                     on_event(event)
@@ -66,7 +67,7 @@ def run_question(question: str, context: RunContext, options: Options | None = N
                 final = data
     except Exception as exc:  # the run must end with a reason, whatever broke
         error_node = events[-1].route["to"] if events and events[-1].route else "retrieve"
-        error = f"{type(exc).__name__} in {error_node}: {str(exc)[:300]}"
+        error = scrub(f"{type(exc).__name__} in {error_node}: {scrub(exc)}")[:300]
     run = Run(question=question, options=options, engine=context.engine.name,
               models=dict(getattr(context.engine, "models", {}) or {}),
               knowledge_base=getattr(context.kb, "name", DEFAULT_COLLECTION),
@@ -83,7 +84,20 @@ def run_question(question: str, context: RunContext, options: Options | None = N
         run.answer = final.get("final_answer", "")
         run.citations = list(final.get("citations", []))
         run.stop_reason = final.get("stop_reason", "")
-    return run
+    return scrub_run(run)
+
+
+def scrub_run(run: Run) -> Run:
+    """``run`` with every key removed from all its text (events, reasons, answer, error): the
+    last guard before a run reaches the history, the CLI or an export (:func:`rag.secrets.scrub`)."""
+    return _scrubbed(run)
+
+
+def _scrubbed(record):
+    """A pydantic record with every key removed from its text; the same object when it held none."""
+    dumped = record.model_dump_json()
+    clean = scrub(dumped)
+    return record if clean == dumped else type(record).model_validate_json(clean)
 
 
 def run_comparison(question: str, context: "RunContext",

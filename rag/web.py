@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 
 from rag.models import Chunk
+from rag.secrets import remember, scrub
 
 
 class WebSearchError(Exception):
@@ -22,6 +23,7 @@ class TavilyWebSearch:
         if not api_key:
             raise ValueError("TavilyWebSearch needs an API key")
         self._api_key = api_key
+        remember(api_key)
         self.base_url = base_url
         self.max_results = max_results
         self.timeout_s = timeout_s
@@ -40,13 +42,16 @@ class TavilyWebSearch:
     def search(self, query: str) -> list[Chunk]:
         """Up to ``max_results`` web results as chunks (source = URL, page 0, origin ``web``).
 
-        Raises WebSearchError on any failure of the service.
+        Raises WebSearchError on any failure of the service; its message holds no key.
         """
         try:
             response = self._get_client().search(query, max_results=self.max_results,
                                                  timeout=self.timeout_s)
         except Exception as exc:  # tavily raises many unrelated types; all mean "no results"
-            raise WebSearchError(f"{type(exc).__name__}: {str(exc)[:200]}") from exc
+            # from None: the original error may echo the key (a 401 body), and a chained
+            # exception would carry it into any traceback or log
+            raise WebSearchError(scrub(f"{type(exc).__name__}: {scrub(exc, [self._api_key])}",
+                                       [self._api_key])[:200]) from None
         chunks = []
         for item in (response or {}).get("results", []):
             url = str(item.get("url", ""))

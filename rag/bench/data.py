@@ -175,11 +175,8 @@ def index_corpus(kb, corpus: list[dict], *, batch_size: int = 1024,
     """
     started = time.perf_counter()
     docs = corpus_documents(corpus)
-    ids = [chunks[0].id for chunks, _, _ in docs]
-    existing: set[str] = set()
-    for start in range(0, len(ids), 2000):
-        existing.update(kb.collection.get(ids=ids[start:start + 2000], include=[])["ids"])
-    todo = [d for d in docs if d[0][0].id not in existing]
+    complete = kb.complete_documents()  # a row stored without its record is stored again
+    todo = [d for d in docs if d[0][0].doc_sha not in complete]
     for start in range(0, len(todo), batch_size):
         kb.add_documents(todo[start:start + batch_size], batch_size=batch_size)
         if on_progress:

@@ -17,6 +17,7 @@ from typing import cast
 from rag.bench.data import Progress, mean, percentile, ratio
 from rag.ingest.types import ChunkRecord
 from rag.store.bm25 import index_path, lexical_index
+from rag.store.chroma import COMPLETE_KEY
 from rag.store.retrieval import RetrievalMode, retrieve
 from rag.text import sentences
 
@@ -87,8 +88,9 @@ def fill_store(kb, corpus: Sequence[dict], n_chunks: int, *, seed: int = 0,
     def flush() -> None:
         nonlocal added, batch
         shas = [d[0][0].doc_sha for d in batch]
-        stored = {m["doc_sha"] for m in kb.collection.get(
-            where={"doc_sha": {"$in": shas}}, include=["metadatas"])["metadatas"]}
+        stored = {m["doc_sha"] for m in kb.collection.get(  # complete ones only (their record)
+            where={"$and": [{"doc_sha": {"$in": shas}}, {COMPLETE_KEY: {"$gt": 0}}]},
+            include=["metadatas"])["metadatas"]}
         todo = [d for d in batch if d[0][0].doc_sha not in stored]
         if todo:
             added += kb.add_documents(todo)

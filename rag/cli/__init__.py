@@ -100,8 +100,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: the arguments after ``python -m rag`` (default ``sys.argv[1:]``).
 
     Returns:
-        The exit code: 0 on success, 1 when an ingest left a file out, 2 on an error (one
-        ``error: ...`` line on stderr) or a run that failed.
+        The exit code: 0 on success, 1 when an ingest left a file out or the store cannot be
+        used (the Chroma server is unreachable, another embedding model built the knowledge
+        base: one ``error: ...`` line), 2 on another error (one ``error: ...`` line on
+        stderr) or a run that failed. No line holds a key (:func:`rag.secrets.scrub`).
 
     Raises:
         SystemExit: from argparse, for ``--help`` (0) and bad arguments (2).
@@ -109,8 +111,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     named = next((a for a in argv if not a.startswith("-")), None)  # the top level has only -h
     args = build_parser(build=[named] if named else []).parse_args(argv)
+    from rag.secrets import scrub
+
     try:
         return args.func(args)
     except (ValueError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {scrub(exc)}", file=sys.stderr)
         return 2
+    except Exception as exc:
+        chroma = sys.modules.get("rag.store.chroma")  # never imported: not a StoreError
+        if chroma is None or not isinstance(exc, chroma.StoreError):
+            raise  # a bug: the traceback is wanted
+        print(f"error: {scrub(exc)}", file=sys.stderr)
+        return 1

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from rag.config import DEFAULT_COLLECTION, Settings
 from rag.history import CLI_SESSION, RunStore
 from rag.models import Comparison, Run
+from rag.secrets import scrub
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,8 @@ def save_cli_run(settings: Settings, run: Run) -> str | None:
     try:
         RunStore.for_settings(settings).save(run, CLI_SESSION)
     except Exception as exc:
-        return f"the run could not be saved to the history: {type(exc).__name__}: {exc}"
+        return scrub(f"the run could not be saved to the history: {type(exc).__name__}: {exc}",
+                     settings)
     return None
 
 
@@ -88,6 +90,7 @@ def save_cli_comparison(settings: Settings, cmp: Comparison) -> str | None:
     try:
         RunStore.for_settings(settings).save_comparison(cmp, CLI_SESSION)
     except Exception as exc:
-        return f"the comparison could not be saved to the history: {type(exc).__name__}: {exc}"
+        return scrub(f"the comparison could not be saved to the history: "
+                     f"{type(exc).__name__}: {exc}", settings)
     return None
 

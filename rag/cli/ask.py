@@ -35,6 +35,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     """
     settings = settings_of(args)
     kb = open_knowledge_base(settings, args.collection)
+    kb.count()  # raises StoreUnavailable (one line, exit 1) before any step runs
     overrides: dict = {key: False for flag, key in _SWITCHES if getattr(args, flag)}
     if args.top_k:
         overrides["top_k"] = args.top_k

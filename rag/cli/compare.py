@@ -71,6 +71,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     prices = load_prices()
     settings = settings_of(args)
     kb = open_knowledge_base(settings, args.collection)
+    kb.count()  # raises StoreUnavailable (one line, exit 1) before any pipeline runs
     cmp = run_comparison(args.question, make_context(settings, kb), pipelines)
     note = save_cli_comparison(settings, cmp)
     if args.json:

@@ -7,7 +7,7 @@ import sys
 
 from rag.cli._common import SharedArgs, settings_of
 from rag.ingest.pipeline import ChunkSettings, ingest_files
-from rag.store.chroma import open_knowledge_base
+from rag.store.chroma import StoreUnavailable, open_knowledge_base
 
 POSITION = 10
 HELP = "index PDF, .txt and .md files"
@@ -21,12 +21,21 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     Returns:
         0 when every file was ingested or already indexed, 1 when any failed (the good files
         are kept).
+
+    Raises:
+        StoreUnavailable: the Chroma server was lost (after printing the files done); the
+            interrupted document is repaired by the next ingest.
     """
     settings = settings_of(args)
     kb = open_knowledge_base(settings, args.collection)
-    reports = ingest_files(kb, args.paths, password=args.password,
-                           chunking=ChunkSettings(args.chunk_size, args.chunk_overlap),
-                           max_bytes=settings.max_upload_bytes)
+    try:
+        reports = ingest_files(kb, args.paths, password=args.password,
+                               chunking=ChunkSettings(args.chunk_size, args.chunk_overlap),
+                               max_bytes=settings.max_upload_bytes)
+    except StoreUnavailable as exc:  # the files done so far are stored; main says the rest
+        for r in getattr(exc, "reports", [])[:-1]:
+            print(f"{_MARKS[r.status]} {r.line()}", flush=True)
+        raise
     for r in reports:
         print(f"{_MARKS[r.status]} {r.line()}", flush=True)
     failed = sum(1 for r in reports if not r.ok)

@@ -30,6 +30,7 @@ from rag.engines.base import (
 )
 from rag.engines.local import LocalEngine
 from rag.models import Chunk, Verdict
+from rag.secrets import remember, scrub
 
 _CITE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 
@@ -69,7 +70,8 @@ _DEFAULT_CACHE = GradeCache()
 
 
 def describe_error(exc: BaseException, timeout_s: float) -> str:
-    """A short plain-words reason for a failed LLM call, e.g. ``timeout after 20 s``."""
+    """A short plain-words reason for a failed LLM call, e.g. ``timeout after 20 s``. Never
+    holds a key (:func:`rag.secrets.scrub`)."""
     import openai
     from pydantic import ValidationError
 
@@ -83,7 +85,7 @@ def describe_error(exc: BaseException, timeout_s: float) -> str:
         return "connection failed (is the server running?)"
     if isinstance(exc, (ValidationError, ValueError)):
         return "unparsable structured output"
-    return f"{type(exc).__name__}: {str(exc)[:120]}"
+    return scrub(f"{type(exc).__name__}: {scrub(exc)}")[:120]
 
 
 def _usage(message) -> tuple[int, int]:
@@ -113,6 +115,7 @@ class LLMEngine:
 
         if not settings.openai_api_key:
             raise ValueError("the LLM engine needs OPENAI_API_KEY (or a key typed in Settings)")
+        remember(settings.openai_api_key)
         self.fallback = fallback
         self.cache = cache or _DEFAULT_CACHE
         self.timeout_s = timeout_s
@@ -153,7 +156,7 @@ class LLMEngine:
 
     @staticmethod
     def _fell_back(record: Judgment, role: str, to: str, reason: str) -> Judgment:
-        return record.with_meta(llm_calls=1, fallback=f"{role} fell back to {to}: {reason}")
+        return record.with_meta(llm_calls=1, fallback=scrub(f"{role} fell back to {to}: {reason}"))
 
     # -- grade_documents --------------------------------------------------------------------
     def _grade_one(self, question: str, chunk: Chunk, partial: bool = False) -> RelevanceGrade:

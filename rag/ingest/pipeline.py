@@ -16,6 +16,8 @@ from rag.ingest.chunking import (
 from rag.ingest.errors import IngestError
 from rag.ingest.loaders import load_document
 from rag.ingest.parallel import PrefetchingLoader
+from rag.secrets import scrub
+from rag.store.chroma import StoreUnavailable
 
 Status = Literal["ingested", "already indexed", "failed"]
 FileInput = Union[str, Path, tuple[str, bytes]]
@@ -76,8 +78,13 @@ def ingest_files(kb, files: Iterable[FileInput], *, chunking: ChunkSettings = Ch
     ``already indexed``. ``on_progress(done, total, filename)`` is called before each file.
     PDFs are parsed ahead in ``workers`` processes (default: one per core; 1 parses here) while
     earlier files are chunked and stored; re-ingesting unchanged files costs only hashing.
+    A file whose chunks are stored without their completion record (an ingest that was
+    killed) is stored again from scratch and reported as ``ingested``.
     Raises ValueError for invalid chunk settings and StoreError (EmbeddingMismatch) when the
-    knowledge base cannot take these files, both before touching any file.
+    knowledge base cannot take these files, both before touching any file, and
+    StoreUnavailable (with ``reports``: the reports so far, the interrupted file's last) when
+    the Chroma server is lost; the interrupted document is repaired by the next ingest.
+    Messages never hold a key (:func:`rag.secrets.scrub`).
     """
     items = list(files)
     kb.collection  # raises StoreError (e.g. EmbeddingMismatch) before any file is touched
@@ -100,8 +107,14 @@ def ingest_files(kb, files: Iterable[FileInput], *, chunking: ChunkSettings = Ch
             if read_error:
                 reports.append(FileReport(name, "failed", read_error, code="unreadable"))
                 continue
-            report = _ingest_one(kb, name, data, chunking, password_for(name), max_bytes, seen,
-                                 loader.load)
+            try:
+                report = _ingest_one(kb, name, data, chunking, password_for(name), max_bytes,
+                                     seen, loader.load)
+            except StoreUnavailable as exc:
+                reports.append(FileReport(name, "failed", str(exc), code="store_unavailable",
+                                          seconds=round(time.perf_counter() - started, 3)))
+                exc.reports = reports
+                raise
             report.seconds = round(time.perf_counter() - started, 3)
             reports.append(report)
     if on_progress:
@@ -123,7 +136,8 @@ def _ingest_one(kb, name: str, data: bytes, chunking: ChunkSettings, password: s
         return FileReport(name, "already indexed",
                           f"already indexed (same content as {seen[sha]})", doc_sha=sha)
     try:
-        if kb.has_document(sha):
+        status = kb.document_status(sha)
+        if status == "complete":
             seen[sha] = name
             return FileReport(name, "already indexed", "already indexed", doc_sha=sha)
         doc = load(name, data, password=password, max_bytes=max_bytes)
@@ -134,13 +148,18 @@ def _ingest_one(kb, name: str, data: bytes, chunking: ChunkSettings, password: s
                               doc_sha=sha)
         kb.add_document(chunks, pages=doc.page_count, size_bytes=len(data))
     except IngestError as exc:
-        return FileReport(name, "failed", exc.message, code=exc.code, doc_sha=sha)
+        return FileReport(name, "failed", scrub(exc.message), code=exc.code, doc_sha=sha)
+    except StoreUnavailable:
+        raise  # no later file can be stored either: the caller says so in one line
     except Exception as exc:  # a store or parser bug: report it on this file, keep the batch going
-        return FileReport(name, "failed", f"unexpected error: {type(exc).__name__}: {exc}"[:300],
+        return FileReport(name, "failed",
+                          scrub(f"unexpected error: {type(exc).__name__}: {exc}")[:300],
                           code="error", doc_sha=sha)
     seen[sha] = name
     pages = f"{doc.page_count} page{'s' if doc.page_count != 1 else ''}"
     warn = f" ({len(doc.warnings)} warning(s))" if doc.warnings else ""
-    return FileReport(name, "ingested", f"ingested {pages}, {len(chunks)} chunks{warn}",
+    repaired = ("; replaced the incomplete copy an interrupted ingest had left"
+                if status == "incomplete" else "")
+    return FileReport(name, "ingested", f"ingested {pages}, {len(chunks)} chunks{warn}{repaired}",
                       doc_sha=sha, pages=doc.page_count, chunks=len(chunks),
                       warnings=list(doc.warnings))

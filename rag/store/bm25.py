@@ -20,9 +20,10 @@ from rag.models import Chunk
 from rag.store.chroma import PAGE_SIZE
 from rag.text import terms
 
-INDEX_FORMAT = 1
-"""Version of the on-disk BM25 layout and of the tokenizer (:func:`rag.text.terms`) it was
-built with: an index saved under another version is rebuilt."""
+INDEX_FORMAT = 2
+"""Version of the on-disk BM25 layout, of the tokenizer (:func:`rag.text.terms`) it was
+built with and of what it holds (2: complete documents only): an index saved under another
+version is rebuilt."""
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,7 @@ _lock = threading.Lock()
 
 
 def _index_key(kb) -> dict:
-    name, revision, count = kb.fingerprint()
+    name, revision, count = kb.fingerprint()  # an interrupted ingest changes count, not revision
     return {"format": INDEX_FORMAT, "collection_id": str(kb.collection.id), "name": name,
             "revision": revision, "count": count}
 
@@ -167,17 +168,23 @@ def index_path(kb) -> Optional[Path]:
 
 
 def _read_rows(kb) -> Iterable[tuple[str, str]]:
+    """(chunk id, text) of every chunk of a complete document: the chunks of an incomplete
+    document (no completion record, see :mod:`rag.store.chroma`) are never indexed."""
+    complete = kb.complete_documents()
     offset = 0
     while True:
-        got = kb.collection.get(limit=PAGE_SIZE, offset=offset, include=["documents"])
+        got = kb._get_page(limit=PAGE_SIZE, offset=offset, include=["documents", "metadatas"])
         if not got["ids"]:
             return
-        yield from zip(got["ids"], got["documents"])
+        for cid, text, meta in zip(got["ids"], got["documents"], got["metadatas"]):
+            if (meta or {}).get("doc_sha") in complete:
+                yield cid, text
         offset += len(got["ids"])
 
 
 def lexical_index(kb) -> LexicalIndex:
-    """``kb``'s BM25 index, consistent with its current contents.
+    """``kb``'s BM25 index over the chunks of its complete documents, consistent with its
+    current contents.
 
     Kept in memory on the knowledge base object and on disk (:func:`index_path`), both
     tagged with the collection's id, revision and chunk count: a new process loads the saved

@@ -1,12 +1,27 @@
-"""Chroma client factory and the knowledge base (one Chroma collection per knowledge base)."""
+"""Chroma client factory and the knowledge base (one Chroma collection per knowledge base).
+
+Crash safety: a document counts as indexed only once its *completion record* is stored. The
+record is the metadata key ``doc_chunks`` (the document's chunk count) set on the document's
+first chunk by a metadata-only update issued after every chunk has been upserted. It lives in
+the collection itself, so an embedded store and a Chroma server (``CHROMA_HOST``), every client
+of that server and any data directory see the same state, and deleting the collection deletes
+the records with it. A document whose chunks are stored without that record (an ingest killed
+with SIGKILL, or a Chroma server that died mid-write) is *incomplete*: :meth:`has_document` is
+false for it, :meth:`KnowledgeBase.documents` lists it with ``status="incomplete"``, BM25 and
+dense retrieval leave its chunks out, and the next ingest of the same bytes deletes and
+re-stores it.
+"""
 
 from __future__ import annotations
 
+import functools
+import os
 import re
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 import chromadb
 from chromadb.api import ClientAPI
@@ -29,13 +44,121 @@ class EmbeddingMismatch(StoreError):
     """The collection was built with another embedding model than the one asked for."""
 
 
+class StoreUnavailable(StoreError):
+    """The Chroma server cannot be reached (not running, killed, wrong host or port).
+
+    The message is one line naming the server and what to do."""
+
+
+COMPLETE_KEY = "doc_chunks"
+"""Chunk metadata key of the completion record: set on a document's first chunk, last."""
+RECORDS_FLAG = "completion_records"
+"""Collection metadata flag: the collection's documents carry completion records (collections
+made before them are given records for the documents they hold, once, on first open)."""
+
+_CONNECTION_ERRORS: tuple[type[BaseException], ...] | None = None
+
+
+def _connection_errors() -> tuple[type[BaseException], ...]:
+    global _CONNECTION_ERRORS
+    if _CONNECTION_ERRORS is None:
+        import httpx
+
+        _CONNECTION_ERRORS = (httpx.TransportError, ConnectionError)
+    return _CONNECTION_ERRORS
+
+
+def server_address(client: ClientAPI) -> str | None:
+    """``http://host:port`` of the Chroma server behind ``client``, or None when embedded."""
+    try:
+        cs = client.get_settings()
+    except Exception:
+        return None
+    if "FastAPI" not in str(getattr(cs, "chroma_api_impl", "")) or not cs.chroma_server_host:
+        return None
+    scheme = "https" if getattr(cs, "chroma_server_ssl_enabled", False) else "http"
+    return f"{scheme}://{cs.chroma_server_host}:{cs.chroma_server_http_port}"
+
+
+def unreachable_message(where: str) -> str:
+    """The one line shown when the Chroma server at ``where`` cannot be reached."""
+    return (f"cannot reach the Chroma server at {where}: is `chroma run` running there? "
+            "Start it, or unset CHROMA_HOST to use the local store")
+
+
+def is_unreachable(error: BaseException) -> bool:
+    """True when ``error`` (or an exception it was raised from) is a lost connection to Chroma."""
+    seen = 0
+    exc: BaseException | None = error
+    while exc is not None and seen < 10:
+        if isinstance(exc, _connection_errors()):
+            return True
+        text = str(exc)
+        if type(exc).__module__.startswith("chromadb") and (
+                "Could not connect to" in text or "Connection refused" in text):
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
+
+
+def _translate_unreachable(method):
+    """Turn a lost connection to the Chroma server inside ``method`` into StoreUnavailable."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except StoreError:
+            raise
+        except Exception as exc:
+            if is_unreachable(exc):
+                raise StoreUnavailable(unreachable_message(
+                    server_address(self.client) or "the configured host")) from None
+            raise
+    return wrapper
+
+
+def _test_hook_after_batch() -> None:
+    """Test hook (inert unless its environment variables are set), called after every upsert
+    batch: ``RETRACE_TEST_KILL_AFTER_BATCHES=N`` makes the process SIGKILL itself after its
+    N-th batch; ``RETRACE_TEST_HOLD_AFTER_BATCHES=N`` with ``RETRACE_TEST_HOLD_FILE=PATH``
+    creates ``PATH.ready`` after the N-th batch and waits until ``PATH.go`` exists. Both make
+    crash tests deterministic without sleeps."""
+    kill_at = os.environ.get("RETRACE_TEST_KILL_AFTER_BATCHES")
+    hold_at = os.environ.get("RETRACE_TEST_HOLD_AFTER_BATCHES")
+    if not kill_at and not hold_at:
+        return
+    global _BATCHES
+    _BATCHES += 1
+    if kill_at and _BATCHES == int(kill_at):
+        os.kill(os.getpid(), signal.SIGKILL)
+    if hold_at and _BATCHES == int(hold_at):
+        path = os.environ["RETRACE_TEST_HOLD_FILE"]
+        open(path + ".ready", "w").close()
+        deadline = time.monotonic() + 120
+        while not os.path.exists(path + ".go") and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+
+_BATCHES = 0
+
+
 def make_client(settings: Settings) -> ClientAPI:
     """A Chroma client: ``HttpClient`` when ``settings.chroma_host`` is set, else an embedded
-    ``PersistentClient`` under ``settings.data_dir / "chroma"``. Telemetry is off."""
+    ``PersistentClient`` under ``settings.data_dir / "chroma"``. Telemetry is off.
+
+    Raises StoreUnavailable when the server cannot be reached."""
     chroma_settings = chromadb.config.Settings(anonymized_telemetry=False, allow_reset=False)
     if settings.chroma_host:
-        return chromadb.HttpClient(host=settings.chroma_host, port=settings.chroma_port,
-                                   settings=chroma_settings)
+        try:
+            return chromadb.HttpClient(host=settings.chroma_host, port=settings.chroma_port,
+                                       settings=chroma_settings)
+        except Exception as exc:
+            if is_unreachable(exc) or "Could not connect" in str(exc):
+                raise StoreUnavailable(unreachable_message(
+                    f"http://{settings.chroma_host}:{settings.chroma_port}")) from None
+            raise
     path = settings.data_dir / "chroma"
     path.mkdir(parents=True, exist_ok=True)
     return chromadb.PersistentClient(path=str(path), settings=chroma_settings)
@@ -52,7 +175,11 @@ def validate_collection_name(name: str) -> str:
 
 @dataclass(frozen=True)
 class DocumentInfo:
-    """One indexed document. ``pages`` counts all pages of the file; ``chunks`` those stored."""
+    """One stored document. ``pages`` counts all pages of the file; ``chunks`` those stored.
+
+    ``status`` is ``complete`` (its completion record is stored: every chunk is there) or
+    ``incomplete`` (chunks without a completion record: an interrupted ingest, left out of
+    retrieval; ingesting the same file again repairs it)."""
 
     doc_sha: str
     source: str
@@ -61,6 +188,11 @@ class DocumentInfo:
     size_bytes: int
     added_at: float
     """UNIX time in seconds."""
+    status: str = "complete"
+
+    @property
+    def complete(self) -> bool:
+        return self.status == "complete"
 
 
 class KnowledgeBase:
@@ -70,6 +202,7 @@ class KnowledgeBase:
     ``revision`` counter raised on every change, so caches derived from its contents
     (lexical statistics) know when to rebuild. ``data_dir`` is where such derived indexes
     persist (the BM25 index under ``bm25/<name>/``); None keeps them in memory only.
+    Every method raises StoreUnavailable when the Chroma server cannot be reached.
     """
 
     def __init__(self, client: ClientAPI, name: str, embedding_function: EmbeddingFunction,
@@ -78,9 +211,11 @@ class KnowledgeBase:
         self.name = validate_collection_name(name)
         self.embedding_function = embedding_function
         self.data_dir = data_dir
-        self._collection = None
+        self._collection: Any = None
+        self._complete_cache: tuple | None = None
 
     @property
+    @_translate_unreachable
     def collection(self):
         """The Chroma collection, created on first use.
 
@@ -89,10 +224,10 @@ class KnowledgeBase:
         """
         if self._collection is None:
             ident = embedding_identity(self.embedding_function)
+            fresh = {"embedding": ident, "revision": 0, RECORDS_FLAG: 1}
             try:
                 col = self.client.get_or_create_collection(
-                    self.name, embedding_function=self.embedding_function,
-                    metadata={"embedding": ident, "revision": 0})
+                    self.name, embedding_function=self.embedding_function, metadata=fresh)
                 built_with = (col.metadata or {}).get("embedding")
             except ValueError as exc:  # Chroma refuses another embedding function's name
                 if "conflict" not in str(exc).lower():
@@ -103,12 +238,14 @@ class KnowledgeBase:
                 self.client.delete_collection(self.name)
                 col, built_with = self.client.create_collection(
                     self.name, embedding_function=self.embedding_function,
-                    metadata={"embedding": ident, "revision": 0}), ident
+                    metadata=fresh), ident
             if col is None or (built_with and built_with != ident):
                 raise EmbeddingMismatch(
                     f"knowledge base '{self.name}' was built with embeddings '{built_with}', not "
                     f"'{ident}'. Re-index it: delete the knowledge base and ingest its files "
                     "again with the current embedding model, or switch back to the old one.")
+            if not (col.metadata or {}).get(RECORDS_FLAG):
+                _add_legacy_records(col)
             self._collection = col
         return self._collection
 
@@ -122,10 +259,12 @@ class KnowledgeBase:
         return "another model"
 
     # -- state ---------------------------------------------------------------------------
+    @_translate_unreachable
     def count(self) -> int:
-        """Number of stored chunks."""
+        """Number of stored chunks (those of incomplete documents included)."""
         return self.collection.count()
 
+    @_translate_unreachable
     def revision(self) -> int:
         """A counter raised on every add or delete (0 for a new knowledge base)."""
         self.collection  # created (and its embedding checked) on first use
@@ -143,18 +282,60 @@ class KnowledgeBase:
         meta.setdefault("embedding", embedding_identity(self.embedding_function))
         col.modify(metadata=meta)
 
+    @_translate_unreachable
+    def complete_documents(self) -> dict[str, int]:
+        """doc_sha -> chunk count of every complete document (one completion record each).
+        Cached until the knowledge base changes (revision or chunk count)."""
+        key = self.fingerprint()
+        if self._complete_cache and self._complete_cache[0] == key:
+            return self._complete_cache[1]
+        out: dict[str, int] = {}
+        offset = 0
+        while True:
+            got = self.collection.get(where={COMPLETE_KEY: {"$gt": 0}}, limit=PAGE_SIZE,
+                                      offset=offset, include=["metadatas"])
+            if not got["ids"]:
+                break
+            for meta in got["metadatas"]:
+                out[str(meta.get("doc_sha", ""))] = int(meta[COMPLETE_KEY])
+            offset += len(got["ids"])
+        self._complete_cache = (key, out)
+        return out
+
+    @_translate_unreachable
+    def document_status(self, doc_sha: str) -> str:
+        """``complete`` (its completion record is stored and all its chunks are there),
+        ``incomplete`` (chunks without a valid record: an interrupted ingest) or ``absent``."""
+        ids = self.collection.get(where={"doc_sha": doc_sha}, include=[])["ids"]
+        if not ids:
+            return "absent"
+        record = self.collection.get(
+            where={"$and": [{"doc_sha": doc_sha}, {COMPLETE_KEY: {"$gt": 0}}]}, limit=1,
+            include=["metadatas"])
+        if record["ids"] and int(record["metadatas"][0][COMPLETE_KEY]) == len(ids):
+            return "complete"
+        return "incomplete"
+
     # -- writes --------------------------------------------------------------------------
     def has_document(self, doc_sha: str) -> bool:
-        """True when any chunk of the document with this sha256 is stored."""
-        got = self.collection.get(where={"doc_sha": doc_sha}, limit=1, include=[])
-        return bool(got["ids"])
+        """True when the document with this sha256 is completely stored (its completion record
+        is written and all its chunks are there); False for an incomplete one."""
+        return self.document_status(doc_sha) == "complete"
 
+    def _mark_complete(self, first_id: str, n_chunks: int) -> None:
+        """Write a document's completion record: the last write of every document."""
+        self.collection.update(ids=[first_id], metadatas=[{COMPLETE_KEY: n_chunks}])
+
+    @_translate_unreachable
     def add_document(self, chunks: list[ChunkRecord], *, pages: int, size_bytes: int,
                      batch_size: int = 256, embeddings: list | None = None) -> int:
-        """Store all ``chunks`` of one document, or none of them.
+        """Store all ``chunks`` of one document, then its completion record.
 
-        ``embeddings`` may carry precomputed vectors (one per chunk). On any failure the
-        document's chunks already written are deleted again and the error is re-raised.
+        Chunks left by an earlier, interrupted ingest of the same document are deleted first.
+        ``embeddings`` may carry precomputed vectors (one per chunk). On an exception the
+        chunks already written are deleted again and the error is re-raised; if the process
+        dies instead (SIGKILL, power loss, the server gone), the chunks stay without a
+        completion record: the document is incomplete and the next ingest repairs it.
         Returns the number of chunks stored.
         """
         if not chunks:
@@ -162,6 +343,8 @@ class KnowledgeBase:
         doc_sha = chunks[0].doc_sha
         now = time.time()
         try:
+            if self.collection.get(where={"doc_sha": doc_sha}, limit=1, include=[])["ids"]:
+                self.collection.delete(where={"doc_sha": doc_sha})  # an incomplete leftover
             for start in range(0, len(chunks), batch_size):
                 part = chunks[start:start + batch_size]
                 kwargs = {}
@@ -173,29 +356,38 @@ class KnowledgeBase:
                     metadatas=[{**c.metadata, "pages": pages, "size_bytes": size_bytes,
                                 "added_at": now} for c in part],
                     **kwargs)
+                _test_hook_after_batch()
+            self._mark_complete(chunks[0].id, len(chunks))
         except BaseException:
-            self.collection.delete(where={"doc_sha": doc_sha})
+            try:
+                self.collection.delete(where={"doc_sha": doc_sha})
+            except Exception:  # e.g. the server is gone: the missing record marks it incomplete
+                pass
             raise
         self._bump()
         return len(chunks)
 
+    @_translate_unreachable
     def add_documents(self, documents: Iterable[tuple[list[ChunkRecord], int, int]], *,
                       batch_size: int = 1024) -> int:
         """Store many documents at once, each given as ``(chunks, pages, size_bytes)``.
 
         Chunks go to Chroma in upserts of ``batch_size`` that may span documents, which is
         much faster than :meth:`add_document` for many small documents (a corpus of
-        paragraphs). Each document is still stored all or not at all: on a failure the
-        documents not completely written are deleted again, the complete ones stay, and the
-        error is re-raised. Returns the number of chunks stored.
+        paragraphs). After each upsert, the documents whose last chunk it stored get their
+        completion records. On an exception the documents not completely written are deleted
+        again, the complete ones stay, and the error is re-raised. Returns the number of
+        chunks stored.
         """
         rows: list[tuple[ChunkRecord, int, int]] = []
         last_row: dict[str, int] = {}  # doc_sha -> index of its last chunk in ``rows``
+        first_id: dict[str, tuple[str, int]] = {}  # doc_sha -> (first chunk id, chunk count)
         for chunks, pages, size_bytes in documents:
             for c in chunks:
                 rows.append((c, pages, size_bytes))
             if chunks:
                 last_row[chunks[0].doc_sha] = len(rows) - 1
+                first_id[chunks[0].doc_sha] = (chunks[0].id, len(chunks))
         if not rows:
             return 0
         now = time.time()
@@ -208,41 +400,64 @@ class KnowledgeBase:
                     documents=[c.text for c, _, _ in part],
                     metadatas=[{**c.metadata, "pages": p, "size_bytes": b, "added_at": now}
                                for c, p, b in part])
+                _test_hook_after_batch()
+                finished = [sha for sha, last in last_row.items()
+                            if done <= last < start + len(part)]
+                if finished:
+                    self.collection.update(
+                        ids=[first_id[sha][0] for sha in finished],
+                        metadatas=[{COMPLETE_KEY: first_id[sha][1]} for sha in finished])
                 done = start + len(part)
         except BaseException:
             partial = [sha for sha, last in last_row.items() if last >= done]
-            for start in range(0, len(partial), 500):
-                self.collection.delete(where={"doc_sha": {"$in": partial[start:start + 500]}})
-            if done:
-                self._bump()
+            try:
+                for start in range(0, len(partial), 500):
+                    self.collection.delete(where={"doc_sha": {"$in": partial[start:start + 500]}})
+                if done:
+                    self._bump()
+            except Exception:  # the server is gone: those documents stay incomplete
+                pass
             raise
         self._bump()
         return len(rows)
 
+    @_translate_unreachable
     def delete_document(self, doc_sha: str) -> int:
-        """Delete every chunk of a document; returns how many were deleted (0 if unknown)."""
-        ids = self.collection.get(where={"doc_sha": doc_sha}, include=[])["ids"]
+        """Delete every chunk of a document, complete or not; returns how many were deleted
+        (0 if unknown). The completion record goes first, so an interrupted delete leaves an
+        incomplete document, never a complete one with chunks missing."""
+        got = self.collection.get(where={"doc_sha": doc_sha}, include=["metadatas"])
+        ids = got["ids"]
         if ids:
+            marked = [i for i, m in zip(ids, got["metadatas"]) if (m or {}).get(COMPLETE_KEY)]
+            if marked:
+                self.collection.update(ids=marked, metadatas=[{COMPLETE_KEY: 0}] * len(marked))
             self.collection.delete(ids=ids)
             self._bump()
         return len(ids)
 
     # -- reads ---------------------------------------------------------------------------
-    def iter_chunks(self, *, where: dict | None = None) -> Iterator[Chunk]:
-        """Every stored chunk (optionally filtered), fetched in pages of PAGE_SIZE rows."""
+    def iter_chunks(self, *, where: dict | None = None,
+                    complete_only: bool = False) -> Iterator[Chunk]:
+        """Every stored chunk (optionally filtered), fetched in pages of PAGE_SIZE rows;
+        ``complete_only`` leaves out the chunks of incomplete documents."""
+        complete = self.complete_documents() if complete_only else None
         offset = 0
         while True:
-            got = self.collection.get(where=where, limit=PAGE_SIZE, offset=offset,
-                                      include=["documents", "metadatas"])
+            got = self._get_page(where=where, limit=PAGE_SIZE, offset=offset,
+                                 include=["documents", "metadatas"])
             if not got["ids"]:
                 return
             for cid, text, meta in zip(got["ids"], got["documents"], got["metadatas"]):
-                yield _to_chunk(cid, text, meta)
+                if complete is None or (meta or {}).get("doc_sha") in complete:
+                    yield _to_chunk(cid, text, meta)
             offset += len(got["ids"])
 
+    @_translate_unreachable
     def documents(self) -> list[DocumentInfo]:
-        """The indexed documents, newest first."""
+        """The stored documents, newest first, each ``complete`` or ``incomplete``."""
         docs: dict[str, dict] = {}
+        records: dict[str, int] = {}
         offset = 0
         while True:
             got = self.collection.get(limit=PAGE_SIZE, offset=offset, include=["metadatas"])
@@ -255,14 +470,24 @@ class KnowledgeBase:
                                           "size_bytes": int(meta.get("size_bytes", 0)),
                                           "added_at": float(meta.get("added_at", 0.0))})
                 d["chunks"] += 1
+                if meta.get(COMPLETE_KEY):
+                    records[sha] = int(meta[COMPLETE_KEY])
             offset += len(got["ids"])
-        infos = [DocumentInfo(doc_sha=sha, **d) for sha, d in docs.items()]
+        infos = [DocumentInfo(doc_sha=sha, **d,
+                              status="complete" if records.get(sha) == d["chunks"]
+                              else "incomplete")
+                 for sha, d in docs.items()]
         return sorted(infos, key=lambda d: (-d.added_at, d.source))
+
+    @_translate_unreachable
+    def _get_page(self, **kwargs) -> dict:
+        return self.collection.get(**kwargs)
 
     def document_chunks(self, doc_sha: str) -> list[Chunk]:
         """All chunks of one document in reading order (by chunk index)."""
         return sorted(self.iter_chunks(where={"doc_sha": doc_sha}), key=lambda c: c.index)
 
+    @_translate_unreachable
     def get_chunks(self, ids: Iterable[str]) -> list[Chunk]:
         """The chunks with these ids, in the given order (unknown ids are left out)."""
         ids = list(ids)
@@ -273,19 +498,68 @@ class KnowledgeBase:
                  for cid, t, m in zip(got["ids"], got["documents"], got["metadatas"])}
         return [by_id[i] for i in ids if i in by_id]
 
+    @_translate_unreachable
     def query(self, text: str, k: int) -> list[Chunk]:
-        """Dense retrieval: the ``k`` nearest chunks to ``text``, best first.
-
-        ``Chunk.score`` is cosine similarity (1 - cosine distance).
+        """Dense retrieval: the ``k`` nearest chunks of complete documents to ``text``, best
+        first. ``Chunk.score`` is cosine similarity (1 - cosine distance).
         """
         n = self.count()
         if n == 0 or not text.strip():
             return []
-        got = self.collection.query(query_texts=[text], n_results=min(k, n),
-                                    include=["documents", "metadatas", "distances"])
-        return [_to_chunk(cid, t, m, score=1.0 - float(d))
-                for cid, t, m, d in zip(got["ids"][0], got["documents"][0],
-                                        got["metadatas"][0], got["distances"][0])]
+        complete = self.complete_documents()
+        want = min(k, n)
+        while True:
+            got = self.collection.query(query_texts=[text], n_results=want,
+                                        include=["documents", "metadatas", "distances"])
+            hits = [_to_chunk(cid, t, m, score=1.0 - float(d))
+                    for cid, t, m, d in zip(got["ids"][0], got["documents"][0],
+                                            got["metadatas"][0], got["distances"][0])
+                    if (m or {}).get("doc_sha") in complete]
+            if len(hits) >= k or want >= n:
+                return hits[:k]
+            want = min(n, want * 4)  # chunks of incomplete documents took some places
+
+
+def _add_legacy_records(col) -> None:
+    """Give a collection made before completion records existed a record for each document it
+    holds (they were reported as indexed before, so they are trusted), then flag it."""
+    first: dict[str, tuple[int, str]] = {}
+    counts: dict[str, int] = {}
+    offset = 0
+    while True:
+        got = col.get(limit=PAGE_SIZE, offset=offset, include=["metadatas"])
+        if not got["ids"]:
+            break
+        for cid, meta in zip(got["ids"], got["metadatas"]):
+            sha = str((meta or {}).get("doc_sha", ""))
+            idx = int((meta or {}).get("chunk_index", 0))
+            counts[sha] = counts.get(sha, 0) + 1
+            if sha not in first or idx < first[sha][0]:
+                first[sha] = (idx, cid)
+        offset += len(got["ids"])
+    shas = list(first)
+    for start in range(0, len(shas), 1000):
+        part = shas[start:start + 1000]
+        col.update(ids=[first[s][1] for s in part],
+                   metadatas=[{COMPLETE_KEY: counts[s]} for s in part])
+    meta = dict(col.metadata or {})
+    meta[RECORDS_FLAG] = 1
+    meta["revision"] = int(meta.get("revision", 0)) + 1
+    col.modify(metadata=meta)
+
+
+def document_lines(kb: KnowledgeBase, docs: list[DocumentInfo] | None = None) -> list[str]:
+    """One line per stored document for a listing (``python -m rag kb show``), newest first:
+    status, pages, chunks, file name and sha256 prefix; an incomplete document says how to
+    repair it. ``docs`` defaults to ``kb.documents()``. Raises StoreUnavailable when the
+    server cannot be reached."""
+    lines = []
+    for d in kb.documents() if docs is None else docs:
+        mark = "ok        " if d.complete else "INCOMPLETE"
+        fix = "" if d.complete else "  (interrupted ingest: ingest the same file again to repair it)"
+        lines.append(f"{mark} {d.pages:>5} pages {d.chunks:>6} chunks  {d.source}  "
+                     f"{d.doc_sha[:12]}{fix}")
+    return lines
 
 
 def _to_chunk(cid: str, text: str, meta: dict, score: float = 0.0) -> Chunk:
@@ -304,6 +578,13 @@ def open_knowledge_base(settings: Settings, name: str = DEFAULT_COLLECTION,
 
 
 def list_knowledge_bases(client: ClientAPI) -> list[str]:
-    """Names of the knowledge bases (collections) on ``client``, sorted."""
-    cols = client.list_collections()
+    """Names of the knowledge bases (collections) on ``client``, sorted. Raises
+    StoreUnavailable when the server cannot be reached."""
+    try:
+        cols = client.list_collections()
+    except Exception as exc:
+        if is_unreachable(exc):
+            raise StoreUnavailable(unreachable_message(
+                server_address(client) or "the configured host")) from None
+        raise
     return sorted(c if isinstance(c, str) else c.name for c in cols)

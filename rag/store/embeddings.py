@@ -17,6 +17,10 @@ from rag.text import terms
 HASHING_NAME = "retrace-hashing"
 
 
+class EmbeddingError(RuntimeError):
+    """The embedding endpoint failed; the message says how, and never holds a key."""
+
+
 @lru_cache(maxsize=500_000)
 def _slot(feature: str, dim: int) -> tuple[int, float]:
     h = zlib.crc32(feature.encode("utf-8"))
@@ -87,8 +91,8 @@ class OpenAICompatibleEmbeddingFunction(EmbeddingFunction[Documents]):
     are downloaded.
 
     Its Chroma config (persisted with the collection) holds the model and base URL, never the
-    key; ``build_from_config`` reads the key from OPENAI_API_KEY. Raises the client's errors
-    (connection, status) on failure.
+    key; ``build_from_config`` reads the key from OPENAI_API_KEY. Raises EmbeddingError (one
+    line, no key) when the endpoint fails (connection, status, timeout).
     """
 
     def __init__(self, model: str = "text-embedding-3-small", api_key: str | None = None,
@@ -96,6 +100,9 @@ class OpenAICompatibleEmbeddingFunction(EmbeddingFunction[Documents]):
         from langchain_openai import OpenAIEmbeddings
         from pydantic import SecretStr
 
+        from rag.secrets import remember
+
+        remember(api_key)
         self.model = model
         self.base_url = base_url
         self._client = OpenAIEmbeddings(model=model, api_key=SecretStr(api_key or ""),
@@ -106,7 +113,18 @@ class OpenAICompatibleEmbeddingFunction(EmbeddingFunction[Documents]):
         return f"OpenAICompatibleEmbeddingFunction(model={self.model!r}, base_url={self.base_url!r})"
 
     def __call__(self, input: Documents) -> Embeddings:
-        return [np.asarray(v, dtype=np.float32) for v in self._client.embed_documents(list(input))]
+        try:
+            vectors = self._client.embed_documents(list(input))
+        except Exception as exc:
+            from rag.engines.llm import describe_error
+            from rag.secrets import scrub
+
+            where = self.base_url or "api.openai.com"
+            # from None: the client's error may echo the key (a 401 body); a chained
+            # exception would carry it into any traceback or log
+            raise EmbeddingError(scrub(f"embeddings from {where} failed: "
+                                       f"{describe_error(exc, 30.0)}")) from None
+        return [np.asarray(v, dtype=np.float32) for v in vectors]
 
     @staticmethod
     def name() -> str:

@@ -12,13 +12,13 @@ from typing import Iterable, Mapping, Optional
 
 from rag.config import TOGGLES, preset_label, preset_of
 from rag.models import Comparison, GradeDetail, Run, source_label
+from rag.secrets import REDACTED, scrub  # noqa: F401  (REDACTED is part of this module's API)
 from rag.trace import story
 from rag.trace.charts import hits_figure, outcomes_figure, path_figure, timeline_figure
 from rag.trace.pricing import Price, format_cost, load_prices, run_cost
 from rag.trace.replay import replay_figure
 from rag.trace.story import grounded_verdict, useful_verdict
 
-REDACTED = "[redacted]"
 RUN_FORMAT = "retrace.run/1"
 COMPARISON_FORMAT = "retrace.comparison/1"
 EVALUATION_FORMAT = "retrace.evaluation/1"
@@ -51,11 +51,9 @@ footer{margin-top:40px;color:#9ca3af;font-size:.8rem}
 
 
 def redact(text: str, secrets: Iterable[Optional[str]] = ()) -> str:
-    """``text`` with every secret of 4 or more characters replaced by ``[redacted]``."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, REDACTED)
-    return text
+    """``text`` with every key removed: :func:`rag.secrets.scrub` (the given ``secrets``, the
+    keys this process knows, and any Bearer, sk- or tvly- token)."""
+    return scrub(text, secrets)
 
 
 def _e(text) -> str:

@@ -75,6 +75,9 @@ class FakeOpenAI:
 
     script: Optional[Script] = None
     embedding_dim: int = 16
+    echo_key_status: int = 0
+    """When set (e.g. 401), every endpoint answers with this status and an error body that
+    echoes the caller's key, as a careless or hostile server would."""
     requests: list[dict] = field(default_factory=list)
     headers: list[dict] = field(default_factory=list)
     _server: Optional[_Server] = None
@@ -102,6 +105,8 @@ class FakeOpenAI:
             body = await request.json()
             self.requests.append(body)
             self.headers.append(dict(request.headers))
+            if self.echo_key_status:
+                return _echo_key(request, self.echo_key_status)
             kind = self._kind(body)
             reply = (self.script or default_script)(kind, body)
             if reply.delay_s:
@@ -119,6 +124,8 @@ class FakeOpenAI:
             body = await request.json()
             self.requests.append(body)
             self.headers.append(dict(request.headers))
+            if self.echo_key_status:
+                return _echo_key(request, self.echo_key_status)
             texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
             data = []
             for i, text in enumerate(texts):
@@ -137,6 +144,16 @@ class FakeOpenAI:
     def stop(self) -> None:
         if self._server:
             self._server.stop()
+
+
+def _echo_key(request: Request, status: int) -> JSONResponse:
+    """An OpenAI-style error whose message repeats the Authorization header in full."""
+    auth = request.headers.get("authorization", "")
+    key = auth.split(" ", 1)[-1]
+    return JSONResponse({"error": {"message": f"Incorrect API key provided: {key}. "
+                                              f"You sent the header '{auth}'.",
+                                   "type": "invalid_request_error", "code": "invalid_api_key"}},
+                        status_code=status)
 
 
 def fake_vector(text: str, dim: int) -> list[float]:
@@ -217,6 +234,8 @@ class FakeTavily:
          "score": 0.72}])
     status: int = 200
     delay_s: float = 0.0
+    echo_key: bool = False
+    """With a non-200 ``status``: the error detail repeats the caller's key and header."""
     requests: list[dict] = field(default_factory=list)
     headers: list[dict] = field(default_factory=list)
     _server: Optional[_Server] = None
@@ -236,8 +255,12 @@ class FakeTavily:
             if self.delay_s:
                 await asyncio.sleep(self.delay_s)
             if self.status != 200:
-                return JSONResponse({"detail": {"error": f"scripted {self.status}"}},
-                                    status_code=self.status)
+                message = f"scripted {self.status}"
+                if self.echo_key:
+                    auth = request.headers.get("authorization", "")
+                    message = (f"Unauthorized: missing or invalid API key "
+                               f"{body.get('api_key') or auth.split(' ', 1)[-1]} ({auth})")
+                return JSONResponse({"detail": {"error": message}}, status_code=self.status)
             return {"query": body.get("query"), "results": self.results[: body.get("max_results") or 5],
                     "response_time": 0.01}
 

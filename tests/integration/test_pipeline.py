@@ -114,14 +114,18 @@ def test_cli_has_every_command_group_and_shared_arguments(cli):
     from rag.cli import build_parser, commands
 
     assert [(c.name, c.help) for c in commands()] == [
-        ("ingest", "index PDF, .txt and .md files"), ("ask", "ask a question through the graph"),
+        ("ingest", "index PDF, .txt and .md files"),
+        ("kb", "list knowledge bases, show a knowledge base's documents and their status"),
+        ("ask", "ask a question through the graph"),
         ("runs", "list and export saved runs"),
         ("compare", "run one question under 2 to 4 pipelines at once"),
         ("bench", "benchmarks on real data (qa, retrieval, ingest, scale)")]
     assert build_parser().format_help() == build_parser(build=[]).format_help()
     out = cli("--help")
-    assert out.returncode == 0 and "{ingest,ask,runs,compare,bench}" in out.stdout
+    assert out.returncode == 0 and "{ingest,kb,ask,runs,compare,bench}" in out.stdout
     for command, shared in ((["ingest"], ["--data-dir", "--collection"]),
+                            (["kb", "list"], ["--data-dir", "--json"]),
+                            (["kb", "show"], ["--data-dir", "--collection", "--json"]),
                             (["ask"], ["--data-dir", "--collection", "--json"]),
                             (["compare"], ["--data-dir", "--collection", "--json"]),
                             (["runs", "list"], ["--data-dir", "--json"]),
