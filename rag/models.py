@@ -160,6 +160,8 @@ class RetrieveDetail(NodeDetail):
     chunks: list[ChunkView] = Field(default_factory=list)
     sub_queries: list[SubQueryHits] = Field(default_factory=list)
     """Per sub-question hits, when the question was decomposed."""
+    repeated: bool = False
+    """After a rewrite: the same chunks as an earlier retrieve of this run."""
 
 
 class GradeDetail(NodeDetail):

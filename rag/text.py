@@ -113,3 +113,49 @@ def sentences(text: str) -> list[str]:
                 merged.append(piece)
         out.extend(merged)
     return out
+
+
+# -- what a question asks for --------------------------------------------------------------
+_MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
+          r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?")
+_YEAR = re.compile(r"\b(?:1[0-9]|20)\d\d(?:s)?\b")
+_DATE = re.compile(rf"\b{_MONTH}\s+\d{{1,2}}\b|\b\d{{1,2}}\s+{_MONTH}\b|\b{_MONTH}\s+(?:1[0-9]|20)\d\d\b")
+_NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+                     r"twenty|thirty|forty|fifty|hundred|thousand|million|billion|dozen)\b",
+                     re.IGNORECASE)
+_QUANTITY_WORDS = frozenset(
+    "revenue revenues earnings income profit profits loss losses sales cost costs price prices "
+    "population budget salary worth amount total net gross assets debt dividend dividends".split())
+
+
+def answer_type(question: str) -> str | None:
+    """What kind of answer ``question`` asks for: ``date`` ("when", "what year"), ``number``
+    ("how many", "how much", or "what was X's revenue/earnings/..."), ``name`` ("who",
+    "whom"), or None (anything else, including yes/no questions)."""
+    q = question.strip().lower()
+    if re.match(r"^(?:in\s+)?(?:when|what year|which year|what date|on what date|in what year)\b", q) \
+            or re.search(r"\b(?:what|which) (?:year|date|month|decade|century)\b", q):
+        return "date"
+    if re.search(r"\bhow (?:many|much|long|old|far|big|large|tall)\b", q):
+        return "number"
+    if re.match(r"^(?:what|which) (?:was|were|is|are)\b", q) and \
+            set(words(q)) & _QUANTITY_WORDS:
+        return "number"
+    if re.match(r"^(?:who|whom|whose)\b", q) or re.search(r"\bby whom\b", q):
+        return "name"
+    return None
+
+
+def has_date(text: str) -> bool:
+    """True when ``text`` holds a year (1000-2099) or a day-and-month date."""
+    return bool(_YEAR.search(text) or _DATE.search(text))
+
+
+def has_number(text: str) -> bool:
+    """True when ``text`` holds a figure: a digit or a number word."""
+    return bool(_NUMBER.search(text))
+
+
+def number_tokens(text: str) -> list[str]:
+    """Distinct word tokens of ``text`` that contain a digit ("2022", "q1"), in order."""
+    return list(dict.fromkeys(w for w in words(text) if any(ch.isdigit() for ch in w)))

@@ -13,8 +13,9 @@ from rag.run import make_context, run_question
 from tests.fakes.servers import Reply, default_script
 
 QUESTION = "What is the retrieval component of RAG and how is it trained?"
-# Few chunks of the papers are relevant to this.
-WEAK_QUESTION = "How many parameters does the Jeopardy retriever index use in Swahili?"
+# Few chunks of the papers are relevant to this (one, with the grader of issue 10: the old
+# question, about 'Swahili', now finds none, since no chunk holds that constraint).
+WEAK_QUESTION = "What learning rate was used to fine-tune RAG on Jeopardy in 2020?"
 ABSENT = "What is the boiling point of tungsten?"
 
 KEY = "sk-test-DO-NOT-LEAK-history-91c3e"
@@ -61,12 +62,14 @@ def ungrounded_script(kind: str, body: dict) -> Reply:
 
 
 def llm_run(fake, kb, data_dir: Path) -> Run:
-    """The full pipeline on the LLM engine, every grounding check failing: it spends both
-    rewrites (the second falls back: the model repeats its query) and answers with a caveat."""
+    """The full pipeline on the LLM engine, every grounding check failing: it rewrites, the
+    rewrite brings back the same evidence, so the answer is not generated again (issue 10)
+    and it answers with a caveat that says why."""
     fake.script = ungrounded_script
     run = run_question(QUESTION, make_context(llm_settings(fake, data_dir), kb),
                        preset_options("full"))
     assert run.engine == "openai" and run.llm_calls > 0, run.stop_reason
-    assert run.stop_reason == ("Answered with caveat: the rewrite budget (2) was spent and 1 "
-                               "claim could not be verified"), run.stop_reason
+    assert run.stop_reason == ("Answered with caveat: 1 claim could not be verified and the "
+                               "evidence did not change after the last correction, so the "
+                               "previous answer stands"), run.stop_reason
     return run

@@ -68,6 +68,8 @@ class QuestionResult:
     retrieval_ms: float
     stop_reason: str
     error: str | None = None
+    end: str = ""
+    """The terminal node (finalize, finalize_with_caveat, fallback), or "" after an error."""
 
     @property
     def graph_ms(self) -> float:
@@ -151,7 +153,7 @@ def run_qa(kb, data: BeirData, chunk_to_doc: dict[str, str], options: Options, *
             llm_calls=run.llm_calls, rewrites=run.rewrites, steps=len(run.events),
             latency_ms=run.duration_ms, engine_ms=round(timed.ms, 3),
             retrieval_ms=round(spent["retrieval"], 3), stop_reason=run.stop_reason,
-            error=run.error))
+            error=run.error, end="" if run.error or not run.path else run.path[-1]))
         if on_progress:
             on_progress(n, len(data.queries))
     return results
@@ -164,7 +166,8 @@ def summarize_qa(results: Sequence[QuestionResult], *, preset: str, options: Opt
     ``questions``, ``k``, ``preset``, ``retrieval``, ``engine``,
     ``recall_all``, ``recall_any``, ``answer_hit`` (shares in [0, 1]), ``llm_calls_mean``,
     ``rewrites_mean``, ``steps_mean``, ``latency_ms_p50``/``_p95``, the mean engine and
-    retrieval ms per question, ``graph_overhead_ms_per_step`` (graph time over all node steps)
+    retrieval ms per question, ``graph_overhead_ms_per_step`` (graph time over all node steps),
+    ``abstained`` and ``caveat`` (shares of runs ending in fallback / finalize_with_caveat)
     and ``errors``.
     """
     n = len(results)
@@ -184,6 +187,8 @@ def summarize_qa(results: Sequence[QuestionResult], *, preset: str, options: Opt
         "engine_ms_mean": round(mean([r.engine_ms for r in results]), 2),
         "retrieval_ms_mean": round(mean([r.retrieval_ms for r in results]), 2),
         "graph_overhead_ms_per_step": round(sum(r.graph_ms for r in results) / steps, 3) if steps else 0.0,
+        "abstained": round(mean([r.end == "fallback" for r in results]), 4),
+        "caveat": round(mean([r.end == "finalize_with_caveat" for r in results]), 4),
         "errors": sum(1 for r in results if r.error),
     }
 

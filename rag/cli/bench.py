@@ -1,4 +1,4 @@
-"""``python -m rag bench qa|retrieval|ingest|scale``.
+"""``python -m rag bench qa|retrieval|ingest|scale|grader``.
 
 Run the benchmarks of :mod:`rag.bench`
 with a progress bar on stderr, then print a table (or JSON with ``--json``, the table then on
@@ -13,6 +13,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from tqdm import tqdm
@@ -37,11 +38,12 @@ from rag.config import PRESETS, Settings, preset_options
 from rag.store.chroma import KnowledgeBase, open_knowledge_base
 
 POSITION = 50
-HELP = "benchmarks on real data (qa, retrieval, ingest, scale)"
+HELP = "benchmarks on real data (qa, retrieval, ingest, scale, grader)"
 
-QA_COLUMNS = [("preset", "preset"), ("retrieval", "retrieval"), ("questions", "questions"),
-              ("recall_all", "recall_all"), ("recall_any", "recall_any"),
-              ("answer_hit", "answer_hit"), ("llm_calls_mean", "llm calls"),
+QA_COLUMNS = [("half", "half"), ("preset", "preset"), ("retrieval", "retrieval"),
+              ("questions", "questions"), ("recall_all", "recall_all"), ("recall_any", "recall_any"),
+              ("answer_hit", "answer_hit"), ("abstained", "abstained"), ("caveat", "caveat"),
+              ("llm_calls_mean", "llm calls"),
               ("rewrites_mean", "rewrites"), ("steps_mean", "steps"),
               ("latency_ms_p50", "p50 ms"), ("latency_ms_p95", "p95 ms"),
               ("graph_overhead_ms_per_step", "graph ms/step"),
@@ -145,7 +147,10 @@ def cmd_bench_qa(args: argparse.Namespace) -> int:
     settings = _bench_settings(args)
     data, kb, index = _index(args, settings)
     overrides = _qa_overrides(args)
-    qa = QaRun(index=index)
+    halves = _halves(args.half, args.dev_size, len(data.queries))
+    lo, hi = min(h[1] for h in halves), max(h[2] for h in halves)
+    data = replace(data, queries=data.queries[lo:hi])  # only the questions some half needs
+    per_half = {name: QaRun(index=index) for name, _, _ in halves}
     started = time.perf_counter()
     for name in presets:
         options = preset_options(name, **overrides)
@@ -153,15 +158,60 @@ def cmd_bench_qa(args: argparse.Namespace) -> int:
         with _bar(name, len(data.queries)) as bar:
             results = run_qa(kb, data, index.chunk_to_doc, options, settings=settings,
                              on_progress=_progress(bar))
-        summary = summarize_qa(results, preset=name, options=options, engine=settings.engine_name)
-        summary["seconds"] = round(time.perf_counter() - t, 1)
-        summary["options"] = {k: getattr(options, k) for k in overrides}
-        qa.summaries.append(summary)
+        seconds = round(time.perf_counter() - t, 1)
+        for half, a, b in halves:
+            summary = summarize_qa(results[a - lo:b - lo], preset=name, options=options,
+                                   engine=settings.engine_name)
+            summary["half"] = f"{half} {a + 1}-{b}"
+            summary["seconds"] = seconds
+            summary["options"] = {k: getattr(options, k) for k in overrides}
+            per_half[half].summaries.append(summary)
     print(f"{len(data.queries)} questions x {len(presets)} presets in "
           f"{time.perf_counter() - started:.1f} s (after indexing)", file=sys.stderr)
-    rows = qa.with_ratios()
-    shown = [r for r in rows if r["preset"] in requested] if "naive" not in requested else rows
-    _emit(args, shown[0] if len(shown) == 1 else shown, format_qa(rows))
+    shown_all, tables = {}, []
+    for half, qa in per_half.items():
+        rows = qa.with_ratios()  # ratios against naive on the same half
+        shown = [r for r in rows if r["preset"] in requested] if "naive" not in requested else rows
+        shown_all[half] = shown[0] if len(shown) == 1 else shown
+        tables.append(format_qa(rows))
+    _emit(args, shown_all[halves[0][0]] if len(halves) == 1 else shown_all, "\n\n".join(tables))
+    return 0
+
+
+def _halves(half: str, dev_size: int, n: int) -> list[tuple[str, int, int]]:
+    """(name, start, end) question ranges (0-based, end exclusive): ``dev`` is the first
+    ``dev_size`` questions, ``report`` the rest, ``both`` each of them, ``all`` every question.
+
+    Raises:
+        ValueError: an unknown ``half``.
+    """
+    dev_size = max(0, min(dev_size, n))
+    ranges = {"all": [("all", 0, n)], "dev": [("dev", 0, dev_size)],
+              "report": [("report", dev_size, n)],
+              "both": [("dev", 0, dev_size), ("report", dev_size, n)]}
+    if half not in ranges:
+        raise ValueError(f"--half must be dev, report, both or all, got {half!r}")
+    return ranges[half]
+
+
+# -- bench grader ----------------------------------------------------------------------------
+def cmd_bench_grader(args: argparse.Namespace) -> int:
+    """``bench grader``: the relevance grader on RGB's positive vs negative passages, with
+    accuracy, precision and recall per half. Returns 0.
+
+    Raises:
+        OSError: the RGB file cannot be read.
+    """
+    from rag.eval import grader_accuracy
+
+    rgb = Path(args.rgb) if args.rgb else shared_data_dir() / "rgb" / "rgb_en_fact.jsonl"
+    result = grader_accuracy(read_jsonl(rgb), halves=args.dev_size)
+    table = format_table([{"half": k, **v} for k, v in result.items()],
+                         [("half", "half"), ("questions", "questions"), ("passages", "passages"),
+                          ("accuracy", "accuracy"), ("precision", "precision"),
+                          ("recall", "recall"), ("tp", "tp"), ("fp", "fp"), ("tn", "tn"),
+                          ("fn", "fn")])
+    _emit(args, result, table)
     return 0
 
 
@@ -300,7 +350,19 @@ def register(commands, shared: SharedArgs) -> None:
     p.add_argument("--no-baseline", action="store_true", help="do not add the naive baseline")
     p.add_argument("--option", action="append", metavar="KEY=VALUE",
                    help="any run option for every preset, e.g. max_rewrites=3 (repeatable)")
+    p.add_argument("--half", default="all", choices=["dev", "report", "both", "all"],
+                   help="tune on one half, report on the other: dev = the first --dev-size "
+                        "questions, report = the rest, both = each in its own table (default all)")
+    p.add_argument("--dev-size", type=int, default=100,
+                   help="questions in the dev half (default 100: HotpotQA 1-100 dev, 101-200 report)")
     p.set_defaults(func=cmd_bench_qa)
+
+    p = bsub.add_parser("grader", help="relevance grader on RGB positive vs negative passages",
+                        parents=[shared.json])
+    p.add_argument("--rgb", help=f"rgb_en_fact.jsonl (default: ${SHARED_DATA_ENV}/rgb/rgb_en_fact.jsonl)")
+    p.add_argument("--dev-size", type=int, default=25,
+                   help="questions in the dev half (default 25: RGB 1-25 dev, 26-50 report)")
+    p.set_defaults(func=cmd_bench_grader)
 
     p = bsub.add_parser("retrieval", help="recall@k of each retrieval mode alone", parents=stores)
     _beir_args(p)

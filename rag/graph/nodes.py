@@ -133,12 +133,19 @@ def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     for q, found in zip(queries, per_query):
         for c in found:
             query_of.setdefault(c.id, q)
-    update: dict = {"query": query, "retrieved": chunks, "query_of": query_of}
+    ids = {c.id for c in chunks}
+    repeated = bool(state.get("rewrites")) and any(
+        isinstance(e.detail, RetrieveDetail) and {c.id for c in e.detail.chunks} == ids
+        for e in state.get("events", []) if e.node == "retrieve")
+    update: dict = {"query": query, "retrieved": chunks, "query_of": query_of,
+                    "repeated_retrieval": repeated}
     if not o.grading:
         update["documents"] = chunks[:o.top_k]
     best = f"; best {chunks[0].label()} ({chunks[0].score:.2f})" if chunks else ""
+    if repeated:
+        best += "; the same chunks as before"
     detail = RetrieveDetail(query=query, top_k=o.top_k, mode=o.retrieval,
-                            chunks=[ChunkView.of(c) for c in chunks])
+                            chunks=[ChunkView.of(c) for c in chunks], repeated=repeated)
     if len(queries) > 1:
         detail.sub_queries = [SubQueryHits(query=q, chunks=[c.id for c in found])
                               for q, found in zip(queries, per_query)]
@@ -181,6 +188,9 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     for q, group in by_query.items():
         graded.update({c.id: g for c, g in
                        zip(group, runtime.context.engine.grade(q, group, partial=partial))})
+    if partial:
+        _regrade_other_hops(runtime.context.engine, state.get("sub_queries") or [], by_query,
+                            graded, asked)
     grades = [graded[c.id] for c in chunks]
     attempt = 1 + sum(1 for e in state.get("events", []) if e.node == "grade_documents")
     verdicts = [Verdict(chunk_id=c.id, source=c.source, page=c.page, query=fetched_for[c.id],
@@ -204,6 +214,25 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                    f"{n_rel} of {len(chunks)} chunks relevant; {len(documents)} in evidence",
                    detail, {"verdicts": verdicts, "documents": documents},
                    [g.meta for g in grades], routing.decide_after_grading)
+
+
+def _regrade_other_hops(engine, sub_queries: list[str], by_query: dict[str, list[Chunk]],
+                        graded: dict, asked: dict[str, str]) -> None:
+    """A chunk one sub-question retrieved may hold another hop (the question's retrieval often
+    finds the bridge's passage): a chunk not relevant to its own sub-question is graded against
+    the others, and is relevant when it holds one of them. Updates ``graded`` and ``asked``."""
+    for q, group in by_query.items():
+        misses = [c for c in group if not graded[c.id].relevant]
+        for other in sub_queries:
+            if other == q or not misses:
+                continue
+            for c, g in zip(misses, engine.grade(other, misses, partial=True)):
+                if g.relevant:
+                    graded[c.id] = g.model_copy(update={"reasoning": (
+                        f"Not relevant to the sub-question that retrieved it, but to the hop "
+                        f"'{other[:80]}': {g.reasoning}")})
+                    asked[c.id] = other
+            misses = [c for c in misses if not graded[c.id].relevant]
 
 
 def rewrite_query(state: GraphState, runtime: Runtime[RunContext]) -> dict:
@@ -279,7 +308,8 @@ def generate(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     return _record(state, runtime, "generate", started,
                    f"Answer of {len(answer.text.split())} words citing {len(citations)} chunks",
                    detail, {"answer": answer.text, "citations": citations, "weak_evidence": weak,
-                            "generations": state.get("generations", 0) + 1}, [answer.meta],
+                            "generations": state.get("generations", 0) + 1,
+                            "answered_with": [c.id for c in documents]}, [answer.meta],
                    routing.decide_after_generate)
 
 
@@ -353,6 +383,19 @@ def finalize_with_caveat(state: GraphState, runtime: Runtime[RunContext]) -> dic
         why.append("the answer may not fully address the question")
     if state.get("web_note", "").startswith(("skipped", "failed")):
         why.append(f"web search {state['web_note']}")
+    route = state.get("route")
+    if route is not None and route.why.startswith(routing.SAME_EVIDENCE):
+        # The previous answer stands: say what its checks found (a rewrite cleared the flags).
+        events = state.get("events", [])
+        grounding = next((e.detail for e in reversed(events) if isinstance(e.detail, GroundingDetail)), None)
+        check = next((e.detail for e in reversed(events) if isinstance(e.detail, AnswerCheckDetail)), None)
+        if state.get("grounded") is None and grounding is not None and not grounding.grounded:
+            n = len(grounding.ungrounded_claims)
+            why.append(f"{n} claim{'s' if n != 1 else ''} could not be verified")
+        if state.get("useful") is None and check is not None and not check.useful:
+            why.append("the answer may not fully address the question")
+        why.append("the evidence did not change after the last correction, so the previous "
+                   "answer stands")
     reason = "Answered with caveat: " + (" and ".join(why) if why else "evidence is limited")
     caveat = "Caveat: " + (" and ".join(why) if why else "evidence is limited") + "."
     final = f"{caveat}\n\n{state.get('answer', '')}"
@@ -375,7 +418,9 @@ def fallback(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     elif not state.get("citations") and state.get("generations"):
         why.append("the answer could cite no evidence")
     if o.rewriting and state.get("rewrites"):
-        why.append(f"after {state['rewrites']} rewrite(s)")
+        why.append(f"after {state['rewrites']} rewrite(s)"
+                   + (", the last of which retrieved the same chunks again"
+                      if state.get("repeated_retrieval") else ""))
     if state.get("web_note"):
         why.append(f"web search {state['web_note']}")
     reason = "No answer: " + ("; ".join(why) if why else "no evidence")

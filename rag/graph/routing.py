@@ -42,8 +42,8 @@ class Decision(NamedTuple):
 START_TARGETS = (DECOMPOSE_QUERY, RETRIEVE)
 TARGETS: dict[str, tuple[str, ...]] = {
     RETRIEVE: (GRADE_DOCUMENTS, GENERATE, FALLBACK),
-    GRADE_DOCUMENTS: (GENERATE, REWRITE_QUERY, WEB_SEARCH, FALLBACK),
-    WEB_SEARCH: (GENERATE, FALLBACK),
+    GRADE_DOCUMENTS: (GENERATE, REWRITE_QUERY, WEB_SEARCH, FINALIZE_WITH_CAVEAT, FALLBACK),
+    WEB_SEARCH: (GENERATE, FINALIZE_WITH_CAVEAT, FALLBACK),
     GENERATE: (CHECK_GROUNDING, GRADE_ANSWER, FINALIZE, FINALIZE_WITH_CAVEAT, FALLBACK),
     CHECK_GROUNDING: (GRADE_ANSWER, REWRITE_QUERY, FINALIZE, FINALIZE_WITH_CAVEAT),
     GRADE_ANSWER: (WEB_SEARCH, REWRITE_QUERY, FINALIZE, FINALIZE_WITH_CAVEAT),
@@ -53,6 +53,22 @@ FIXED: dict[str, str] = {DECOMPOSE_QUERY: RETRIEVE, REWRITE_QUERY: RETRIEVE}
 """Nodes that always go to the same next node."""
 
 State = Mapping[str, Any]
+
+
+SAME_EVIDENCE = "the same evidence as the previous answer"
+"""How a decision not to generate the same answer again begins (finalize_with_caveat says so)."""
+
+
+def _same_evidence(state: State) -> bool:
+    """The evidence is exactly what the previous answer was generated from."""
+    before = state.get("answered_with")
+    return before is not None and [c.id for c in state.get("documents", [])] == list(before)
+
+
+def _can_rewrite(state: State, o: Options) -> bool:
+    """Rewriting is on, budget is left, and the last rewrite did not bring back the same chunks."""
+    return (o.rewriting and state.get("rewrites", 0) < o.max_rewrites
+            and not state.get("repeated_retrieval"))
 
 
 def read_route(state: State) -> str:
@@ -93,6 +109,9 @@ def decide_after_grading(state: State, o: Options) -> Decision:
     relevant = len(state.get("documents", []))
     rewrites, webs = state.get("rewrites", 0), state.get("web_searches", 0)
     if relevant >= o.min_relevant:
+        if _same_evidence(state):
+            return Decision(FINALIZE_WITH_CAVEAT, f"{SAME_EVIDENCE}: generating again would give "
+                                                  f"the same answer")
         return Decision(GENERATE, f"{relevant} relevant chunks (>= {o.min_relevant})")
     short = f"{relevant} relevant (< {o.min_relevant})"
     if not state.get("retrieved"):
@@ -100,14 +119,20 @@ def decide_after_grading(state: State, o: Options) -> Decision:
         if o.web_fallback and webs == 0:
             return Decision(WEB_SEARCH, "the knowledge base returned no chunks; trying web search")
         return Decision(FALLBACK, "the knowledge base returned no chunks")
-    if o.rewriting and rewrites < o.max_rewrites:
+    if _can_rewrite(state, o):
         return Decision(REWRITE_QUERY, f"{short}; rewrite {rewrites + 1} of {o.max_rewrites}")
-    if o.web_fallback and webs == 0:
+    if state.get("repeated_retrieval") and o.rewriting:
+        why = "the rewrite retrieved the same chunks again, so rewriting stops early"
+    else:
         why = "rewrite budget spent" if o.rewriting else "rewriting is off"
+    if o.web_fallback and webs == 0:
         return Decision(WEB_SEARCH, f"{short}; {why}, trying web search")
     if relevant >= 1:
-        return Decision(GENERATE, f"{short}; no correction left, answering with a caveat")
-    return Decision(FALLBACK, "no relevant chunk and no correction left")
+        if _same_evidence(state):
+            return Decision(FINALIZE_WITH_CAVEAT, f"{SAME_EVIDENCE}: generating again would give "
+                                                  f"the same answer")
+        return Decision(GENERATE, f"{short}; {why}; no correction left, answering with a caveat")
+    return Decision(FALLBACK, f"no relevant chunk and no correction left ({why})")
 
 
 def decide_after_rewrite(state: State, o: Options) -> Decision:
@@ -118,6 +143,9 @@ def decide_after_rewrite(state: State, o: Options) -> Decision:
 def decide_after_web_search(state: State, o: Options) -> Decision:
     """Generate from any evidence (documents or web); otherwise abstain."""
     if state.get("documents"):
+        if _same_evidence(state):
+            return Decision(FINALIZE_WITH_CAVEAT, f"{SAME_EVIDENCE}: web search added nothing, so "
+                                                  f"generating again would give the same answer")
         return Decision(GENERATE, f"{len(state['documents'])} chunks of evidence")
     return Decision(FALLBACK, "no evidence from the documents or the web")
 
@@ -141,7 +169,7 @@ def decide_after_grounding(state: State, o: Options) -> Decision:
         return _finish(state, o, "every claim is grounded")
     n = len(state.get("ungrounded_claims", []))
     rewrites = state.get("rewrites", 0)
-    if o.rewriting and rewrites < o.max_rewrites:
+    if _can_rewrite(state, o):
         return Decision(REWRITE_QUERY, f"{n} ungrounded claim(s); rewrite {rewrites + 1} of {o.max_rewrites}")
     why = "rewrite budget spent" if o.rewriting else "rewriting is off"
     return Decision(FINALIZE_WITH_CAVEAT, f"{n} ungrounded claim(s); {why}")
@@ -154,7 +182,7 @@ def decide_after_answer_check(state: State, o: Options) -> Decision:
     if o.web_fallback and state.get("web_searches", 0) == 0:
         return Decision(WEB_SEARCH, "the answer does not address the question; trying web search")
     rewrites = state.get("rewrites", 0)
-    if o.rewriting and rewrites < o.max_rewrites:
+    if _can_rewrite(state, o):
         return Decision(REWRITE_QUERY, f"the answer does not address the question; "
                                        f"rewrite {rewrites + 1} of {o.max_rewrites}")
     return Decision(FINALIZE_WITH_CAVEAT, "the answer does not address the question; no correction left")

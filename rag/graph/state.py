@@ -51,6 +51,12 @@ class GraphState(InputState, total=False):
     """Latest answer-check verdict; None until grade_answer runs."""
     web_note: str
     """Why web search did or did not contribute (for the stop reason)."""
+    repeated_retrieval: bool
+    """True when the last retrieve, after a rewrite, returned the same chunks as an earlier one:
+    rewriting again would not help."""
+    answered_with: list[str]
+    """Chunk ids of the evidence the last answer was generated from: the same evidence would
+    give the same answer, so it is not generated again."""
     final_answer: str
     stop_reason: str
     events: Annotated[list[TraceEvent], operator.add]

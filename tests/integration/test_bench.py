@@ -98,9 +98,22 @@ def test_cli_bench_qa_json_on_ten_hotpotqa_questions(tmp_path, cli):
     assert 0 < out["latency_ms_p50"] <= out["latency_ms_p95"]
     assert out["llm_calls_mean"] == 0  # the offline engine calls no LLM
     assert out["graph_overhead_ms_per_step"] > 0 and out["steps_mean"] >= 3
-    table = proc.stderr.splitlines()
-    assert any(line.startswith("| naive ") for line in table)
-    assert any(line.startswith("| full ") for line in table)
+    table = proc.stderr.splitlines()  # (a first column, the half, since issue 10)
+    assert any(line.startswith("| all 1-10 ") and "| naive " in line for line in table)
+    assert any(line.startswith("| all 1-10 ") and "| full " in line for line in table)
+
+
+def test_cli_bench_qa_reports_dev_and_report_halves_in_one_run(tmp_path, cli):
+    proc = cli("bench", "qa", *BEIR_ARGS, "--limit", "4", "--preset", "full", "--half", "both",
+               "--dev-size", "2", "--json", "--data-dir", tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    assert set(out) == {"dev", "report"}
+    assert out["dev"]["half"] == "dev 1-2" and out["report"]["half"] == "report 3-4"
+    assert out["dev"]["questions"] == out["report"]["questions"] == 2
+    for row in out.values():
+        assert row["baseline"] == "naive" and 0.0 <= row["abstained"] <= 1.0
+    assert sum(line.startswith("| half ") for line in proc.stderr.splitlines()) == 2
 
 
 @pytest.mark.slow

@@ -63,9 +63,13 @@ def test_events_stream_live_in_order(ctx):
 
 
 def test_off_topic_question_rewrites_then_abstains_with_plain_reason(ctx):
+    # Updated for issue 10: no chunk is relevant, so no rewrite takes feedback terms from
+    # them (no 'expand_terms'), and rewriting may stop early when a rewrite brings back the
+    # same chunks; the run still ends in fallback after web search, never in finalize.
     run = run_question("What is the boiling point of tungsten at sea level?", ctx,
                        preset_options("full"))
-    assert run.path.count("rewrite_query") == 2
+    rewrites = run.path.count("rewrite_query")
+    assert 1 <= rewrites <= 2
     assert "web_search" in run.path
     web = next(e for e in run.events if e.node == "web_search")
     assert web.detail.status == "skipped: no web search configured"
@@ -74,20 +78,28 @@ def test_off_topic_question_rewrites_then_abstains_with_plain_reason(ctx):
     assert "no web search configured" in run.stop_reason
     assert run.citations == []
     attempts = [e.attempt for e in run.events if e.node == "retrieve"]
-    assert attempts == [1, 2, 3]
+    assert attempts == list(range(1, rewrites + 2))
     strategies = [e.detail.strategy for e in run.events if e.node == "rewrite_query"]
-    assert strategies == ["expand_terms", "narrow_focus"]
+    assert "expand_terms" not in strategies
     queries = [e.detail.query for e in run.events if e.node == "retrieve"]
-    assert len(set(queries)) == 3, "a rewrite repeated an earlier query"
+    assert len(set(queries)) == len(queries), "a rewrite repeated an earlier query"
+    if rewrites < 2:
+        assert "same chunks again" in run.stop_reason
 
 
 def test_weak_evidence_finalizes_with_caveat(ctx):
-    run = run_question("How many parameters does the Jeopardy retriever index use in Swahili?",
-                       ctx, preset_options("full", decomposition=False))
-    assert run.path[-1] == "finalize_with_caveat"
+    # Updated for issue 10: the old question found its one "relevant" chunk only because the
+    # grader passed chunks without the question's constraints ('Swahili'); now it abstains.
+    # Weak evidence is made here by wanting more relevant chunks than the papers hold.
+    run = run_question("How many Wikipedia documents does the RAG retriever index hold?",
+                       ctx, preset_options("full", decomposition=False, min_relevant=6))
+    assert run.path[-1] == "finalize_with_caveat", run.stop_reason
     assert run.stop_reason.startswith("Answered with caveat:")
-    assert "rewrite budget (2) was spent" in run.stop_reason
+    assert "(6 wanted)" in run.stop_reason
     assert run.answer.startswith("Caveat:")
+    off = run_question("How many parameters does the Jeopardy retriever index use in Swahili?",
+                       ctx, preset_options("full", decomposition=False))
+    assert off.path[-1] == "fallback"
 
 
 def test_min_relevant_above_top_k_is_refused():
@@ -121,10 +133,15 @@ class RejectsAnswers(LocalEngine):
 
 @pytest.mark.parametrize("budget", [0, 1, 3])
 def test_retrieval_loop_is_bounded_by_budgets(papers_kb, budget):
+    # Updated for issue 10: a rewrite that retrieves the same chunks again stops the
+    # rewriting early (so at most ``budget`` rewrites, and fewer only with that reason).
     ctx = make_context(papers_kb.settings, papers_kb, engine=RejectsChunks(lexical_stats(papers_kb)))
     run = run_question(QUESTION, ctx, Options(max_rewrites=budget))
     assert run.error is None
-    assert run.path.count("rewrite_query") == budget
+    rewrites = run.path.count("rewrite_query")
+    assert rewrites <= budget
+    if rewrites < budget:
+        assert "same chunks again" in run.stop_reason
     assert run.path.count("web_search") == 1
     assert run.path[-1] == "fallback"
 
@@ -132,14 +149,23 @@ def test_retrieval_loop_is_bounded_by_budgets(papers_kb, budget):
 @pytest.mark.parametrize("grounding", [True, False])
 @pytest.mark.parametrize("budget", [0, 2, 4])
 def test_answer_loops_are_bounded_by_budgets(papers_kb, budget, grounding):
+    # Updated for issue 10: an answer is never generated again from the evidence of the
+    # previous one (it would be identical), so rewrites that bring no new evidence end in
+    # finalize_with_caveat at once, saying so.
     ctx = make_context(papers_kb.settings, papers_kb, engine=RejectsAnswers(lexical_stats(papers_kb)))
     options = Options(max_rewrites=budget, grounding_check=grounding)
     run = run_question(QUESTION, ctx, options)
     assert run.error is None
-    assert run.path.count("rewrite_query") == budget
-    assert run.path.count("web_search") == (0 if grounding else 1)
+    assert run.path.count("rewrite_query") <= budget
+    assert run.path.count("web_search") <= (0 if grounding else 1)
     assert run.path[-1] == "finalize_with_caveat"
     assert len(run.path) < options.recursion_limit()
+    evidence = [tuple(c.id for c in e.detail.evidence) for e in run.events if e.node == "generate"]
+    assert len(evidence) == len(set(evidence)), "an answer was generated twice from the same evidence"
+    answers = [e.detail.answer for e in run.events if e.node == "generate"]
+    assert len(answers) == len(set(answers))
+    if budget and run.path.count("rewrite_query") and len(evidence) == 1:
+        assert "did not change" in run.stop_reason
 
 
 class Broken(LocalEngine):

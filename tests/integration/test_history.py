@@ -205,11 +205,16 @@ def test_run_html_is_self_contained_with_replay_verdicts_and_answer(llm):
     # the fallback, and the answer with its sources
     assert llm.stop_reason in html
     assert "The chunk discusses the question&#x27;s topic." in html
-    assert html.count(CLAIM) >= 3 and "not grounded" in html
-    assert "fallback: rewriter fell back" in html
+    # (one failed grounding check since issue 10: the rewrite brought back the same evidence, so
+    # no second answer was generated and checked; the claim shows in the check and its caveat)
+    assert html.count(CLAIM) >= 2 and "not grounded" in html
+    # (since issue 10 the run stops after the first rewrite, whose evidence is unchanged: the
+    # second rewrite, where the fake model repeated its query and the rewriter fell back, and
+    # its "rewrite 2 of 2" are gone; the stop reason says why instead)
+    assert "evidence did not change" in html
     assert llm.answer.split("\n")[0][:40] in html.replace("&#x27;", "'")
     assert f"[{llm.citations[0].n}]" in html and llm.citations[0].source in html
-    assert "rewrite 2 of 2" in html
+    assert "rewrite 1 of 2" in html
 
 
 def test_html_escapes_everything(runs):

@@ -95,6 +95,39 @@ def test_zero_rewrite_budget_skips_rewrite():
     assert route(routing.decide_after_grading, s) == "fallback"
 
 
+def test_a_rewrite_that_retrieves_the_same_chunks_stops_rewriting():
+    # issue 10: a rewrite that brings back the same chunks again earns nothing more
+    s = state(documents=[], rewrites=1, repeated_retrieval=True)
+    d = decide(routing.decide_after_grading, s)
+    assert d.to == "web_search" and "same chunks again" in d.why
+    s = state(documents=[], rewrites=1, repeated_retrieval=True, web_searches=1)
+    d = decide(routing.decide_after_grading, s)
+    assert d.to == "fallback" and "same chunks again" in d.why
+    s = state(documents=chunks(1), rewrites=1, repeated_retrieval=True, web_searches=1)
+    assert route(routing.decide_after_grading, s) == "generate"
+    # the answer checks do not send the run back to rewriting either
+    stuck = state(documents=chunks(2), citations=CITED, grounded=False, ungrounded_claims=["x"],
+                  rewrites=1, repeated_retrieval=True)
+    assert route(routing.decide_after_grounding, stuck) == "finalize_with_caveat"
+    stuck = state(documents=chunks(2), citations=CITED, useful=False, rewrites=1, web_searches=1,
+                  repeated_retrieval=True)
+    assert route(routing.decide_after_answer_check, stuck) == "finalize_with_caveat"
+
+
+def test_the_same_evidence_is_not_answered_again():
+    # issue 10: an answer identical to an earlier one is not generated again
+    same = [c.id for c in chunks(2)]
+    d = decide(routing.decide_after_grading, state(documents=chunks(2), answered_with=same))
+    assert d.to == "finalize_with_caveat" and d.why.startswith(routing.SAME_EVIDENCE)
+    assert route(routing.decide_after_grading,
+                 state(documents=chunks(3), answered_with=same)) == "generate"
+    d = decide(routing.decide_after_web_search, state(documents=chunks(2), answered_with=same))
+    assert d.to == "finalize_with_caveat" and "web search added nothing" in d.why
+    assert route(routing.decide_after_web_search,
+                 state(documents=chunks(2) + chunks(1, "web")[:0] + [chunks(3)[2]],
+                       answered_with=same)) == "generate"
+
+
 # -- after rewrite_query / web_search -------------------------------------------------------
 def test_rewrite_always_retrieves():
     assert decide(routing.decide_after_rewrite, state()).to == "retrieve"
