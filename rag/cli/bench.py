@@ -35,6 +35,7 @@ from rag.bench.retrieval import retrieval_recall
 from rag.bench.scale import bench_scale, fill_store
 from rag.cli._common import SharedArgs
 from rag.config import PRESETS, Settings, preset_options
+from rag.eval import grader_accuracy
 from rag.store.chroma import KnowledgeBase, open_knowledge_base
 
 POSITION = 50
@@ -179,8 +180,10 @@ def cmd_bench_qa(args: argparse.Namespace) -> int:
 
 
 def _halves(half: str, dev_size: int, n: int) -> list[tuple[str, int, int]]:
-    """(name, start, end) question ranges (0-based, end exclusive): ``dev`` is the first
-    ``dev_size`` questions, ``report`` the rest, ``both`` each of them, ``all`` every question.
+    """(name, start, end) question ranges, 0-based, end exclusive.
+
+    ``dev`` is the first ``dev_size`` questions, ``report`` the rest, ``both`` each of them,
+    ``all`` every question.
 
     Raises:
         ValueError: an unknown ``half``.
@@ -196,14 +199,13 @@ def _halves(half: str, dev_size: int, n: int) -> list[tuple[str, int, int]]:
 
 # -- bench grader ----------------------------------------------------------------------------
 def cmd_bench_grader(args: argparse.Namespace) -> int:
-    """``bench grader``: the relevance grader on RGB's positive vs negative passages, with
-    accuracy, precision and recall per half. Returns 0.
+    """``bench grader``: the relevance grader on RGB's positive vs negative passages.
+
+    Prints accuracy, precision and recall per half. Returns 0.
 
     Raises:
         OSError: the RGB file cannot be read.
     """
-    from rag.eval import grader_accuracy
-
     rgb = Path(args.rgb) if args.rgb else shared_data_dir() / "rgb" / "rgb_en_fact.jsonl"
     result = grader_accuracy(read_jsonl(rgb), halves=args.dev_size)
     table = format_table([{"half": k, **v} for k, v in result.items()],
