@@ -119,20 +119,23 @@ def test_cli_has_every_command_group_and_shared_arguments(cli):
         ("ask", "ask a question through the graph"),
         ("runs", "list and export saved runs"),
         ("compare", "run one question under 2 to 4 pipelines at once"),
-        ("bench", "benchmarks on real data (qa, retrieval, ingest, scale)")]
+        ("eval", "run a JSONL question set through each preset (answered, abstained, hits)"),
+        ("bench", "benchmarks on real data (qa, retrieval, ingest, scale, grader)")]
     assert build_parser().format_help() == build_parser(build=[]).format_help()
     out = cli("--help")
-    assert out.returncode == 0 and "{ingest,kb,ask,runs,compare,bench}" in out.stdout
+    assert out.returncode == 0 and "{ingest,kb,ask,runs,compare,eval,bench}" in out.stdout
     for command, shared in ((["ingest"], ["--data-dir", "--collection"]),
                             (["kb", "list"], ["--data-dir", "--json"]),
                             (["kb", "show"], ["--data-dir", "--collection", "--json"]),
                             (["ask"], ["--data-dir", "--collection", "--json"]),
                             (["compare"], ["--data-dir", "--collection", "--json"]),
+                            (["eval"], ["--data-dir", "--collection", "--json"]),
                             (["runs", "list"], ["--data-dir", "--json"]),
                             (["runs", "export"], ["--data-dir"]),
                             (["bench", "qa"], ["--data-dir", "--collection", "--json"]),
                             (["bench", "retrieval"], ["--data-dir", "--collection", "--json"]),
                             (["bench", "ingest"], ["--data-dir", "--json"]),
+                            (["bench", "grader"], ["--json", "RAG_SHARED_DATA"]),
                             (["bench", "scale"],
                              ["--data-dir", "--collection", "--json", "RAG_SHARED_DATA"])):
         out = cli(*command, "--help")
