@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Set everything up and start Retrace, or run its tests. Needs only python3.
+"""Set everything up and start Retrace, or run its tests.
+
+Needs only python3.
 
     python3 run.py app     # create .venv, install, start the app on http://localhost:8501
     python3 run.py test    # create .venv, install test tools and chromium, run ruff, mypy and the whole suite
@@ -22,6 +24,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 
 
 def say(msg: str) -> None:
+    """Print one progress line."""
     print(f"[retrace] {msg}", flush=True)
 
 
@@ -58,6 +61,7 @@ def ensure_chromium() -> None:
 
 
 def main(argv: list[str]) -> int:
+    """Run ``app`` or ``test`` with the rest of ``argv``; returns the exit code."""
     command = argv[0] if argv else "app"
     rest = argv[1:]
     os.chdir(ROOT)

@@ -1,5 +1,7 @@
-"""What the pages share per process and per browser session: cached settings, the Chroma client,
-knowledge bases, the run history and prices; this session's id, keys and runs.
+"""What the pages share per process and per browser session.
+
+Cached settings, the Chroma client, knowledge bases, the run history and prices; this session's id, keys and
+runs.
 
 Only Streamlit glue lives here; everything the app does is in ``rag/``. Nothing is built at
 import time: each resource is made on first use and cached with ``st.cache_resource``.
@@ -10,9 +12,9 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets as _secrets
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional
 
 import streamlit as st
 from chromadb.api import ClientAPI
@@ -21,8 +23,7 @@ from pages._ui import safe
 from rag.config import DEFAULT_COLLECTION, Settings
 from rag.history import DB_NAME, RunStore
 from rag.models import Run
-from rag.store.chroma import (KnowledgeBase, StoreError, list_knowledge_bases, make_client,
-                              open_knowledge_base)
+from rag.store.chroma import KnowledgeBase, StoreError, list_knowledge_bases, make_client, open_knowledge_base
 from rag.trace.pricing import DEFAULT_PRICES, PRICES_ENV, Price, load_prices
 
 DEFAULT_KB = DEFAULT_COLLECTION
@@ -52,8 +53,10 @@ def _from_secrets(env: dict) -> dict:
 
 @st.cache_resource(show_spinner=False)
 def settings() -> Settings:
-    """The server's settings: the environment, plus keys from ``.streamlit/secrets.toml``;
-    read once per process. They hold the operator's keys only, never a user's.
+    """The server's settings.
+
+    The environment, plus keys from ``.streamlit/secrets.toml``; read once per process. They hold the
+    operator's keys only, never a user's.
 
     Raises ValueError on a malformed number in the environment (not cached, so a fix is seen
     on the next rerun).
@@ -62,8 +65,11 @@ def settings() -> Settings:
 
 
 def session_settings() -> Settings:
-    """This session's settings: the server's, with the keys and base URL typed on the
-    Settings page (if any) for this browser session only."""
+    """This session's settings.
+
+    The server's, with the keys and base URL typed on the Settings page (if any) for this browser session
+    only.
+    """
     base = settings()
     typed = st.session_state.get(SESSION_KEYS) or {}
     changes = {k: v for k, v in typed.items() if v}
@@ -75,15 +81,18 @@ def key_fingerprint(secret: str | None) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()[:16] if secret else ""
 
 
-def secrets() -> list[Optional[str]]:
+def secrets() -> list[str | None]:
     """The keys this session could hold, for exports to redact (a Run holds none)."""
     s, server = session_settings(), settings()
     return [s.openai_api_key, s.tavily_api_key, server.openai_api_key, server.tavily_api_key]
 
 
 def engine_label(s: Settings) -> str:
-    """The active engine in words, e.g. ``Offline engine (no keys)`` (plain text: it holds a
-    base URL, so render it through :func:`pages._ui.safe`)."""
+    """The active engine in words, e.g.
+
+    ``Offline engine (no keys)`` (plain text: it holds a base URL, so render it through
+    :func:`pages._ui.safe`).
+    """
     if s.engine_name == "local":
         return ENGINE_OFFLINE
     where = f" at {s.openai_base_url}" if s.openai_base_url else ""
@@ -120,9 +129,11 @@ def _knowledge_base(name: str, store_key: tuple, _settings: Settings) -> Knowled
 
 
 def knowledge_base(name: str | None = None) -> KnowledgeBase:
-    """The KnowledgeBase ``name`` (default: the one selected in the sidebar), cached per
-    name and store. Raises ValueError for an invalid name, EmbeddingMismatch when the
-    collection was built with another embedding model."""
+    """The KnowledgeBase ``name`` (default: the one selected in the sidebar), cached per name and store.
+
+    Raises ValueError for an invalid name, EmbeddingMismatch when the collection was built with another
+    embedding model.
+    """
     s = session_settings()
     return _knowledge_base(name or current_kb_name(), _store_key(s), s)
 
@@ -139,8 +150,10 @@ def current_kb_name() -> str:
 
 @contextmanager
 def stop_on_store_error(name: str) -> Iterator[None]:
-    """Around opening and reading the knowledge base ``name``: a failure becomes one red line
-    saying what broke (no stack trace), and the page stops there."""
+    """Around opening and reading the knowledge base ``name``.
+
+    A failure becomes one red line saying what broke (no stack trace), and the page stops there.
+    """
     try:
         yield
     except (StoreError, ValueError) as exc:  # bad name, other embedding model
@@ -168,14 +181,18 @@ def _store(path: str) -> RunStore:
 
 
 def store() -> RunStore:
-    """The run store at ``data_dir/runs.sqlite``. Raises OSError/sqlite3.Error when the data
-    directory cannot hold it."""
+    """The run store at ``data_dir/runs.sqlite``.
+
+    Raises OSError/sqlite3.Error when the data directory cannot hold it.
+    """
     return _store(str(Path(settings().data_dir) / DB_NAME))
 
 
-def keep(run: Run, *, comparison_id: str | None = None) -> Optional[str]:
-    """Keep ``run`` in this session and save it to the history. Returns None, or why it could
-    not be saved (the run stays usable in this session)."""
+def keep(run: Run, *, comparison_id: str | None = None) -> str | None:
+    """Keep ``run`` in this session and save it to the history.
+
+    Returns None, or why it could not be saved (the run stays usable in this session).
+    """
     runs()[run.id] = run
     try:
         store().save(run, session_id(), comparison_id=comparison_id)
@@ -196,8 +213,10 @@ def _prices(raw: str) -> dict[str, Price]:
 
 
 def prices() -> dict[str, Price]:
-    """The price table (RAG_PRICES_JSON over the defaults). When RAG_PRICES_JSON is malformed,
-    says so in red and returns the built-in prices."""
+    """The price table (RAG_PRICES_JSON over the defaults).
+
+    When RAG_PRICES_JSON is malformed, says so in red and returns the built-in prices.
+    """
     try:
         return _prices(os.environ.get(PRICES_ENV, ""))
     except ValueError as exc:

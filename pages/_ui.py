@@ -1,5 +1,7 @@
-"""Rendering helpers shared by the pages: the one safe way to show a string from data, the stop
-alert, citations and links, a replay step card, tables, downloads and the pipeline picker.
+"""Rendering helpers shared by the pages.
+
+The one safe way to show a string from data, the stop alert, citations and links, a replay step card, tables,
+downloads and the pipeline picker.
 
 Every string that comes from data (file names, titles, URLs, chunk text, answers, questions,
 sub-questions, reasons, error texts) reaches a Markdown-rendering element (``st.markdown``,
@@ -11,16 +13,17 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Callable, Iterable
 from datetime import date, datetime
-from typing import Callable, Iterable
 from urllib.parse import urlsplit
 
 import streamlit as st
 
 from rag.config import PRESETS, PRESETS_HELP, TOGGLE_LABELS, Options, preset_label, preset_of
-from rag.models import Citation, GradeDetail, Run, TraceEvent
 from rag.ingest.pipeline import FileReport
-from rag.trace import replay as replays, story, views
+from rag.models import Citation, GradeDetail, Run, TraceEvent
+from rag.trace import replay as replays
+from rag.trace import story, views
 from rag.trace.pricing import event_cost, format_cost, run_cost, unpriced_models
 
 WORD_JOINER = "\u2060"
@@ -36,8 +39,10 @@ NUMBERS = {
 
 
 def safe(text: object, *, multiline: bool = False) -> str:
-    """``text``, a string from data, as Markdown that shows it exactly as written and that the
-    browser cannot act on: no image, link, HTML, LaTeX, emoji code or Streamlit directive.
+    """``text``, a string from data.
+
+    As Markdown that shows it exactly as written and that the browser cannot act on: no image, link, HTML,
+    LaTeX, emoji code or Streamlit directive.
 
     Every ASCII punctuation character is backslash-escaped (so ``![x](url)``, ``<img>``,
     ``[a]: url``, ``$x$`` and ``:red[x]`` stay text), and an invisible word joiner goes before
@@ -52,16 +57,20 @@ def safe(text: object, *, multiline: bool = False) -> str:
 
 
 def code(text: object) -> str:
-    """``text`` as a Markdown code span (shown verbatim, in monospace): fenced with more
-    backticks than it holds, so data cannot close the span early."""
+    """``text`` as a Markdown code span (shown verbatim, in monospace).
+
+    Fenced with more backticks than it holds, so data cannot close the span early.
+    """
     value = " ".join(str(text).splitlines())
     fence = "`" * (max((len(m) for m in re.findall(r"`+", value)), default=0) + 1)
     return f"{fence} {value} {fence}"
 
 
 def web_url(url: str) -> str | None:
-    """``url`` when it is an absolute http(s) URL with a host and no space or control
-    character (the only kind :func:`link` opens), else None."""
+    """``url`` when it is an absolute http(s) URL with a host and no space or control character.
+
+    (the only kind :func:`link` opens), else None.
+    """
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -72,8 +81,10 @@ def web_url(url: str) -> str | None:
 
 
 def link(url: str, *, key: str | None = None) -> None:
-    """A button that opens ``url`` in a new tab, labelled with its host; the URL itself shown as
-    text. A URL that is not http(s) gets no link, only the text."""
+    """A button that opens ``url`` in a new tab, labelled with its host; the URL itself shown as text.
+
+    A URL that is not http(s) gets no link, only the text.
+    """
     st.caption(safe(url))
     if target := web_url(url):
         st.link_button(f"Open {safe(urlsplit(target).hostname)}", target,
@@ -81,8 +92,10 @@ def link(url: str, *, key: str | None = None) -> None:
 
 
 def citation_label(c: Citation) -> str:
-    """``[n] file.pdf p.3`` for a document chunk, ``[n] URL (web)`` for a web result (the
-    source as :meth:`rag.models.Citation.label` names it)."""
+    """``[n] file.pdf p.3`` for a document chunk, ``[n] URL (web)`` for a web result.
+
+    (the source as :meth:`rag.models.Citation.label` names it).
+    """
     return f"[{c.n}] {c.label()}" + (" (web)" if c.origin == "web" else "")
 
 
@@ -106,8 +119,10 @@ def answer(run: Run, *, empty: str | None = None) -> None:
 
 
 def stop_alert(run: Run, *, icons: bool = True) -> None:
-    """Why the run ended, coloured by how: answered green, caveat orange, abstained or error
-    red, unfinished blue."""
+    """Why the run ended, coloured by how.
+
+    Answered green, caveat orange, abstained or error red, unfinished blue.
+    """
     kind = story.stop_kind(run)
     alert, icon = {story.ANSWERED: (st.success, ":material/check_circle:"),
                    story.CAVEAT: (st.warning, ":material/warning:"),
@@ -167,8 +182,10 @@ def step_card(s: story.Step, event: TraceEvent, n: int, run: Run, prices: dict) 
 
 
 def run_facts(run: Run, prices: dict) -> str:
-    """``6 steps · … · Full · engine local (no LLM) · top_k 6, …`` (plain text: pass it
-    through :func:`safe`), with the models that have no price."""
+    """``6 steps · … · Full · engine local (no LLM) · top_k 6, …``.
+
+    (plain text: pass it through :func:`safe`), with the models that have no price.
+    """
     missing = unpriced_models(run, prices)
     models = ", ".join(f"{k} {v}" for k, v in sorted(run.models.items())) or "no LLM"
     o = run.options
@@ -179,8 +196,11 @@ def run_facts(run: Run, prices: dict) -> str:
 
 
 def replay(run: Run, steps: list[story.Step], prices: dict, *, key: str) -> None:
-    """A step slider (``{key}_w_step_{run id}``), the flow replayed up to that step (a click on
-    a box selects it in :func:`node_details`), and that step in full below."""
+    """A step slider.
+
+    (``{key}_w_step_{run id}``), the flow replayed up to that step (a click on a box selects it in
+    :func:`node_details`), and that step in full below.
+    """
     events = {ev.step: ev for ev in run.events}
     n = step = len(steps)
     if n:
@@ -211,8 +231,7 @@ def replay(run: Run, steps: list[story.Step], prices: dict, *, key: str) -> None
 
 
 def node_details(run: Run, steps: list[story.Step], prices: dict, *, key: str) -> None:
-    """Pills of every node (those visited first), keyed ``key``; the picked node's visits in
-    full."""
+    """Pills of every node (those visited first), keyed ``key``; the picked node's visits in full."""
     events = {ev.step: ev for ev in run.events}
     visited = list(dict.fromkeys(s.node for s in steps))
     options = visited + [x for x in views.VIEWS if x not in visited]
@@ -307,8 +326,10 @@ def node_totals_table(rows: list[dict]) -> None:
 
 def downloads(key: str, stem: str, html: Callable[[], str], json: Callable[[], str], *,
               columns: tuple, html_help: str) -> None:
-    """``Download HTML report`` and ``Download JSON`` buttons in ``columns``; the files, named
-    ``stem.html`` and ``stem.json``, are built only when clicked."""
+    """``Download HTML report`` and ``Download JSON`` buttons in ``columns``.
+
+    The files, named ``stem.html`` and ``stem.json``, are built only when clicked.
+    """
     a, b = columns
     a.download_button("Download HTML report", key=f"{key}_dl_html", on_click="ignore",
                       icon=":material/download:", mime="text/html", file_name=f"{stem}.html",
@@ -319,9 +340,11 @@ def downloads(key: str, stem: str, html: Callable[[], str], json: Callable[[], s
 
 
 def pipeline_picker(chosen: dict, prefix: str) -> None:
-    """Preset, switches and budgets in the sidebar, as widgets keyed ``{prefix}{name}``; a
-    preset sets the switches. ``chosen`` (a session-state dict, which outlives the widgets
-    on other pages) holds ``preset`` and every option, and is updated in place."""
+    """Preset, switches and budgets in the sidebar, as widgets keyed ``{prefix}{name}``.
+
+    A preset sets the switches. ``chosen`` (a session-state dict, which outlives the widgets on other pages)
+    holds ``preset`` and every option, and is updated in place.
+    """
     for name, value in chosen.items():
         st.session_state.setdefault(f"{prefix}{name}", value)
 

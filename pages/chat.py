@@ -97,6 +97,7 @@ if question := st.chat_input("Ask about your documents"):
                                       ("answer check", options.answer_check)) if on]
 
             def show_tokens(text: str) -> None:
+                """Show the answer as it streams, marked unverified until the checks have run."""
                 # The answer streams in, visibly unverified until the checks have passed.
                 streamed.append(text)
                 note = f"\n\n*verifying: {' and '.join(checks)}…*" if checks else ""

@@ -4,8 +4,16 @@ import streamlit as st
 
 from pages import _session, _ui
 from pages._ui import safe
-from rag.config import (MAX_PIPELINES, PRESETS, PRESETS_HELP, TOGGLE_LABELS, TOGGLES, Options,
-                        parse_pipelines, preset_label)
+from rag.config import (
+    MAX_PIPELINES,
+    PRESETS,
+    PRESETS_HELP,
+    TOGGLE_LABELS,
+    TOGGLES,
+    Options,
+    parse_pipelines,
+    preset_label,
+)
 from rag.models import Comparison
 from rag.run import make_context, run_comparison
 from rag.store.chroma import StoreError

@@ -55,23 +55,38 @@ with st.expander("Chunking", expanded=False):
 chunking = ChunkSettings(int(chunk_size), int(chunk_overlap))
 
 uploaded = st.file_uploader(
-    "PDF, text or Markdown files", accept_multiple_files=True,
-    type=["pdf", "txt", "md", "markdown"], key="docs_uploader",
+    "PDF, Word, HTML, text or Markdown files", accept_multiple_files=True,
+    type=["pdf", "docx", "html", "htm", "txt", "md", "markdown"], key="docs_uploader",
     max_upload_size=max(1, math.ceil(settings.max_upload_mb)),
     help=f"Up to {settings.max_upload_mb:g} MB per file. Re-uploading the same bytes is a no-op.")
+
+use_ocr = st.toggle("Read scanned pages (OCR)", value=True, key="docs_ocr",
+                    help="Pages with no text layer are read by OCR on this machine, "
+                         "a few seconds per page. Nothing is sent anywhere.")
 
 if st.button("Index files", type="primary", disabled=not uploaded, key="docs_index"):
     files = [(f.name, f.getvalue()) for f in uploaded]
     bar = st.progress(0.0, text="Starting…")
+    position = {"file": 0, "files": len(files)}
 
     def on_progress(done: int, total: int, name: str) -> None:
+        """Move the bar to file ``done`` of ``total`` (0-based), named ``name``."""
+        position["file"] = done
         label = f"Indexing {safe(name)} ({done + 1} of {total})" if name else \
             f"Indexed {total} file(s)"
         bar.progress(done / total if total else 1.0, text=label)
 
+    def on_page(name: str, done: int, total: int, ocr: bool) -> None:
+        """Move the bar within the current file: page ``done`` of ``total``, read by OCR when ``ocr``."""
+        if not total or not position["files"]:
+            return
+        share = (position["file"] + done / total) / position["files"]
+        how = " by OCR" if ocr else ""
+        bar.progress(min(share, 1.0), text=f"Indexing {safe(name)}: page {done} of {total} read{how}")
+
     try:
         new = ingest_files(kb, files, chunking=chunking, max_bytes=settings.max_upload_bytes,
-                           on_progress=on_progress)
+                           on_progress=on_progress, ocr=use_ocr, on_page=on_page)
     except (ValueError, StoreError) as exc:  # bad chunk settings, other embedding model:
         bar.empty()  # nothing was touched
         st.error(safe(f"Invalid chunk settings: {exc}" if isinstance(exc, ValueError)

@@ -20,7 +20,8 @@ FORMAT_HELP = ('One JSON object a line: {"id", "question", "answers"?: [...], "s
 
 st.title("Evaluate")
 st.caption("Run a question set through each pipeline on the current knowledge base: how often each "
-           "answers, caveats or abstains, whether it finds the answer and the right source, and at what cost.")
+           "answers, caveats or abstains, whether it finds the answer and the right source, and at what "
+           "cost.")
 
 kb_name = _session.current_kb_name()
 with _session.stop_on_store_error(kb_name):
@@ -87,19 +88,28 @@ right.plotly_chart(charts.hits_figure(by_label), width="stretch", key="ev_hits",
                    config={"displaylogo": False})
 
 st.subheader("Every question")
-rows = [{"id": i["id"], "pipeline": preset_label(i["preset"]), "question": i["question"], "ended in": i["end"],
-         "first citation": source_label(i["citations"][0]["source"], i["citations"][0].get("page", 0)) if i["citations"] else "",
-         "run": i["run_id"]} for i in result["items"]]
+
+
+def first_citation(item: dict) -> str:
+    """Where the run's first citation points, or nothing when it cited none."""
+    cited = item["citations"][:1]
+    return source_label(cited[0]["source"], cited[0].get("page", 0)) if cited else ""
+
+
+rows = [{"id": i["id"], "pipeline": preset_label(i["preset"]), "question": i["question"],
+         "ended in": i["end"], "first citation": first_citation(i), "run": i["run_id"]}
+        for i in result["items"]]
 picked = st.dataframe(rows, hide_index=True, width="stretch", key="ev_items", on_select="rerun",
                       selection_mode="single-row", column_config={"run": None})
 chosen = picked.selection.rows if picked and picked.selection else []
 if chosen:
     row = rows[chosen[0]]
-    if st.button(f"Open {row['id']} ({row['pipeline']}) in Trace", key="ev_open", icon=":material/account_tree:"):
+    if st.button(safe(f"Open {row['id']} ({row['pipeline']}) in Trace"), key="ev_open",
+                 icon=":material/account_tree:"):  # the id comes from the uploaded set
         _session.open_trace(row["run"])
 else:
     st.caption("Select a row to open its run in Trace.")
 
 _ui.downloads("ev", set_name + "-evaluation", lambda: evaluation_html(result, secrets=_session.secrets()),
               lambda: evaluation_json(result, secrets=_session.secrets()), columns=tuple(st.columns(2)),
-              html_help="One self-contained file: figures, charts and every question, with no network needed.")
+              html_help="One self-contained file: figures, charts and every question; no network needed.")

@@ -1,12 +1,16 @@
-"""Insights page: what the saved runs show, with charts (rewrites, hallucination detection,
-strategies, paths, stop reasons, latency, LLM calls and tokens)."""
+"""Insights page.
+
+What the saved runs show, with charts (rewrites, hallucination detection, strategies, paths, stop reasons,
+latency, LLM calls and tokens).
+"""
 
 import streamlit as st
 
 from pages import _session
 from pages._ui import safe
 from rag.config import preset_label, preset_of
-from rag.trace import charts as figures, insights
+from rag.trace import charts as figures
+from rag.trace import insights
 from rag.trace.pricing import format_cost
 
 st.title("Insights")
@@ -40,10 +44,12 @@ if presets:
 
 
 def pct(x) -> str:
+    """A share in [0, 1] as a percentage, or a dash when there is none."""
     return "–" if x is None else f"{x:.0%}"
 
 
 def num(x, fmt: str = "{:.1f}") -> str:
+    """A number formatted with ``fmt``, or a dash when there is none."""
     return "–" if x is None else fmt.format(x)
 
 

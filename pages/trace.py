@@ -1,12 +1,16 @@
-"""Trace page: replay a run on the flow step by step, with every decision, verdict and reason;
-reopen, filter, export and delete runs from the history."""
+"""Trace page.
+
+Replay a run on the flow step by step, with every decision, verdict and reason; reopen, filter, export and
+delete runs from the history.
+"""
 
 import streamlit as st
 
 from pages import _session, _ui
 from pages._ui import safe
 from rag.history import RunOwnedElsewhere, merge_summaries
-from rag.trace import charts as figures, story
+from rag.trace import charts as figures
+from rag.trace import story
 from rag.trace.export import run_html, run_json
 from rag.trace.pricing import node_totals
 

@@ -1,7 +1,8 @@
-"""Evaluation built in: run a question set through each preset against a knowledge base and
-count what self-correction buys (answered, caveated, abstained, answer and source hits,
-latency, LLM calls). A library (no UI): ``python -m rag eval`` and the Evaluate page print
-and draw what :func:`run_eval` returns.
+"""Evaluation built in.
+
+Run a question set through each preset against a knowledge base and count what self-correction buys (answered,
+caveated, abstained, answer and source hits, latency, LLM calls). A library (no UI): ``python -m rag eval``
+and the Evaluate page print and draw what :func:`run_eval` returns.
 
 Also :func:`grader_accuracy`, the relevance grader measured on RGB's positive and negative
 passages (Chen et al. 2024), with accuracy, precision and recall.
@@ -13,11 +14,10 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from rag.config import PRESETS, preset_options
 
-Progress = Optional[Callable[[int, int], None]]
+Progress = Callable[[int, int], None] | None
 """``on_progress(done, total)``: called after each run."""
 
 ANSWERED_ENDS = ("finalize", "finalize_with_caveat")
@@ -25,16 +25,18 @@ ANSWERED_ENDS = ("finalize", "finalize_with_caveat")
 
 @dataclass(frozen=True)
 class EvalItem:
-    """One question of a set. ``answers``: gold answer strings (an answer hits when one of
-    them, SQuAD-normalised, appears in it); ``sources``: file names the first citation should
-    come from; ``answerable``: False when the knowledge base is known not to answer it.
+    """One question of a set.
+
+    ``answers``: gold answer strings (an answer hits when one of them, SQuAD-normalised, appears in it);
+    ``sources``: file names the first citation should come from; ``answerable``: False when the knowledge base
+    is known not to answer it.
     """
 
     id: str
     question: str
-    answers: Optional[list[str]] = None
-    sources: Optional[list[str]] = None
-    answerable: Optional[bool] = None
+    answers: list[str] | None = None
+    sources: list[str] | None = None
+    answerable: bool | None = None
 
 
 def _strings(value, what: str, where: str) -> list[str]:
@@ -49,10 +51,11 @@ def _strings(value, what: str, where: str) -> list[str]:
 
 
 def parse_items(lines: Iterable[str], *, name: str = "questions") -> list[EvalItem]:
-    """Parse JSONL question lines: ``{"id", "question", "answers"?, "sources"?, "answerable"?}``
-    (``query`` is accepted for ``question``, as in RGB; a missing id becomes the line number).
-    Blank lines are skipped. Raises ValueError naming the line for malformed JSON, a missing
-    question, a wrong field type, a duplicate id, or a set with no question.
+    """Parse JSONL question lines.
+
+    ``{"id", "question", "answers"?, "sources"?, "answerable"?}`` (``query`` is accepted for ``question``, as
+    in RGB; a missing id becomes the line number). Blank lines are skipped. Raises ValueError naming the line
+    for malformed JSON, a missing question, a wrong field type, a duplicate id, or a set with no question.
     """
     items: list[EvalItem] = []
     seen: set[str] = set()
@@ -108,6 +111,7 @@ class EvalResult:
     items: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
+        """The ``rag eval --json`` shape: ``{"presets": {...}, "items": [...]}``."""
         return {"presets": self.presets, "items": self.items}
 
 
@@ -123,17 +127,17 @@ def _committed(run) -> str:
 
 
 def summarize(items: Sequence[EvalItem], runs: Sequence) -> dict:
-    """The figures of one preset over ``runs`` (one per item, same order): ``questions``,
-    ``answered`` (finalize or finalize_with_caveat), ``answered_clean`` (finalize),
-    ``caveat``, ``abstained`` (fallback), ``answer_hit`` and ``source_hit`` (shares in [0, 1]
-    over the items that have ``answers`` / ``sources``, None when none has), ``p50_ms`` (median
-    run time) and ``llm_calls_mean``.
+    """The figures of one preset over ``runs`` (one per item, same order).
+
+    ``questions``, ``answered`` (finalize or finalize_with_caveat), ``answered_clean`` (finalize), ``caveat``,
+    ``abstained`` (fallback), ``answer_hit`` and ``source_hit`` (shares in [0, 1] over the items that have
+    ``answers`` / ``sources``, None when none has), ``p50_ms`` (median run time) and ``llm_calls_mean``.
     """
     from rag.bench.data import percentile
 
     ends = [_end(r) for r in runs]
-    with_answers = [(i, r) for i, r in zip(items, runs) if i.answers]
-    with_sources = [(i, r) for i, r in zip(items, runs) if i.sources]
+    with_answers = [(i, r) for i, r in zip(items, runs, strict=False) if i.answers]
+    with_sources = [(i, r) for i, r in zip(items, runs, strict=False) if i.sources]
 
     def source_ok(item: EvalItem, run) -> bool:
         if _end(run) not in ANSWERED_ENDS or not run.citations:
@@ -160,11 +164,12 @@ def summarize(items: Sequence[EvalItem], runs: Sequence) -> dict:
 def run_eval(items: Sequence[EvalItem], context, presets: Sequence[str] = tuple(PRESETS), *,
              store=None, session_id: str = "cli", on_progress: Progress = None,
              **overrides) -> EvalResult:
-    """Run every item through the graph once per preset (``naive``, ``crag``, ``self-rag``,
-    ``full``) with ``context`` (a RunContext: engine, knowledge base, web search) and return
-    per-preset figures (:func:`summarize`) and one row per run: ``id``, ``preset``,
-    ``question``, ``end`` (the terminal node, or ``error``), ``answer``, ``citations``
-    (``source``, 1-based ``page``) and ``run_id``.
+    """Run every item through the graph once per preset.
+
+    (``naive``, ``crag``, ``self-rag``, ``full``) with ``context`` (a RunContext: engine, knowledge base, web
+    search) and return per-preset figures (:func:`summarize`) and one row per run: ``id``, ``preset``,
+    ``question``, ``end`` (the terminal node, or ``error``), ``answer``, ``citations`` (``source``, 1-based
+    ``page``) and ``run_id``.
 
     Each run is saved to ``store`` (a RunStore) under ``session_id`` when given; a failed save
     raises OSError. ``overrides`` are run options for every preset (e.g. ``top_k=6``).
@@ -203,8 +208,9 @@ def run_eval(items: Sequence[EvalItem], context, presets: Sequence[str] = tuple(
 # -- the grader on RGB ---------------------------------------------------------------------
 def grader_accuracy(rows: Sequence[dict], engine_factory: Callable | None = None, *,
                     halves: int | None = 25) -> dict:
-    """Measure a relevance grader on RGB rows (``query``, ``positive`` and ``negative``
-    passages): each positive passage should be graded relevant, each negative one not.
+    """Measure a relevance grader on RGB rows (``query``, ``positive`` and ``negative`` passages).
+
+    Each positive passage should be graded relevant, each negative one not.
 
     ``engine_factory(texts) -> engine`` builds the engine over the passage texts (default: the
     offline engine with term statistics of all the passages). Returns, for ``all`` and, when
@@ -229,10 +235,10 @@ def grader_accuracy(rows: Sequence[dict], engine_factory: Callable | None = None
                    [(t, False) for t in row.get("negative", [])]
         chunks = [Chunk(id=f"{qn}-{i}", text=t, source="rgb") for i, (t, _) in enumerate(passages)]
         grades = engine.grade(row["query"], chunks) if chunks else []
-        tp = sum(g.relevant and gold for g, (_, gold) in zip(grades, passages))
-        fp = sum(g.relevant and not gold for g, (_, gold) in zip(grades, passages))
-        fn = sum(not g.relevant and gold for g, (_, gold) in zip(grades, passages))
-        tn = sum(not g.relevant and not gold for g, (_, gold) in zip(grades, passages))
+        tp = sum(g.relevant and gold for g, (_, gold) in zip(grades, passages, strict=False))
+        fp = sum(g.relevant and not gold for g, (_, gold) in zip(grades, passages, strict=False))
+        fn = sum(not g.relevant and gold for g, (_, gold) in zip(grades, passages, strict=False))
+        tn = sum(not g.relevant and not gold for g, (_, gold) in zip(grades, passages, strict=False))
         per_q.append((tp, fp, tn, fn))
 
     def figures(part: Sequence[tuple[int, int, int, int]]) -> dict:

@@ -1,6 +1,8 @@
-"""Connection checks for the Settings page and the CLI: the LLM server, embeddings, web search
-and the vector store. Each returns (ok, one line a person can read, never holding a key) and
-never raises."""
+"""Connection checks for the Settings page and the CLI.
+
+The LLM server, embeddings, web search and the vector store. Each returns (ok, one line a person can read,
+never holding a key) and never raises.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The one scrubber for every error text that can reach a trace, the run history, a log, CLI
-output or an export: it removes API keys.
+"""The one scrubber for every error text that can reach a trace, the run history, a log.
+
+CLI output or an export: it removes API keys.
 
 :func:`scrub` removes every key given to it, every key this process was configured with or
 that was typed in (each component that receives a key calls :func:`remember`), the keys in

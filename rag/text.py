@@ -10,39 +10,73 @@ import snowballstemmer
 
 # English stop words (the classic SMART/Snowball core); they carry no topical signal.
 STOPWORDS = frozenset(
-    """
-    a about above after again against all also am an and any are aren as at be because been before
-    being below between both but by can cannot could couldn did didn do does doesn doing don down
-    during each either etc few for from further get gets had hadn has hasn have haven having he her
-    here hers herself him himself his how however i if in into is isn it its itself just let ll me
-    might more most must mustn my myself no nor not now of off on once one only or other ought our
-    ours ourselves out over own per re same shall shan she should shouldn so some such than that
-    the their theirs them themselves then there these they this those through thus to too under
-    until up upon us use used using very via was wasn we were weren what when where whether which
-    while who whom whose why will with within without won would wouldn yes yet you your yours
-    yourself yourselves s t d m ve e g eg ie
-    """.split()
+    [
+    "a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are",
+    "aren", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but",
+    "by", "can", "cannot", "could", "couldn", "did", "didn", "do", "does", "doesn", "doing", "don",
+    "down", "during", "each", "either", "etc", "few", "for", "from", "further", "get", "gets", "had",
+    "hadn", "has", "hasn", "have", "haven", "having", "he", "her", "here", "hers", "herself", "him",
+    "himself", "his", "how", "however", "i", "if", "in", "into", "is", "isn", "it", "its", "itself",
+    "just", "let", "ll", "me", "might", "more", "most", "must", "mustn", "my", "myself", "no", "nor",
+    "not", "now", "of", "off", "on", "once", "one", "only", "or", "other", "ought", "our", "ours",
+    "ourselves", "out", "over", "own", "per", "re", "same", "shall", "shan", "she", "should", "shouldn",
+    "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then",
+    "there", "these", "they", "this", "those", "through", "thus", "to", "too", "under", "until", "up",
+    "upon", "us", "use", "used", "using", "very", "via", "was", "wasn", "we", "were", "weren", "what",
+    "when", "where", "whether", "which", "while", "who", "whom", "whose", "why", "will", "with",
+    "within", "without", "won", "would", "wouldn", "yes", "yet", "you", "your", "yours", "yourself",
+    "yourselves", "s", "t", "d", "m", "ve", "e", "g", "eg", "ie",
+]
 )
 
 # Words that frame a question but say nothing about its topic.
 QUESTION_WORDS = frozenset(
-    "what which who whom whose when where why how does do did is are was were can could "
-    "explain describe tell give list name".split()
+    [
+        "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "does", "do", "did", "is",
+        "are", "was", "were", "can", "could", "explain", "describe", "tell", "give", "list", "name",
+    ]
 )
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+# Scripts written without spaces between words: Hangul Jamo, Hiragana, Katakana, Hangul
+# compatibility Jamo, CJK ideographs (extension A, unified, compatibility), Hangul syllables.
+_CJK_CHARS = "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_HAS_CJK = re.compile(f"[{_CJK_CHARS}]")
+_CJK_RUN = re.compile(f"([{_CJK_CHARS}]+)")
+
+
+def _cjk_bigrams(run: str) -> list[str]:
+    """Overlapping character bigrams of a run of CJK characters.
+
+    (a lone character stays one term), as Lucene's CJK analyzer does: no dictionary, and a two-character word,
+    the most common length in Chinese, is matched exactly.
+    """
+    if len(run) < 2:
+        return [run]
+    return [run[i:i + 2] for i in range(len(run) - 1)]
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 _local = threading.local()
 
 
 def words(text: str) -> list[str]:
-    """Lower-cased word tokens of ``text`` (letters and digits; possessives folded)."""
+    """Lower-cased word tokens of ``text`` (letters and digits; possessives folded).
+
+    Chinese, Japanese and Korean runs, which have no spaces between words, become overlapping
+    character bigrams (``'检索器'`` gives ``'检索'``, ``'索器'``); other text is unchanged by them.
+    """
     out = []
+    cjk = _HAS_CJK.search(text) is not None
     for match in _WORD.finditer(text.lower()):
         token = match.group(0).replace("’", "'")
         if token.endswith("'s"):
             token = token[:-2]
-        out.append(token.replace("'", ""))
+        token = token.replace("'", "")
+        if cjk and _HAS_CJK.search(token):
+            for i, piece in enumerate(_CJK_RUN.split(token)):
+                if piece:
+                    out.extend(_cjk_bigrams(piece) if i % 2 else [piece])
+        else:
+            out.append(token)
     return out
 
 
@@ -62,9 +96,11 @@ def stem(word: str) -> str:
 def terms(text: str, *, drop: frozenset[str] = STOPWORDS) -> list[str]:
     """Index terms of ``text``: stems of its words, without stop words and 1-letter tokens.
 
-    Digits are kept (years and numbers matter in questions).
+    Digits are kept (years and numbers matter in questions), and so are CJK bigrams and lone
+    CJK characters (see :func:`words`).
     """
-    return [stem(w) for w in words(text) if w not in drop and (len(w) > 1 or w.isdigit())]
+    return [stem(w) for w in words(text)
+            if w not in drop and (len(w) > 1 or w.isdigit() or _HAS_CJK.match(w))]
 
 
 def query_terms(text: str) -> list[str]:
@@ -124,14 +160,19 @@ _NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|
                      r"twenty|thirty|forty|fifty|hundred|thousand|million|billion|dozen)\b",
                      re.IGNORECASE)
 _QUANTITY_WORDS = frozenset(
-    "revenue revenues earnings income profit profits loss losses sales cost costs price prices "
-    "population budget salary worth amount total net gross assets debt dividend dividends".split())
+    [
+    "revenue", "revenues", "earnings", "income", "profit", "profits", "loss", "losses", "sales", "cost",
+    "costs", "price", "prices", "population", "budget", "salary", "worth", "amount", "total", "net",
+    "gross", "assets", "debt", "dividend", "dividends",
+])
 
 
 def answer_type(question: str) -> str | None:
-    """What kind of answer ``question`` asks for: ``date`` ("when", "what year"), ``number``
-    ("how many", "how much", or "what was X's revenue/earnings/..."), ``name`` ("who",
-    "whom"), or None (anything else, including yes/no questions)."""
+    """What kind of answer ``question`` asks for.
+
+    ``date`` ("when", "what year"), ``number`` ("how many", "how much", or "what was X's
+    revenue/earnings/..."), ``name`` ("who", "whom"), or None (anything else, including yes/no questions).
+    """
     q = question.strip().lower()
     if re.match(r"^(?:in\s+)?(?:when|what year|which year|what date|on what date|in what year)\b", q) \
             or re.search(r"\b(?:what|which) (?:year|date|month|decade|century)\b", q):

@@ -13,13 +13,20 @@ class WebSearchError(Exception):
 
 
 class TavilyWebSearch:
-    """Tavily search. The client is built on first use and only ever with a key: without one,
-    tavily-python would silently call the live service in keyless mode."""
+    """Tavily search.
+
+    The client is built on first use and only ever with a key: without one, tavily-python would silently call
+    the live service in keyless mode.
+    """
 
     name = "tavily"
 
     def __init__(self, api_key: str, base_url: str | None = None, *, max_results: int = 4,
                  timeout_s: float = 20.0) -> None:
+        """A Tavily client for ``api_key``.
+
+        Raises ValueError without a key (a TavilyClient without one would call the live service).
+        """
         if not api_key:
             raise ValueError("TavilyWebSearch needs an API key")
         self._api_key = api_key
@@ -30,6 +37,7 @@ class TavilyWebSearch:
         self._client = None
 
     def __repr__(self) -> str:  # never show the key
+        """Name the server, never the key."""
         return f"TavilyWebSearch(base_url={self.base_url!r})"
 
     def _get_client(self):

@@ -13,6 +13,7 @@ import logging
 import os
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 import warnings
@@ -28,7 +29,7 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 from rag.bench.data import ratio
 from rag.config import Settings
 from rag.ingest.chunking import chunk_document
-from rag.ingest.loaders import SUPPORTED_SUFFIXES, load_document
+from rag.ingest.loaders import load_document
 from rag.ingest.pipeline import ChunkSettings, ingest_files
 from rag.store.chroma import open_knowledge_base
 from rag.store.embeddings import HashingEmbeddingFunction
@@ -37,6 +38,11 @@ try:
     import resource
 except ImportError:  # not on Windows: CPU seconds are then reported as 0.0
     resource = None  # type: ignore[assignment]
+
+
+BENCH_SUFFIXES = (".pdf", ".txt", ".md", ".markdown")
+"""What a directory contributes: the types the LangChain reference reads too (PyPDFLoader,
+TextLoader)."""
 
 
 def discover_files(paths: Iterable[Path | str]) -> tuple[list[Path], list[Path]]:
@@ -58,7 +64,7 @@ def discover_files(paths: Iterable[Path | str]) -> tuple[list[Path], list[Path]]
     for p in map(Path, paths):
         if p.is_dir():
             files += sorted(f for f in p.iterdir()
-                            if f.is_file() and f.suffix.lower() in SUPPORTED_SUFFIXES)
+                            if f.is_file() and f.suffix.lower() in BENCH_SUFFIXES)
         elif p.is_file():
             files.append(p)
         else:
@@ -186,10 +192,86 @@ def _stages(files: Sequence[Path], root: Path, chunk_size: int, chunk_overlap: i
     return timings, pages, chunks
 
 
+def _peak_rss_mb() -> dict:
+    """Peak resident set size so far, in MB (10^6 bytes).
+
+    Returns:
+        ``self`` (this process) and ``largest_child`` (the largest child process reaped so
+        far: the ingest workers); None where the ``resource`` module is missing.
+    """
+    try:
+        import resource
+    except ImportError:
+        return {"self": None, "largest_child": None}
+    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * scale
+    return {"self": round(own / 1e6, 1), "largest_child": round(kids / 1e6, 1)}
+
+
+def character_error_rate(text: str, truth: str) -> float:
+    """Character error rate of ``text`` against ``truth``.
+
+    Levenshtein distance over the length of ``truth``, both with whitespace runs collapsed to
+    one space (line breaks differ between OCR engines); rapidfuzz computes it when installed.
+
+    Raises:
+        ValueError: ``truth`` is empty.
+    """
+    a, b = " ".join(text.split()), " ".join(truth.split())
+    if not b:
+        raise ValueError("the true text is empty")
+    try:
+        from rapidfuzz.distance import Levenshtein
+    except ImportError:
+        prev = list(range(len(b) + 1))
+        for i, ca in enumerate(a, 1):
+            cur = [i]
+            for j, cb in enumerate(b, 1):
+                cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+            prev = cur
+        return prev[-1] / len(b)
+    return Levenshtein.distance(a, b) / len(b)
+
+
+def bench_ocr(files: Sequence[Path | str], root: Path, *, workers: int | None = None) -> dict:
+    """OCR throughput and accuracy on scanned PDFs, through the whole pipeline with OCR on.
+
+    Args:
+        files: scanned PDFs; one with a ``.txt`` of the same name beside it (its true text)
+            also gets its character error rate (:func:`character_error_rate`).
+        root: where the fresh store goes.
+        workers: worker processes of the pipeline (default one per core).
+
+    Returns:
+        ``files``, ``ocr_pages``, ``seconds`` (wall), ``pages_per_s`` (OCR'd pages),
+        ``failed`` (report lines) and ``cer`` (file name -> rate, 0-1 and more).
+    """
+    from rag.ingest.loaders import normalize_text
+
+    files = [Path(f) for f in files]
+    kb = _fresh_kb(root, "ocr")
+    started = time.perf_counter()
+    reports = ingest_files(kb, files, workers=workers)
+    seconds = time.perf_counter() - started
+    pages = sum(r.ocr_pages for r in reports)
+    cer = {}
+    for f in files:
+        truth = f.with_suffix(".txt")
+        if truth.is_file():
+            doc = load_document(f.name, f.read_bytes())
+            cer[f.name] = round(character_error_rate(
+                "\n".join(p.text for p in doc.pages),
+                normalize_text(truth.read_text(encoding="utf-8", errors="replace"))), 4)
+    return {"files": len(files), "ocr_pages": pages, **_rate(seconds, pages, 0),
+            "failed": [r.line() for r in reports if not r.ok], "cer": cer}
+
+
 def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
                  chunk_size: int = 1000, chunk_overlap: int = 150, workers: int | None = None,
                  reference: bool = True, repeat: int = 1,
-                 on_stage: Callable[[str], None] | None = None) -> dict:
+                 on_stage: Callable[[str], None] | None = None,
+                 ocr_files: Sequence[Path | str] = ()) -> dict:
     """Ingestion throughput on the same files, all measured in this call.
 
     Ours, stage by stage in one process (parse, chunk, embed, upsert: pages/s and chunks/s of
@@ -213,12 +295,15 @@ def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
         reference: also time the LangChain reference pipeline.
         repeat: interleaved runs of the pipeline and the baselines.
         on_stage: called with a name as each measurement starts.
+        ocr_files: scanned PDFs measured apart by :func:`bench_ocr` (result ``ocr``).
 
     Returns:
         ``files``, ``pages``, ``chunks``, ``repeat``, ``skipped_duplicates``, ``stages``,
         ``pipeline``, ``reingest``, ``baselines`` (``pypdf_parse``, ``langchain_reference``
-        or None), ``ratios`` (our pipeline's pages/s over each baseline's), ``runs`` and
-        ``runs_cpu_seconds``. Times in seconds.
+        or None), ``ratios`` (our pipeline's pages/s over each baseline's), ``peak_rss_mb``
+        (peak memory after our runs, before the reference's: this process, which also ran the
+        stage-by-stage pass, and the largest worker), ``ocr`` (:func:`bench_ocr`, or None),
+        ``runs`` and ``runs_cpu_seconds``. Times in seconds.
 
     Raises:
         FileNotFoundError: a missing path, or no file to ingest.
@@ -254,6 +339,8 @@ def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
                 runs["pipeline"].append(round(time.perf_counter() - t, 3))
                 cpu["pipeline"].append(round(_cpu_seconds() - c, 3))
                 failed = [r.line() for r in reports if not r.ok]
+                if rep == 1:
+                    peak = _peak_rss_mb()  # before the reference loads its own stack
 
                 if reference:
                     note(f"LangChain reference (run {rep})")
@@ -271,6 +358,10 @@ def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
             for f in files:
                 hashlib.sha256(f.read_bytes()).hexdigest()
             hash_s = time.perf_counter() - t
+            ocr = None
+            if ocr_files:
+                note("ours, OCR of scanned pages")
+                ocr = bench_ocr(ocr_files, root, workers=workers)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -294,6 +385,8 @@ def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
         "ratios": {"vs_pypdf_parse": ratio(pipeline["pages_per_s"] or 0, floor["pages_per_s"] or 0),
                    "vs_langchain_reference": ratio(pipeline["pages_per_s"] or 0,
                                                    ref["pages_per_s"] or 0) if ref else None},
+        "peak_rss_mb": peak,
+        "ocr": ocr,
         "runs": {k: v for k, v in runs.items() if v},
         "runs_cpu_seconds": {k: v for k, v in cpu.items() if v},
     }

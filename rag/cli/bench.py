@@ -265,6 +265,12 @@ def format_ingest(result: dict) -> str:
     for stage, rate in result["stages"].items():
         rows.append({"what": f"ours: {stage} (one process)", **rate})
     rows.append({"what": f"ours: whole pipeline ({ours['workers']} workers)", **ours, "ours_vs": 1.0})
+    ocr = result.get("ocr")
+    if ocr:
+        cer = ", ".join(f"CER {name} {value:.2%}" for name, value in ocr["cer"].items())
+        rows.append({"what": f"ours: OCR ({ocr['ocr_pages']} scanned pages, {ocr['files']} files)",
+                     "seconds": ocr["seconds"], "pages_per_s": ocr["pages_per_s"],
+                     "note": cer or "-"})
     again = result["reingest"]
     rows.append({"what": "ours: same files again (hashing only)", "seconds": again["seconds"],
                  "ours_vs": None, "note": f"hashing alone {again['hash_only_seconds']} s "
@@ -276,7 +282,22 @@ def format_ingest(result: dict) -> str:
             f"median of {result['repeat']} interleaved run(s)"
             + (f"; left out byte-identical copies: {', '.join(result['skipped_duplicates'])}"
                if result["skipped_duplicates"] else ""))
+    peak = result.get("peak_rss_mb") or {}
+    if peak.get("self") is not None:
+        head += (f"\npeak memory (RSS) after our runs: {peak['self']} MB in this process, "
+                 f"{peak['largest_child']} MB in the largest worker")
     return head + "\n" + table
+
+
+OCR_FILES = ("tricky-pdfs/ocrmypdf__c02-22.pdf", "tricky-pdfs/ocrmypdf__linn.pdf")
+"""Scanned PDFs in the shared data that ``bench ingest`` OCRs by default (linn has its true
+text beside it, for the character error rate)."""
+
+
+def _ocr_files(args: argparse.Namespace) -> list[Path]:
+    if args.ocr_files is None:
+        return [p for p in (shared_data_dir() / f for f in OCR_FILES) if p.is_file()]
+    return [Path(p) for p in args.ocr_files]
 
 
 def cmd_bench_ingest(args: argparse.Namespace) -> int:
@@ -290,6 +311,7 @@ def cmd_bench_ingest(args: argparse.Namespace) -> int:
     result = bench_ingest(args.paths, workdir=settings.data_dir, chunk_size=args.chunk_size,
                           chunk_overlap=args.chunk_overlap, workers=args.workers,
                           reference=not args.no_reference, repeat=args.repeat,
+                          ocr_files=_ocr_files(args),
                           on_stage=lambda name: print(f"measuring {name} ...", file=sys.stderr,
                                                       flush=True))
     _emit(args, result, format_ingest(result))
@@ -382,6 +404,10 @@ def register(commands, shared: SharedArgs) -> None:
     p.add_argument("--chunk-overlap", type=int, default=150)
     p.add_argument("--no-reference", action="store_true",
                    help="skip the LangChain reference (needs langchain-community, langchain-chroma)")
+    p.add_argument("--ocr-files", nargs="*", metavar="PDF",
+                   help="scanned PDFs for OCR pages/s and, where X.txt sits beside X.pdf, the "
+                        f"character error rate (default: c02-22 and linn in ${SHARED_DATA_ENV}/"
+                        "tricky-pdfs; give none to skip)")
     p.set_defaults(func=cmd_bench_ingest)
 
     shared_hotpotqa = f"${SHARED_DATA_ENV}/hotpotqa, ${SHARED_DATA_ENV} defaulting to ../shared/data"

@@ -1,4 +1,5 @@
-"""``python -m rag ingest PATH...``: index PDF, .txt and .md files into a knowledge base."""
+"""``python -m rag ingest PATH...``: index PDF, Word, HTML, .txt and .md files into a knowledge
+base, with OCR of scanned pages unless ``--no-ocr``."""
 
 from __future__ import annotations
 
@@ -10,9 +11,26 @@ from rag.ingest.pipeline import ChunkSettings, ingest_files
 from rag.store.chroma import StoreUnavailable, open_knowledge_base
 
 POSITION = 10
-HELP = "index PDF, .txt and .md files"
+HELP = "index PDF, Word (.docx), HTML, .txt and .md files"
 
 _MARKS = {"ingested": "ok  ", "already indexed": "same", "failed": "FAIL"}
+
+
+def page_progress(stream):
+    """Per-page progress on ``stream`` for ``ingest_files(on_page=...)``: a line per page read by
+    OCR (seconds each), and on a terminal a counter that rewrites itself for the other pages."""
+    tty = stream.isatty()
+    back = "\r" if tty else ""
+
+    def show(name: str, done: int, total: int, ocr: bool) -> None:
+        if ocr:
+            print(f"{back}  {name}: page {done}/{total} read by OCR", file=stream, flush=True)
+        elif tty:
+            print(f"\r  {name}: page {done}/{total}", end="", file=stream, flush=True)
+            if done == total:
+                print("\r\033[K", end="", file=stream, flush=True)
+
+    return show
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -31,7 +49,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     try:
         reports = ingest_files(kb, args.paths, password=args.password,
                                chunking=ChunkSettings(args.chunk_size, args.chunk_overlap),
-                               max_bytes=settings.max_upload_bytes)
+                               max_bytes=settings.max_upload_bytes, ocr=not args.no_ocr,
+                               on_page=page_progress(sys.stderr))
     except StoreUnavailable as exc:  # the files done so far are stored; main says the rest
         for r in getattr(exc, "reports", [])[:-1]:
             print(f"{_MARKS[r.status]} {r.line()}", flush=True)
@@ -49,6 +68,8 @@ def register(commands, shared: SharedArgs) -> None:
     p = commands.add_parser("ingest", help=HELP, parents=[shared.data_dir, shared.collection])
     p.add_argument("paths", nargs="+")
     p.add_argument("--password", help="password for encrypted PDFs")
+    p.add_argument("--no-ocr", action="store_true",
+                   help="do not read scanned pages by OCR (on by default; seconds per page)")
     p.add_argument("--chunk-size", type=int, default=1000, help="characters (default 1000)")
     p.add_argument("--chunk-overlap", type=int, default=150, help="characters (default 150)")
     p.set_defaults(func=cmd_ingest)

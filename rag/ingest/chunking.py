@@ -19,14 +19,16 @@ def chunk_document(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
 ) -> list[ChunkRecord]:
-    """Split ``doc`` into chunks of at most ``chunk_size`` characters, consecutive chunks of a page
-    sharing up to ``chunk_overlap`` characters.
+    """Split ``doc`` into chunks of at most ``chunk_size`` characters.
+
+    Consecutive chunks of a page sharing up to ``chunk_overlap`` characters.
 
     Pages are split one at a time, so a chunk never spans two pages; ``ChunkRecord.page`` is the
     1-based page number. ``index`` is 0-based and runs over the whole document, and ``id`` is
     ``f"{doc_sha[:16]}-{index:05d}"``, so the same bytes and settings give the same ids.
-    ``metadata`` holds ``source``, ``page``, ``chunk_index`` and ``doc_sha`` (str and int only, as
-    the vector store requires). Whitespace-only chunks are dropped.
+    ``metadata`` holds ``source``, ``page``, ``chunk_index`` and ``doc_sha`` (str and int, as
+    the vector store requires), plus ``ocr: True`` on chunks of a page read by OCR.
+    Whitespace-only chunks are dropped.
 
     Raises ``ValueError`` if ``chunk_size`` < 50, ``chunk_overlap`` < 0,
     ``chunk_overlap`` >= ``chunk_size``, or ``doc_sha`` is empty.
@@ -58,6 +60,7 @@ def chunk_document(
                         "page": page.number,
                         "chunk_index": index,
                         "doc_sha": doc_sha,
+                        **({"ocr": True} if page.ocr else {}),
                     },
                 )
             )

@@ -9,23 +9,28 @@ class IngestError(Exception):
     code = "error"
 
     def __init__(self, message: str) -> None:
+        """Keep ``message``: the one line a person reads."""
         super().__init__(message)
         self.message = message
 
 
 class UnsupportedType(IngestError):
+    """The file type is not one Retrace reads (PDF, text, Markdown, .docx, .html)."""
     code = "unsupported_type"
 
 
 class TooLarge(IngestError):
+    """The file is larger than the upload limit (RAG_MAX_UPLOAD_MB)."""
     code = "too_large"
 
 
 class EmptyFile(IngestError):
+    """The file has no bytes."""
     code = "empty_file"
 
 
 class CorruptFile(IngestError):
+    """The file is damaged or not what its name says."""
     code = "corrupt_file"
 
 
@@ -36,6 +41,7 @@ class PasswordRequired(IngestError):
 
 
 class WrongPassword(IngestError):
+    """The password given does not open the PDF."""
     code = "wrong_password"
 
 

@@ -1,43 +1,114 @@
-"""Parse PDFs ahead of the pipeline in a process pool, page range by page range, so text
-extraction (pypdf, pure Python, the slow stage) uses every core while the pipeline chunks,
-embeds and stores the files already parsed."""
+"""Prepare PDFs ahead of the pipeline in worker processes, page range by page range.
+
+Text (PDFium), OCR of scanned pages, and, for a local embedding function, the chunks' vectors. The pipeline
+then only chunks (cheap) and writes to the store while the workers prepare the next files, so both cores work.
+
+Workers never outlive the process that started them: on Linux each asks the kernel for SIGKILL
+when its parent dies (``prctl(PR_SET_PDEATHSIG)``), and on every platform a watchdog thread ends
+the worker within :data:`WATCHDOG_SECONDS` of its parent's process id changing.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import logging
 import os
-from concurrent.futures import Future
-from typing import Callable, Optional
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 
+from rag.ingest.chunking import chunk_document
 from rag.ingest.errors import IngestError
-from rag.ingest.loaders import (
-    LoadedDocument,
-    _suffix,
-    assemble_pdf,
-    extract_pages,
-    load_document,
-    open_pdf,
-)
+from rag.ingest.loaders import LoadedDocument, _suffix, assemble_pdf, load_document
 from rag.ingest.types import Page
 
+log = logging.getLogger(__name__)
+
 PAGES_PER_TASK = 16
-"""Pages one worker extracts per task: small enough that a 143-page filing spreads over
-every core, large enough that re-opening the PDF per task stays cheap (about 20 ms)."""
+"""Pages one worker prepares per task: small enough that a 143-page filing spreads over every
+core, large enough that re-opening the PDF per task stays cheap (a few ms with PDFium)."""
 MIN_PARALLEL_PAGES = 32
-"""Below this many PDF pages to parse, starting worker processes costs more than it saves."""
+"""Below this many PDF pages to prepare, starting worker processes costs more than it saves."""
+WATCHDOG_SECONDS = 1.0
+"""How often a worker checks that its parent is still alive."""
+TEST_HOOK_ENV = "RETRACE_TEST_PAUSE_AFTER_WORKERS_START"
+"""Test hook: when set to a file path, the parent writes its workers' process ids there once
+they have started, then sleeps (at most 120 s) so a test can kill it at a known point."""
+
+_progress_queue = None  # set in each worker by _init_worker
+_inherited_engine = None  # the parent's OCR engine in a forked worker: kept, never used
 
 
-def _init_worker(pypdf_log_level: int) -> None:
+def _die_with_parent(parent_pid: int) -> None:
+    """Make this worker process end when ``parent_pid`` does (see the module docstring)."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            # The signal comes when the thread that forked this worker ends; the pool is made
+            # and shut down by the thread that runs ingest_files, so that is the parent's life.
+            libc = ctypes.CDLL(None, use_errno=True)
+            PR_SET_PDEATHSIG = 1
+            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except Exception:  # no libc prctl: the watchdog below still works
+            pass
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+
+    def watchdog() -> None:
+        while True:
+            time.sleep(WATCHDOG_SECONDS)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watchdog, name="parent-watchdog", daemon=True).start()
+
+
+def _init_worker(parent_pid: int, pypdf_log_level: int, queue) -> None:
+    global _progress_queue
+    _die_with_parent(parent_pid)
     logging.getLogger("pypdf").setLevel(pypdf_log_level)
+    _progress_queue = queue
+    # A forked child inherits the parent's module state: a PDFium lock another thread held at
+    # the fork, and an OCR engine whose onnxruntime threads did not survive it. That engine
+    # must never be freed here (its destructor waits on those threads forever): it is kept
+    # referenced, the worker builds its own, and the worker leaves through os._exit.
+    from rag.ingest import loaders, ocr
+
+    loaders._PDFIUM_LOCK = threading.RLock()
+    global _inherited_engine
+    _inherited_engine = ocr._engine
+    ocr._engine = None
+    ocr._engine_lock = threading.Lock()
 
 
-def _extract_range(data: bytes, password: Optional[str], first: int, last: int
-                   ) -> tuple[list[tuple[int, str]], list[str]]:
-    """Worker task: text of pages ``first..last`` (1-based, inclusive) as plain tuples."""
-    reader = open_pdf(data, password)
-    pages, warnings = extract_pages(reader, range(first, last + 1))
-    return [(p.number, p.text) for p in pages], warnings
+def _prepare_range(key: str, data: bytes, password: str | None, first: int, last: int,
+                   ocr: bool, chunk_size: int, chunk_overlap: int, embed
+                   ) -> tuple[list[tuple[int, str, bool]], list[str], list[str] | None, list | None]:
+    """Worker task.
+
+    Pages ``first..last`` (1-based, inclusive) as ``(number, text, ocr)`` tuples, their warnings, and when
+    ``embed`` is given the chunk texts of these pages and their vectors (chunks never span pages, so the
+    document's chunks are the ranges' in order). Sends ``(key, number, ocr)`` on the progress queue after each
+    page.
+    """
+    from rag.ingest.loaders import _load_pdf_range
+
+    def on_page(done: int, total: int, used_ocr: bool) -> None:
+        if _progress_queue is not None:
+            _progress_queue.put((key, first + done - 1, used_ocr))
+
+    pages, warnings = _load_pdf_range(data, password, first, last, ocr=ocr, on_page=on_page)
+    texts = vectors = None
+    if embed is not None and pages:
+        part = LoadedDocument(filename="part", pages=pages, page_count=last, warnings=[])
+        texts = [c.text for c in chunk_document(part, doc_sha="0" * 64, chunk_size=chunk_size,
+                                                chunk_overlap=chunk_overlap)]
+        vectors = list(embed(texts)) if texts else []
+    return [(p.number, p.text, p.ocr) for p in pages], warnings, texts, vectors
 
 
 class _Pending:
@@ -48,26 +119,36 @@ class _Pending:
 
 
 class PrefetchingLoader:
-    """A drop-in for :func:`load_document` that has already started parsing the PDFs of a
-    batch in worker processes.
+    """A drop-in for :func:`load_document` that has started preparing a batch's PDFs in worker processes.
 
     Construct it with the batch's ``(name, bytes)`` pairs, the per-name password lookup, and
     ``skip(sha)`` telling which contents need no parsing (already indexed). PDFs that open
     are split into ranges of :data:`PAGES_PER_TASK` pages and submitted at once, in batch
-    order; :meth:`load` then returns a file's document from its ranges, or parses it in this
-    process when it was not prefetched (text files, skipped or broken ones, a small batch,
+    order; :meth:`load` then returns a file's document from its ranges, or loads it in this
+    process when it was not prefetched (other types, skipped or broken files, a small batch,
     a single core) or when a worker failed. Errors are the ones :func:`load_document` raises,
-    at the same point. Use it as a context manager: leaving it stops the workers.
+    at the same point. ``ocr`` is passed on to :func:`load_document`. With ``embed`` (a local,
+    picklable embedding function) and ``chunking`` (``(chunk_size, chunk_overlap)``), workers
+    also embed the chunks: :meth:`embeddings` returns them. Use it as a context manager:
+    leaving it stops the workers.
     """
 
-    def __init__(self, files: list[tuple[str, bytes]], password_for: Callable[[str], Optional[str]],
-                 skip: Callable[[str], bool], *, workers: Optional[int] = None,
-                 max_bytes: Optional[int] = None) -> None:
+    def __init__(self, files: list[tuple[str, bytes]], password_for: Callable[[str], str | None],
+                 skip: Callable[[str], bool], *, workers: int | None = None,
+                 max_bytes: int | None = None, ocr: bool = True, embed=None,
+                 chunking: tuple[int, int] = (1000, 150)) -> None:
+        """Start preparing the batch's PDFs in worker processes (see the class docstring)."""
         self._pending: dict[tuple[str, str], _Pending] = {}
+        self._vectors: dict[str, tuple[list[str], list]] = {}
+        self._events: dict[str, list[tuple[int, bool]]] = {}
         self._pool = None
+        self._queue = None
+        self._ocr = ocr
         workers = workers if workers is not None else (os.cpu_count() or 1)
         if workers < 2:
             return
+        from rag.ingest.loaders import _PDFIUM_LOCK, _open_pdfium
+
         plans = []
         seen: set[str] = set()
         for name, data in files:
@@ -80,64 +161,141 @@ class PrefetchingLoader:
             except Exception:  # a store error: the pipeline reports it on this file itself
                 continue
             seen.add(sha)
-            try:
-                page_count = len(open_pdf(data, password_for(name)).pages)
-            except IngestError:
-                continue  # load() raises the same error, in order
+            pdf = _open_pdfium(data, password_for(name))
+            if pdf is None:  # pypdf's fallback (or its error): loaded in this process, in order
+                continue
+            with _PDFIUM_LOCK:
+                page_count = len(pdf)
+                pdf.close()
             plans.append((name, sha, data, password_for(name), page_count))
         if sum(p[4] for p in plans) < MIN_PARALLEL_PAGES:
             return
         import multiprocessing
-        import sys
         from concurrent.futures import ProcessPoolExecutor
 
         # fork where it exists: spawn and forkserver re-run the caller's __main__ in every
-        # worker, which breaks any script without a main guard. The workers only run pypdf
-        # on bytes they are handed, never a lock, client or thread inherited from the parent.
+        # worker, which breaks any script without a main guard. The workers only run PDFium,
+        # OCR and the local embedding on bytes they are handed, never a lock, client or thread
+        # inherited from the parent (_init_worker resets the ones the ingest modules hold).
         ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+        self._queue = ctx.SimpleQueue()
         self._pool = ProcessPoolExecutor(
             max_workers=workers, mp_context=ctx, initializer=_init_worker,
-            initargs=(logging.getLogger("pypdf").getEffectiveLevel(),))
+            initargs=(os.getpid(), logging.getLogger("pypdf").getEffectiveLevel(), self._queue))
+        size, overlap = chunking
         for name, sha, data, password, page_count in plans:
-            futures = [self._pool.submit(_extract_range, data, password, first,
-                                         min(first + PAGES_PER_TASK - 1, page_count))
+            futures = [self._pool.submit(_prepare_range, sha, data, password, first,
+                                         min(first + PAGES_PER_TASK - 1, page_count), ocr,
+                                         size, overlap, embed)
                        for first in range(1, page_count + 1, PAGES_PER_TASK)]
             self._pending[(name, sha)] = _Pending(sha, page_count, futures)
+        self._test_pause()
+
+    def _test_pause(self) -> None:
+        path = os.environ.get(TEST_HOOK_ENV)
+        if not path or self._pool is None:
+            return
+        pids = sorted(getattr(self._pool, "_processes", {}) or {})
+        with open(path + ".tmp", "w") as fh:
+            fh.write(" ".join(map(str, pids)))
+        os.replace(path + ".tmp", path)
+        time.sleep(120)
 
     @property
     def parallel(self) -> bool:
-        """True when worker processes are parsing this batch."""
+        """True when worker processes are preparing this batch."""
         return self._pool is not None
 
-    def load(self, filename: str, data: bytes, *, password: Optional[str] = None,
-             max_bytes: Optional[int] = None) -> LoadedDocument:
-        """Same contract as :func:`rag.ingest.loaders.load_document`."""
+    def _drain(self) -> None:
+        while self._queue is not None and not self._queue.empty():
+            key, number, used_ocr = self._queue.get()
+            self._events.setdefault(key, []).append((number, used_ocr))
+
+    def load(self, filename: str, data: bytes, *, password: str | None = None,
+             max_bytes: int | None = None,
+             on_page: Callable[[int, int, bool], None] | None = None) -> LoadedDocument:
+        """Same contract as :func:`rag.ingest.loaders.load_document` (``ocr`` as given to the constructor).
+
+        ``on_page(done, total, ocr)`` is called for each page as workers finish it.
+        """
         sha = hashlib.sha256(data).hexdigest()
         pending = self._pending.pop((filename, sha), None)
-        if pending is not None:
-            pages: list[Page] = []
-            warnings: list[str] = []
-            try:
-                for future in pending.futures:
-                    got, warned = future.result()
-                    pages += [Page(number=n, text=t) for n, t in got]
-                    warnings += warned
-            except IngestError:
-                raise
-            except Exception:  # a crashed worker: parse here instead, the result is the same
-                return load_document(filename, data, password=password, max_bytes=max_bytes)
-            return assemble_pdf(filename, pages, pending.page_count, warnings)
-        return load_document(filename, data, password=password, max_bytes=max_bytes)
+        if pending is None:
+            return load_document(filename, data, password=password, max_bytes=max_bytes,
+                                 ocr=self._ocr, on_page=on_page)
+        pages: list[Page] = []
+        warnings: list[str] = []
+        texts: list[str] = []
+        vectors: list = []
+        embedded = True
+        try:
+            done = self._wait(pending, sha, on_page)
+            for future in pending.futures:
+                got, warned, part_texts, part_vectors = future.result()
+                pages += [Page(number=n, text=t, ocr=o) for n, t, o in got]
+                warnings += warned
+                if part_texts is None:
+                    embedded = embedded and not got
+                else:
+                    texts += part_texts
+                    vectors += part_vectors
+        except IngestError:
+            raise
+        except Exception as exc:  # a crashed worker: load here instead, the result is the same
+            log.warning("worker failed on %s (%s); loading it in this process", filename, exc)
+            return load_document(filename, data, password=password, max_bytes=max_bytes,
+                                 ocr=self._ocr, on_page=on_page)
+        if on_page:
+            for _ in range(done, pending.page_count):  # events still in flight
+                done += 1
+                on_page(done, pending.page_count, False)
+        if embedded:
+            self._vectors[sha] = (texts, vectors)
+        return assemble_pdf(filename, pages, pending.page_count, warnings, ocr=self._ocr)
+
+    def _wait(self, pending, sha: str, on_page: Callable[[int, int, bool], None] | None) -> int:
+        """Wait for every range of one file, reporting pages as they finish; returns how many were reported.
+
+        Raises a worker's error as soon as its range fails.
+        """
+        done = 0
+        waiting = set(pending.futures)
+        while waiting:
+            finished, waiting = wait(waiting, timeout=0.25, return_when=FIRST_COMPLETED)
+            self._drain()
+            for _number, used_ocr in self._events.pop(sha, []):
+                done += 1
+                if on_page:
+                    on_page(done, pending.page_count, used_ocr)
+            for future in finished:
+                future.result()  # raise a worker's error now
+        return done
+
+    def embeddings(self, doc_sha: str, chunk_texts: list[str]) -> list | None:
+        """The vectors the workers computed for the chunks of the document ``doc_sha``.
+
+        When they are exactly ``chunk_texts`` (in order); else None (the store embeds them).
+        """
+        texts, vectors = self._vectors.pop(doc_sha, (None, None))
+        if texts is None or texts != chunk_texts or len(vectors) != len(texts):
+            return None
+        return vectors
 
     def close(self) -> None:
+        """Stop the workers and forget what they prepared; safe to call twice."""
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+        if self._queue is not None:
+            self._queue.close()
+            self._queue = None
         self._pending.clear()
+        self._vectors.clear()
 
-    def __enter__(self) -> "PrefetchingLoader":
+    def __enter__(self) -> PrefetchingLoader:
+        """Use the loader in a ``with`` block; leaving it stops the workers."""
         return self
 
     def __exit__(self, *exc) -> None:
+        """Stop the workers (see :meth:`close`)."""
         self.close()
-

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Literal, Optional, Union
+from typing import Literal
 
 from rag.ingest.chunking import (
     DEFAULT_CHUNK_OVERLAP,
@@ -20,13 +21,16 @@ from rag.secrets import scrub
 from rag.store.chroma import StoreUnavailable
 
 Status = Literal["ingested", "already indexed", "failed"]
-FileInput = Union[str, Path, tuple[str, bytes]]
+FileInput = str | Path | tuple[str, bytes]
 
 
 @dataclass
 class FileReport:
-    """The outcome for one file. ``code`` is the IngestError code when it failed
-    (``password_required``, ``no_extractable_text``, ...); ``seconds`` is wall time."""
+    """The outcome for one file.
+
+    ``code`` is the IngestError code when it failed (``password_required``, ``no_extractable_text``, ...);
+    ``pages`` counts every page and ``ocr_pages`` those read by OCR; ``seconds`` is wall time.
+    """
 
     filename: str
     status: Status
@@ -35,15 +39,20 @@ class FileReport:
     doc_sha: str = ""
     pages: int = 0
     chunks: int = 0
+    ocr_pages: int = 0
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
+        """True unless the file failed."""
         return self.status != "failed"
 
     def line(self) -> str:
-        """One line a person can read, e.g. ``lewis.pdf: ingested 19 pages, 88 chunks``."""
+        """One line a person can read, e.g.
+
+        ``lewis.pdf: ingested 19 pages, 88 chunks`` or ``scan.pdf: ingested 3 pages (3 by OCR), 7 chunks``.
+        """
         return f"{self.filename}: {self.message}"
 
 
@@ -55,7 +64,7 @@ class ChunkSettings:
     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP
 
 
-def _read(item: FileInput) -> tuple[str, Optional[bytes], Optional[str]]:
+def _read(item: FileInput) -> tuple[str, bytes | None, str | None]:
     if isinstance(item, tuple):
         return item[0], item[1], None
     path = Path(item)
@@ -69,15 +78,21 @@ def ingest_files(kb, files: Iterable[FileInput], *, chunking: ChunkSettings = Ch
                  passwords: dict[str, str] | None = None, password: str | None = None,
                  max_bytes: int | None = None,
                  on_progress: Callable[[int, int, str], None] | None = None,
-                 workers: int | None = None) -> list[FileReport]:
+                 workers: int | None = None, ocr: bool = True,
+                 on_page: Callable[[str, int, int, bool], None] | None = None) -> list[FileReport]:
     """Ingest each file into ``kb`` and report on each; one bad file never stops the batch.
 
     ``files`` are paths or ``(name, bytes)`` pairs. ``passwords`` maps file names to PDF
     passwords; ``password`` is tried for any encrypted file without its own. A file's chunks
     are stored all or not at all. The same bytes twice (even under another name) are
-    ``already indexed``. ``on_progress(done, total, filename)`` is called before each file.
-    PDFs are parsed ahead in ``workers`` processes (default: one per core; 1 parses here) while
-    earlier files are chunked and stored; re-ingesting unchanged files costs only hashing.
+    ``already indexed``. ``on_progress(done, total, filename)`` is called before each file, and
+    ``on_page(filename, done, total, ocr)`` after each page of a PDF (``done`` and ``total``
+    count pages, ``ocr`` says whether that page was read by OCR, which takes seconds).
+    ``ocr`` (default on) reads pages with no text layer, or too little text for their area,
+    by OCR; their chunks carry ``ocr: True``. PDFs are prepared ahead (text, OCR, and the
+    vectors of a local embedding function) in ``workers`` processes (default: one per core;
+    1 does everything here) while earlier files are chunked and stored; re-ingesting
+    unchanged files costs only hashing.
     A file whose chunks are stored without their completion record (an ingest that was
     killed) is stored again from scratch and reported as ``ingested``.
     Raises ValueError for invalid chunk settings and StoreError (EmbeddingMismatch) when the
@@ -87,7 +102,7 @@ def ingest_files(kb, files: Iterable[FileInput], *, chunking: ChunkSettings = Ch
     Messages never hold a key (:func:`rag.secrets.scrub`).
     """
     items = list(files)
-    kb.collection  # raises StoreError (e.g. EmbeddingMismatch) before any file is touched
+    _ = kb.collection  # raises StoreError (e.g. EmbeddingMismatch) before any file is touched
     chunk_document(_probe_doc(), doc_sha="0" * 64, chunk_size=chunking.chunk_size,
                    chunk_overlap=chunking.chunk_overlap)  # validates the settings up front
     reports: list[FileReport] = []
@@ -99,7 +114,8 @@ def ingest_files(kb, files: Iterable[FileInput], *, chunking: ChunkSettings = Ch
 
     with PrefetchingLoader([(name, data) for name, data, _ in reads if data is not None],
                            password_for, kb.has_document, workers=workers,
-                           max_bytes=max_bytes) as loader:
+                           max_bytes=max_bytes, ocr=ocr, embed=_local_embedding(kb),
+                           chunking=(chunking.chunk_size, chunking.chunk_overlap)) as loader:
         for i, (name, data, read_error) in enumerate(reads):
             if on_progress:
                 on_progress(i, len(items), name)
@@ -109,7 +125,7 @@ def ingest_files(kb, files: Iterable[FileInput], *, chunking: ChunkSettings = Ch
                 continue
             try:
                 report = _ingest_one(kb, name, data, chunking, password_for(name), max_bytes,
-                                     seen, loader.load)
+                                     seen, loader, on_page)
             except StoreUnavailable as exc:
                 reports.append(FileReport(name, "failed", str(exc), code="store_unavailable",
                                           seconds=round(time.perf_counter() - started, 3)))
@@ -129,8 +145,20 @@ def _probe_doc():
     return LoadedDocument(filename="probe", pages=[Page(1, "probe")], page_count=1, warnings=[])
 
 
+def _local_embedding(kb):
+    """``kb``'s embedding function when it runs locally and can be sent to worker processes.
+
+    (the hashing embeddings); None for one that calls a service (it runs in this process).
+    """
+    from rag.store.embeddings import HashingEmbeddingFunction
+
+    ef = getattr(kb, "embedding_function", None)
+    return ef if isinstance(ef, HashingEmbeddingFunction) else None
+
+
 def _ingest_one(kb, name: str, data: bytes, chunking: ChunkSettings, password: str | None,
-                max_bytes: int | None, seen: dict[str, str], load=load_document) -> FileReport:
+                max_bytes: int | None, seen: dict[str, str], loader=None,
+                on_page: Callable[[str, int, int, bool], None] | None = None) -> FileReport:
     sha = hashlib.sha256(data).hexdigest()
     if sha in seen:
         return FileReport(name, "already indexed",
@@ -140,13 +168,22 @@ def _ingest_one(kb, name: str, data: bytes, chunking: ChunkSettings, password: s
         if status == "complete":
             seen[sha] = name
             return FileReport(name, "already indexed", "already indexed", doc_sha=sha)
-        doc = load(name, data, password=password, max_bytes=max_bytes)
+        page_cb = (lambda done, total, ocr: on_page(name, done, total, ocr)) if on_page else None
+        if loader is None:
+            doc = load_document(name, data, password=password, max_bytes=max_bytes,
+                                on_page=page_cb)
+        else:
+            doc = loader.load(name, data, password=password, max_bytes=max_bytes, on_page=page_cb)
         chunks = chunk_document(doc, doc_sha=sha, chunk_size=chunking.chunk_size,
                                 chunk_overlap=chunking.chunk_overlap)
         if not chunks:
             return FileReport(name, "failed", "no extractable text", code="no_extractable_text",
                               doc_sha=sha)
-        kb.add_document(chunks, pages=doc.page_count, size_bytes=len(data))
+        vectors = loader.embeddings(sha, [c.text for c in chunks]) if loader is not None else None
+        if vectors is not None:
+            kb.add_document(chunks, pages=doc.page_count, size_bytes=len(data), embeddings=vectors)
+        else:
+            kb.add_document(chunks, pages=doc.page_count, size_bytes=len(data))
     except IngestError as exc:
         return FileReport(name, "failed", scrub(exc.message), code=exc.code, doc_sha=sha)
     except StoreUnavailable:
@@ -157,9 +194,11 @@ def _ingest_one(kb, name: str, data: bytes, chunking: ChunkSettings, password: s
                           code="error", doc_sha=sha)
     seen[sha] = name
     pages = f"{doc.page_count} page{'s' if doc.page_count != 1 else ''}"
+    if doc.ocr_pages:
+        pages += f" ({len(doc.ocr_pages)} by OCR)"
     warn = f" ({len(doc.warnings)} warning(s))" if doc.warnings else ""
     repaired = ("; replaced the incomplete copy an interrupted ingest had left"
                 if status == "incomplete" else "")
     return FileReport(name, "ingested", f"ingested {pages}, {len(chunks)} chunks{warn}{repaired}",
                       doc_sha=sha, pages=doc.page_count, chunks=len(chunks),
-                      warnings=list(doc.warnings))
+                      ocr_pages=len(doc.ocr_pages), warnings=list(doc.warnings))

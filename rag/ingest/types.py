@@ -7,10 +7,15 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Page:
-    """Text of one page. ``number`` is 1-based; text files are a single page 1."""
+    """Text of one page.
+
+    ``number`` is 1-based; text files are a single page 1. ``ocr`` is True when the text was read by OCR from
+    the rendered page.
+    """
 
     number: int
     text: str
+    ocr: bool = False
 
 
 @dataclass(frozen=True)

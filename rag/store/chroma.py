@@ -14,14 +14,16 @@ re-stores it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
 import signal
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import chromadb
 from chromadb.api import ClientAPI
@@ -47,7 +49,8 @@ class EmbeddingMismatch(StoreError):
 class StoreUnavailable(StoreError):
     """The Chroma server cannot be reached (not running, killed, wrong host or port).
 
-    The message is one line naming the server and what to do."""
+    The message is one line naming the server and what to do.
+    """
 
 
 COMPLETE_KEY = "doc_chunks"
@@ -120,20 +123,21 @@ def _translate_unreachable(method):
 
 
 def _test_hook_after_batch() -> None:
-    """Test hook (inert unless its environment variables are set), called after every upsert
-    batch: ``RETRACE_TEST_KILL_AFTER_BATCHES=N`` makes the process SIGKILL itself after its
-    N-th batch; ``RETRACE_TEST_HOLD_AFTER_BATCHES=N`` with ``RETRACE_TEST_HOLD_FILE=PATH``
-    creates ``PATH.ready`` after the N-th batch and waits until ``PATH.go`` exists. Both make
-    crash tests deterministic without sleeps."""
+    """Test hook (inert unless its environment variables are set), called after every upsert batch.
+
+    ``RETRACE_TEST_KILL_AFTER_BATCHES=N`` makes the process SIGKILL itself after its N-th batch;
+    ``RETRACE_TEST_HOLD_AFTER_BATCHES=N`` with ``RETRACE_TEST_HOLD_FILE=PATH`` creates ``PATH.ready`` after
+    the N-th batch and waits until ``PATH.go`` exists. Both make crash tests deterministic without sleeps.
+    """
     kill_at = os.environ.get("RETRACE_TEST_KILL_AFTER_BATCHES")
     hold_at = os.environ.get("RETRACE_TEST_HOLD_AFTER_BATCHES")
     if not kill_at and not hold_at:
         return
     global _BATCHES
     _BATCHES += 1
-    if kill_at and _BATCHES == int(kill_at):
+    if kill_at and int(kill_at) == _BATCHES:
         os.kill(os.getpid(), signal.SIGKILL)
-    if hold_at and _BATCHES == int(hold_at):
+    if hold_at and int(hold_at) == _BATCHES:
         path = os.environ["RETRACE_TEST_HOLD_FILE"]
         open(path + ".ready", "w").close()
         deadline = time.monotonic() + 120
@@ -145,10 +149,13 @@ _BATCHES = 0
 
 
 def make_client(settings: Settings) -> ClientAPI:
-    """A Chroma client: ``HttpClient`` when ``settings.chroma_host`` is set, else an embedded
-    ``PersistentClient`` under ``settings.data_dir / "chroma"``. Telemetry is off.
+    """A Chroma client.
 
-    Raises StoreUnavailable when the server cannot be reached."""
+    ``HttpClient`` when ``settings.chroma_host`` is set, else an embedded ``PersistentClient`` under
+    ``settings.data_dir / "chroma"``. Telemetry is off.
+
+    Raises StoreUnavailable when the server cannot be reached.
+    """
     chroma_settings = chromadb.config.Settings(anonymized_telemetry=False, allow_reset=False)
     if settings.chroma_host:
         try:
@@ -175,11 +182,14 @@ def validate_collection_name(name: str) -> str:
 
 @dataclass(frozen=True)
 class DocumentInfo:
-    """One stored document. ``pages`` counts all pages of the file; ``chunks`` those stored.
+    """One stored document.
+
+    ``pages`` counts all pages of the file; ``chunks`` those stored.
 
     ``status`` is ``complete`` (its completion record is stored: every chunk is there) or
     ``incomplete`` (chunks without a completion record: an interrupted ingest, left out of
-    retrieval; ingesting the same file again repairs it)."""
+    retrieval; ingesting the same file again repairs it).
+    """
 
     doc_sha: str
     source: str
@@ -192,6 +202,7 @@ class DocumentInfo:
 
     @property
     def complete(self) -> bool:
+        """True when every chunk of the document is stored and its completion record written."""
         return self.status == "complete"
 
 
@@ -207,6 +218,7 @@ class KnowledgeBase:
 
     def __init__(self, client: ClientAPI, name: str, embedding_function: EmbeddingFunction,
                  *, data_dir: Path | None = None) -> None:
+        """Open the knowledge base ``name`` (created on first write). Raises ValueError for a bad name."""
         self.client = client
         self.name = validate_collection_name(name)
         self.embedding_function = embedding_function
@@ -267,8 +279,9 @@ class KnowledgeBase:
     @_translate_unreachable
     def revision(self) -> int:
         """A counter raised on every add or delete (0 for a new knowledge base)."""
-        self.collection  # created (and its embedding checked) on first use
-        meta = self.client.get_collection(self.name, embedding_function=self.embedding_function).metadata
+        _ = self.collection  # created (and its embedding checked) on first use
+        meta = self.client.get_collection(self.name,
+                                          embedding_function=self.embedding_function).metadata
         return int((meta or {}).get("revision", 0))
 
     def fingerprint(self) -> tuple[str, int, int]:
@@ -285,7 +298,9 @@ class KnowledgeBase:
     @_translate_unreachable
     def complete_documents(self) -> dict[str, int]:
         """doc_sha -> chunk count of every complete document (one completion record each).
-        Cached until the knowledge base changes (revision or chunk count)."""
+
+        Cached until the knowledge base changes (revision or chunk count).
+        """
         key = self.fingerprint()
         if self._complete_cache and self._complete_cache[0] == key:
             return self._complete_cache[1]
@@ -304,8 +319,11 @@ class KnowledgeBase:
 
     @_translate_unreachable
     def document_status(self, doc_sha: str) -> str:
-        """``complete`` (its completion record is stored and all its chunks are there),
-        ``incomplete`` (chunks without a valid record: an interrupted ingest) or ``absent``."""
+        """``complete``.
+
+        (its completion record is stored and all its chunks are there), ``incomplete`` (chunks without a valid
+        record: an interrupted ingest) or ``absent``.
+        """
         ids = self.collection.get(where={"doc_sha": doc_sha}, include=[])["ids"]
         if not ids:
             return "absent"
@@ -318,8 +336,10 @@ class KnowledgeBase:
 
     # -- writes --------------------------------------------------------------------------
     def has_document(self, doc_sha: str) -> bool:
-        """True when the document with this sha256 is completely stored (its completion record
-        is written and all its chunks are there); False for an incomplete one."""
+        """True when the document with this sha256 is completely stored.
+
+        (its completion record is written and all its chunks are there); False for an incomplete one.
+        """
         return self.document_status(doc_sha) == "complete"
 
     def _mark_complete(self, first_id: str, n_chunks: int) -> None:
@@ -359,10 +379,9 @@ class KnowledgeBase:
                 _test_hook_after_batch()
             self._mark_complete(chunks[0].id, len(chunks))
         except BaseException:
-            try:
+            # e.g. the server is gone: the missing record marks it incomplete
+            with contextlib.suppress(Exception):
                 self.collection.delete(where={"doc_sha": doc_sha})
-            except Exception:  # e.g. the server is gone: the missing record marks it incomplete
-                pass
             raise
         self._bump()
         return len(chunks)
@@ -423,13 +442,15 @@ class KnowledgeBase:
 
     @_translate_unreachable
     def delete_document(self, doc_sha: str) -> int:
-        """Delete every chunk of a document, complete or not; returns how many were deleted
-        (0 if unknown). The completion record goes first, so an interrupted delete leaves an
-        incomplete document, never a complete one with chunks missing."""
+        """Delete every chunk of a document, complete or not; returns how many were deleted (0 if unknown).
+
+        The completion record goes first, so an interrupted delete leaves an incomplete document, never a
+        complete one with chunks missing.
+        """
         got = self.collection.get(where={"doc_sha": doc_sha}, include=["metadatas"])
         ids = got["ids"]
         if ids:
-            marked = [i for i, m in zip(ids, got["metadatas"]) if (m or {}).get(COMPLETE_KEY)]
+            marked = [i for i, m in zip(ids, got["metadatas"], strict=False) if (m or {}).get(COMPLETE_KEY)]
             if marked:
                 self.collection.update(ids=marked, metadatas=[{COMPLETE_KEY: 0}] * len(marked))
             self.collection.delete(ids=ids)
@@ -439,8 +460,10 @@ class KnowledgeBase:
     # -- reads ---------------------------------------------------------------------------
     def iter_chunks(self, *, where: dict | None = None,
                     complete_only: bool = False) -> Iterator[Chunk]:
-        """Every stored chunk (optionally filtered), fetched in pages of PAGE_SIZE rows;
-        ``complete_only`` leaves out the chunks of incomplete documents."""
+        """Every stored chunk (optionally filtered), fetched in pages of PAGE_SIZE rows.
+
+        ``complete_only`` leaves out the chunks of incomplete documents.
+        """
         complete = self.complete_documents() if complete_only else None
         offset = 0
         while True:
@@ -448,7 +471,7 @@ class KnowledgeBase:
                                  include=["documents", "metadatas"])
             if not got["ids"]:
                 return
-            for cid, text, meta in zip(got["ids"], got["documents"], got["metadatas"]):
+            for cid, text, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=False):
                 if complete is None or (meta or {}).get("doc_sha") in complete:
                     yield _to_chunk(cid, text, meta)
             offset += len(got["ids"])
@@ -495,13 +518,14 @@ class KnowledgeBase:
             return []
         got = self.collection.get(ids=ids, include=["documents", "metadatas"])
         by_id = {cid: _to_chunk(cid, t, m)
-                 for cid, t, m in zip(got["ids"], got["documents"], got["metadatas"])}
+                 for cid, t, m in zip(got["ids"], got["documents"], got["metadatas"], strict=False)}
         return [by_id[i] for i in ids if i in by_id]
 
     @_translate_unreachable
     def query(self, text: str, k: int) -> list[Chunk]:
-        """Dense retrieval: the ``k`` nearest chunks of complete documents to ``text``, best
-        first. ``Chunk.score`` is cosine similarity (1 - cosine distance).
+        """Dense retrieval: the ``k`` nearest chunks of complete documents to ``text``, best first.
+
+        ``Chunk.score`` is cosine similarity (1 - cosine distance).
         """
         n = self.count()
         if n == 0 or not text.strip():
@@ -513,7 +537,7 @@ class KnowledgeBase:
                                         include=["documents", "metadatas", "distances"])
             hits = [_to_chunk(cid, t, m, score=1.0 - float(d))
                     for cid, t, m, d in zip(got["ids"][0], got["documents"][0],
-                                            got["metadatas"][0], got["distances"][0])
+                                            got["metadatas"][0], got["distances"][0], strict=False)
                     if (m or {}).get("doc_sha") in complete]
             if len(hits) >= k or want >= n:
                 return hits[:k]
@@ -521,8 +545,10 @@ class KnowledgeBase:
 
 
 def _add_legacy_records(col) -> None:
-    """Give a collection made before completion records existed a record for each document it
-    holds (they were reported as indexed before, so they are trusted), then flag it."""
+    """Give a collection made before completion records existed a record for each document it holds.
+
+    (they were reported as indexed before, so they are trusted), then flag it.
+    """
     first: dict[str, tuple[int, str]] = {}
     counts: dict[str, int] = {}
     offset = 0
@@ -530,7 +556,7 @@ def _add_legacy_records(col) -> None:
         got = col.get(limit=PAGE_SIZE, offset=offset, include=["metadatas"])
         if not got["ids"]:
             break
-        for cid, meta in zip(got["ids"], got["metadatas"]):
+        for cid, meta in zip(got["ids"], got["metadatas"], strict=False):
             sha = str((meta or {}).get("doc_sha", ""))
             idx = int((meta or {}).get("chunk_index", 0))
             counts[sha] = counts.get(sha, 0) + 1
@@ -549,10 +575,11 @@ def _add_legacy_records(col) -> None:
 
 
 def document_lines(kb: KnowledgeBase, docs: list[DocumentInfo] | None = None) -> list[str]:
-    """One line per stored document for a listing (``python -m rag kb show``), newest first:
-    status, pages, chunks, file name and sha256 prefix; an incomplete document says how to
-    repair it. ``docs`` defaults to ``kb.documents()``. Raises StoreUnavailable when the
-    server cannot be reached."""
+    """One line per stored document for a listing (``python -m rag kb show``), newest first.
+
+    Status, pages, chunks, file name and sha256 prefix; an incomplete document says how to repair it. ``docs``
+    defaults to ``kb.documents()``. Raises StoreUnavailable when the server cannot be reached.
+    """
     lines = []
     for d in kb.documents() if docs is None else docs:
         mark = "ok        " if d.complete else "INCOMPLETE"
@@ -578,8 +605,10 @@ def open_knowledge_base(settings: Settings, name: str = DEFAULT_COLLECTION,
 
 
 def list_knowledge_bases(client: ClientAPI) -> list[str]:
-    """Names of the knowledge bases (collections) on ``client``, sorted. Raises
-    StoreUnavailable when the server cannot be reached."""
+    """Names of the knowledge bases (collections) on ``client``, sorted.
+
+    Raises StoreUnavailable when the server cannot be reached.
+    """
     try:
         cols = client.list_collections()
     except Exception as exc:

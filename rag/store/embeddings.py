@@ -29,7 +29,9 @@ def _slot(feature: str, dim: int) -> tuple[int, float]:
 
 @register_embedding_function
 class HashingEmbeddingFunction(EmbeddingFunction[Documents]):
-    """Offline embeddings by signed feature hashing (Weinberger et al. 2009).
+    """Offline embeddings by signed feature hashing (Weinberger et al.
+
+    2009).
 
     Features are stemmed unigrams (weight 1 + ln tf) and adjacent-term bigrams (half weight),
     hashed into ``dim`` slots with a sign bit; vectors are L2-normalised, so cosine
@@ -38,17 +40,20 @@ class HashingEmbeddingFunction(EmbeddingFunction[Documents]):
     """
 
     def __init__(self, dim: int = 1024) -> None:
+        """Hash into ``dim`` dimensions (at least 16). Raises ValueError for a smaller ``dim``."""
         if dim < 16:
             raise ValueError("dim must be at least 16")
         self.dim = dim
 
     def __call__(self, input: Documents) -> Embeddings:
+        """One unit vector per text (Chroma's embedding-function protocol)."""
         return [self.embed_one(text) for text in input]
 
     def embed_one(self, text: str) -> np.ndarray:
+        """The unit vector of one text: signed hashed term and bigram counts, log-scaled."""
         toks = terms(text)
         counts = Counter(toks)
-        counts.update({f"{a} {b}": 0.5 for a, b in zip(toks, toks[1:])})
+        counts.update({f"{a} {b}": 0.5 for a, b in zip(toks, toks[1:], strict=False)})
         vec = np.zeros(self.dim, dtype=np.float32)
         for feature, tf in counts.items():
             slot, sign = _slot(feature, self.dim)
@@ -61,19 +66,24 @@ class HashingEmbeddingFunction(EmbeddingFunction[Documents]):
 
     @staticmethod
     def name() -> str:
+        """The name Chroma records for this embedding function."""
         return HASHING_NAME
 
     def default_space(self) -> Space:
+        """Cosine: the vectors are unit length."""
         return "cosine"
 
     def supported_spaces(self) -> list[Space]:
+        """The distance spaces these vectors may be used with."""
         return ["cosine", "ip", "l2"]
 
     @staticmethod
-    def build_from_config(config: dict[str, Any]) -> "HashingEmbeddingFunction":
+    def build_from_config(config: dict[str, Any]) -> HashingEmbeddingFunction:
+        """Rebuild from the config Chroma stored with the collection."""
         return HashingEmbeddingFunction(dim=int(config.get("dim", 1024)))
 
     def get_config(self) -> dict[str, Any]:
+        """The config Chroma stores with the collection."""
         return {"dim": self.dim}
 
     def identity(self) -> str:
@@ -86,9 +96,10 @@ OPENAI_NAME = "retrace-openai"
 
 @register_embedding_function
 class OpenAICompatibleEmbeddingFunction(EmbeddingFunction[Documents]):
-    """Embeddings from an OpenAI-compatible ``/embeddings`` endpoint via langchain-openai's
-    ``OpenAIEmbeddings`` with ``check_embedding_ctx_length=False``, so no tokenizer encodings
-    are downloaded.
+    """Embeddings from an OpenAI-compatible ``/embeddings`` endpoint.
+
+    Through langchain-openai's ``OpenAIEmbeddings`` with ``check_embedding_ctx_length=False``, so no
+    tokenizer encodings are downloaded.
 
     Its Chroma config (persisted with the collection) holds the model and base URL, never the
     key; ``build_from_config`` reads the key from OPENAI_API_KEY. Raises EmbeddingError (one
@@ -97,6 +108,7 @@ class OpenAICompatibleEmbeddingFunction(EmbeddingFunction[Documents]):
 
     def __init__(self, model: str = "text-embedding-3-small", api_key: str | None = None,
                  base_url: str | None = None, timeout_s: float = 30.0) -> None:
+        """An OpenAI-compatible embeddings client; the key stays in memory only."""
         from langchain_openai import OpenAIEmbeddings
         from pydantic import SecretStr
 
@@ -110,9 +122,11 @@ class OpenAICompatibleEmbeddingFunction(EmbeddingFunction[Documents]):
                                         timeout=timeout_s, max_retries=2)
 
     def __repr__(self) -> str:  # never show the key
+        """Name the model and server, never the key."""
         return f"OpenAICompatibleEmbeddingFunction(model={self.model!r}, base_url={self.base_url!r})"
 
     def __call__(self, input: Documents) -> Embeddings:
+        """One vector per text. Raises EmbeddingError (one line, key scrubbed) when the server fails."""
         try:
             vectors = self._client.embed_documents(list(input))
         except Exception as exc:
@@ -128,16 +142,20 @@ class OpenAICompatibleEmbeddingFunction(EmbeddingFunction[Documents]):
 
     @staticmethod
     def name() -> str:
+        """The name Chroma records for this embedding function."""
         return OPENAI_NAME
 
     def default_space(self) -> Space:
+        """Cosine, as OpenAI recommends for its embeddings."""
         return "cosine"
 
     def supported_spaces(self) -> list[Space]:
+        """The distance spaces these vectors may be used with."""
         return ["cosine", "ip", "l2"]
 
     @staticmethod
-    def build_from_config(config: dict[str, Any]) -> "OpenAICompatibleEmbeddingFunction":
+    def build_from_config(config: dict[str, Any]) -> OpenAICompatibleEmbeddingFunction:
+        """Rebuild from the config Chroma stored (the key comes from OPENAI_API_KEY, never the config)."""
         import os
 
         return OpenAICompatibleEmbeddingFunction(model=config.get("model", "text-embedding-3-small"),
@@ -145,15 +163,20 @@ class OpenAICompatibleEmbeddingFunction(EmbeddingFunction[Documents]):
                                                  base_url=config.get("base_url"))
 
     def get_config(self) -> dict[str, Any]:
+        """The config Chroma stores with the collection: model and server, never the key."""
         return {"model": self.model, "base_url": self.base_url}
 
     def identity(self) -> str:
+        """``openai/<model>``: what a knowledge base records as its embedding model."""
         return f"openai/{self.model}"
 
 
 def make_embedding_function(settings) -> EmbeddingFunction:
-    """The embedding function for ``settings``: OpenAI-compatible embeddings when a key is
-    configured (see ``Settings.embedding_backend``), otherwise the offline hashing one."""
+    """The embedding function for ``settings``.
+
+    OpenAI-compatible embeddings when a key is configured (see ``Settings.embedding_backend``), otherwise the
+    offline hashing one.
+    """
     if settings.embedding_backend == "openai":
         return OpenAICompatibleEmbeddingFunction(settings.embedding_model, settings.openai_api_key,
                                                  settings.openai_base_url)

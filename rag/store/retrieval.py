@@ -13,9 +13,11 @@ RRF_K = 60
 
 
 def reciprocal_rank_fusion(rankings: list[list[Chunk]], k: int, *, rrf_k: int = RRF_K) -> list[Chunk]:
-    """Fuse ranked lists by RRF: score(d) = sum over lists of 1 / (rrf_k + rank), rank 1-based
-    (Cormack et al. 2009). Returns the top ``k``; ``score`` is normalised to [0, 1] by the
-    best possible fused score."""
+    """Fuse ranked lists by RRF.
+
+    Score(d) = sum over lists of 1 / (rrf_k + rank), rank 1-based (Cormack et al. 2009). Returns the top
+    ``k``; ``score`` is normalised to [0, 1] by the best possible fused score.
+    """
     fused: dict[str, float] = {}
     first: dict[str, Chunk] = {}
     for ranking in rankings:

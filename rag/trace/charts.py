@@ -1,5 +1,7 @@
-"""Charts built from Runs: the path unrolled into attempts, a timeline (Gantt) of node durations,
-and the bar and latency charts of Insights.
+"""Charts built from Runs.
+
+The path unrolled into attempts, a timeline (Gantt) of node durations, and the bar and latency charts of
+Insights.
 
 Pure functions, like :mod:`rag.trace.flow` (which draws the flow itself): nothing imports streamlit,
 nothing is built at import time, and every figure can be checked from its JSON.
@@ -7,7 +9,8 @@ nothing is built at import time, and every figure can be checked from its JSON.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from rag.models import Run
 from rag.trace import flow as viz
@@ -26,10 +29,12 @@ ROW_PX = 30
 BAND_COLORS = ("#f5f7fa", "#e9edf3")
 
 
-def path_figure(run: Run, *, title: Optional[str] = None) -> "go.Figure":
-    """The run's path unrolled, top to bottom: one box per step labelled ``k. label`` (see
-    :func:`rag.trace.story.step_label`) and coloured by its verdict (:data:`rag.views.STATUS_COLORS`),
-    with a band per retrieval attempt (``Attempt r``), so loops read as a sequence.
+def path_figure(run: Run, *, title: str | None = None) -> go.Figure:
+    """The run's path unrolled, top to bottom.
+
+    One box per step labelled ``k. label`` (see :func:`rag.trace.story.step_label`) and coloured by its
+    verdict (:data:`rag.views.STATUS_COLORS`), with a band per retrieval attempt (``Attempt r``), so loops
+    read as a sequence.
 
     The step trace is named ``steps`` (text in step order, ``customdata`` = node name, hover =
     what it decided and why); bands are layout shapes named ``attempt:r``. Height is
@@ -53,7 +58,7 @@ def path_figure(run: Run, *, title: Optional[str] = None) -> "go.Figure":
                                 text=f"Attempt {r.number}", showarrow=False,
                                 textangle=-90 if len(r.steps) > 2 else 0,
                                 font=dict(size=10, color=viz.COLOR_TERMINAL)))
-    for s, status in zip(story, statuses):
+    for s, status in zip(story, statuses, strict=False):
         shapes.append(dict(type="rect", x0=0.2, x1=0.98, y0=-s.step - 0.38, y1=-s.step + 0.38,
                            xref="x", yref="y", fillcolor=views.STATUS_COLORS[status],
                            line=dict(width=0), layer="below", name=f"step:{s.step}"))
@@ -81,9 +86,11 @@ def path_figure(run: Run, *, title: Optional[str] = None) -> "go.Figure":
 # --------------------------------------------------------------------------- timeline
 
 
-def timeline_figure(run: Run, prices: Mapping[str, Price] | None = None) -> "go.Figure":
-    """A Gantt chart of the run: one horizontal bar per step (``k. label``, step 1 on top) from
-    its start to its end, in ms since the run started, coloured by its verdict.
+def timeline_figure(run: Run, prices: Mapping[str, Price] | None = None) -> go.Figure:
+    """A Gantt chart of the run.
+
+    One horizontal bar per step (``k. label``, step 1 on top) from its start to its end, in ms since the run
+    started, coloured by its verdict.
 
     The bar trace is named ``steps``; ``base`` holds the start offsets (ms), ``x`` the
     durations (ms), ``customdata`` rows ``[node, llm_calls, prompt_tokens, completion_tokens,
@@ -100,7 +107,7 @@ def timeline_figure(run: Run, prices: Mapping[str, Price] | None = None) -> "go.
     costs = [event_cost(e, run, prices) for e in run.events]
     texts = [f"{e.prompt_tokens + e.completion_tokens} tok · {format_cost(c)}"
              if e.llm_calls or e.prompt_tokens or e.completion_tokens else ""
-             for e, c in zip(run.events, costs)]
+             for e, c in zip(run.events, costs, strict=False)]
     statuses = [views.event_status(e, run.options.min_relevant) for e in run.events]
     fig = go.Figure(go.Bar(
         y=labels, x=[max(e.duration_ms, 0.05) for e in run.events],
@@ -108,7 +115,7 @@ def timeline_figure(run: Run, prices: Mapping[str, Price] | None = None) -> "go.
         name="steps", marker=dict(color=[views.STATUS_COLORS[s] if s != views.NOT_VISITED
                                          else views.STATUS_COLORS[views.VISITED] for s in statuses]),
         customdata=[[e.node, e.llm_calls, e.prompt_tokens, e.completion_tokens, format_cost(c)]
-                    for e, c in zip(run.events, costs)],
+                    for e, c in zip(run.events, costs, strict=False)],
         text=texts, textposition="outside", cliponaxis=False,
         hovertemplate=("<b>%{y}</b><br>starts at %{base:.1f} ms, lasts %{x:.1f} ms<br>"
                        "%{customdata[1]} LLM call(s), %{customdata[2]} prompt + "
@@ -128,9 +135,11 @@ def timeline_figure(run: Run, prices: Mapping[str, Price] | None = None) -> "go.
 
 
 def bar_figure(counts: Sequence[tuple[str, float]] | Mapping[str, float], *, title: str,
-               horizontal: bool = False, value_label: str = "runs") -> "go.Figure":
+               horizontal: bool = False, value_label: str = "runs") -> go.Figure:
     """A bar chart of ``counts`` (label -> value, in the order given), named ``bars``.
-    ``horizontal`` puts labels on the y axis, first on top (for long labels such as paths)."""
+
+    ``horizontal`` puts labels on the y axis, first on top (for long labels such as paths).
+    """
     import plotly.graph_objects as go  # plotly loads when a figure is built, not with the library
 
     items = list(counts.items()) if isinstance(counts, Mapping) else list(counts)
@@ -152,10 +161,12 @@ def bar_figure(counts: Sequence[tuple[str, float]] | Mapping[str, float], *, tit
     return fig
 
 
-def latency_figure(latencies_ms: Sequence[float], p50: Optional[float],
-                   p95: Optional[float]) -> "go.Figure":
-    """A histogram of run latencies (ms), named ``latency``, with the p50 and p95 marked as
-    vertical lines (shapes named ``p50`` and ``p95``)."""
+def latency_figure(latencies_ms: Sequence[float], p50: float | None,
+                   p95: float | None) -> go.Figure:
+    """A histogram of run latencies.
+
+    (ms), named ``latency``, with the p50 and p95 marked as vertical lines (shapes named ``p50`` and ``p95``).
+    """
     import plotly.graph_objects as go  # plotly loads when a figure is built, not with the library
 
     fig = go.Figure(go.Histogram(x=list(latencies_ms), name="latency", nbinsx=20,

@@ -1,14 +1,16 @@
-"""Exports for stakeholders: a run or a comparison as JSON, or as one self-contained HTML file
-(plotly.js embedded once, the flow with its replay, the verdicts and the answer) that opens with
-no network and no server. All text is HTML-escaped; keys never appear (a Run holds none, and any
-secret passed in ``secrets`` is redacted as a second guard)."""
+"""Exports for stakeholders.
+
+A run or a comparison as JSON, or as one self-contained HTML file (plotly.js embedded once, the flow with its
+replay, the verdicts and the answer) that opens with no network and no server. All text is HTML-escaped; keys
+never appear (a Run holds none, and any secret passed in ``secrets`` is redacted as a second guard).
+"""
 
 from __future__ import annotations
 
 import html
 import json
 import time
-from typing import Iterable, Mapping, Optional
+from collections.abc import Iterable, Mapping
 
 from rag.config import TOGGLES, preset_label, preset_of
 from rag.models import Comparison, GradeDetail, Run, source_label
@@ -50,9 +52,12 @@ footer{margin-top:40px;color:#9ca3af;font-size:.8rem}
 """
 
 
-def redact(text: str, secrets: Iterable[Optional[str]] = ()) -> str:
-    """``text`` with every key removed: :func:`rag.secrets.scrub` (the given ``secrets``, the
-    keys this process knows, and any Bearer, sk- or tvly- token)."""
+def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """``text`` with every key removed.
+
+    :func:`rag.secrets.scrub` (the given ``secrets``, the keys this process knows, and any Bearer, sk- or
+    tvly- token).
+    """
     return scrub(text, secrets)
 
 
@@ -69,25 +74,29 @@ def _run_record(run: Run, prices) -> dict:
 
 
 def run_json(run: Run, *, prices: Mapping[str, Price] | None = None,
-             secrets: Iterable[Optional[str]] = ()) -> str:
-    """``run`` as an indented JSON document: ``format`` (``retrace.run/1``), ``exported_at``
-    (UNIX s), ``stop_kind``, ``preset``, ``cost_usd`` (null when a model has no price) and
-    ``run`` (every field of the Run, events included)."""
+             secrets: Iterable[str | None] = ()) -> str:
+    """``run`` as an indented JSON document.
+
+    ``format`` (``retrace.run/1``), ``exported_at`` (UNIX s), ``stop_kind``, ``preset``, ``cost_usd`` (null
+    when a model has no price) and ``run`` (every field of the Run, events included).
+    """
     prices = load_prices() if prices is None else prices
     doc = {"format": RUN_FORMAT, "exported_at": time.time(), **_run_record(run, prices)}
     return redact(json.dumps(doc, indent=2, ensure_ascii=False, default=str), secrets)
 
 
 def comparison_json(cmp: Comparison, *, prices: Mapping[str, Price] | None = None,
-                    secrets: Iterable[Optional[str]] = ()) -> str:
-    """A comparison as JSON: ``format`` (``retrace.comparison/1``), ``id``, ``question``,
-    ``created_at``, ``exported_at`` and ``pipelines`` (each ``label`` plus the fields of
-    :func:`run_json`)."""
+                    secrets: Iterable[str | None] = ()) -> str:
+    """A comparison as JSON.
+
+    ``format`` (``retrace.comparison/1``), ``id``, ``question``, ``created_at``, ``exported_at`` and
+    ``pipelines`` (each ``label`` plus the fields of :func:`run_json`).
+    """
     prices = load_prices() if prices is None else prices
     doc = {"format": COMPARISON_FORMAT, "id": cmp.id, "question": cmp.question,
            "created_at": cmp.created_at, "exported_at": time.time(),
            "pipelines": [{"label": label, **_run_record(run, prices)}
-                         for label, run in zip(cmp.labels, cmp.runs)]}
+                         for label, run in zip(cmp.labels, cmp.runs, strict=False)]}
     return redact(json.dumps(doc, indent=2, ensure_ascii=False, default=str), secrets)
 
 
@@ -209,11 +218,13 @@ def _run_body(run: Run, prices, figures: _Figures, graph, prefix: str, h: int = 
 
 
 def run_html(run: Run, *, prices: Mapping[str, Price] | None = None,
-             secrets: Iterable[Optional[str]] = (), graph=None) -> str:
-    """One self-contained HTML page for ``run``: the question and stop reason, the facts
-    (pipeline, engine, totals and cost), the flow with its replay (slider and Play), every step
-    unrolled by attempt, every verdict with its reason in full, the timeline, and the answer
-    with its sources. plotly.js is embedded inline once; nothing loads from the network."""
+             secrets: Iterable[str | None] = (), graph=None) -> str:
+    """One self-contained HTML page for ``run``.
+
+    The question and stop reason, the facts (pipeline, engine, totals and cost), the flow with its replay
+    (slider and Play), every step unrolled by attempt, every verdict with its reason in full, the timeline,
+    and the answer with its sources. plotly.js is embedded inline once; nothing loads from the network.
+    """
     prices = load_prices() if prices is None else prices
     body = ("<h1>Retrace run report</h1>"
             + _run_body(run, prices, _Figures(), graph, "run"))
@@ -221,14 +232,16 @@ def run_html(run: Run, *, prices: Mapping[str, Price] | None = None,
 
 
 def comparison_html(cmp: Comparison, *, prices: Mapping[str, Price] | None = None,
-                    secrets: Iterable[Optional[str]] = (), graph=None) -> str:
-    """One self-contained HTML page for a comparison: the pipelines side by side (answer,
-    citations, path, LLM calls, tokens, cost, latency, grounded and useful verdicts), then each
-    run in full as in :func:`run_html`. plotly.js is embedded inline once."""
+                    secrets: Iterable[str | None] = (), graph=None) -> str:
+    """One self-contained HTML page for a comparison.
+
+    The pipelines side by side (answer, citations, path, LLM calls, tokens, cost, latency, grounded and useful
+    verdicts), then each run in full as in :func:`run_html`. plotly.js is embedded inline once.
+    """
     prices = load_prices() if prices is None else prices
     figures = _Figures()
     cols = []
-    for i, (label, run) in enumerate(zip(cmp.labels, cmp.runs)):
+    for i, (label, run) in enumerate(zip(cmp.labels, cmp.runs, strict=False)):
         tokens = run.prompt_tokens + run.completion_tokens
         kind = story.stop_kind(run)
         cites = "".join(f"<li>[{c.n}] {_e(c.label())}</li>" for c in run.citations)
@@ -248,7 +261,7 @@ def comparison_html(cmp: Comparison, *, prices: Mapping[str, Price] | None = Non
             f"question · comparison {_e(cmp.id)}</p>"
             f'<div class="grid" style="grid-template-columns:repeat({max(1, len(cols))},'
             f'minmax(0,1fr))">{"".join(cols)}</div>')
-    for i, (label, run) in enumerate(zip(cmp.labels, cmp.runs)):
+    for i, (label, run) in enumerate(zip(cmp.labels, cmp.runs, strict=False)):
         body += (f"<h2 style=\"margin-top:48px\">{_e(label)}: the whole run</h2>"
                  + _run_body(run, prices, figures, graph, f"cmp-{i}", h=3))
     return redact(_page(f"Retrace comparison: {cmp.question[:80]}", body), secrets)
@@ -269,11 +282,18 @@ def eval_cell(key: str, value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def _first_citations(item: Mapping) -> str:
+    cited = item.get("citations", [])[:3]
+    return "; ".join(source_label(c.get("source", ""), c.get("page", 0)) for c in cited)
+
+
 def evaluation_html(result: Mapping, *, title: str = "Retrace evaluation",
-                    secrets: Iterable[Optional[str]] = ()) -> str:
-    """One self-contained HTML page for an evaluation (``rag eval --json``'s shape: ``presets`` and
-    ``items``): the figures per pipeline, the outcome and hit charts, and every question with how
-    each pipeline ended and what it cited. plotly.js is embedded once; nothing loads from the network.
+                    secrets: Iterable[str | None] = ()) -> str:
+    """One self-contained HTML page for an evaluation.
+
+    (``rag eval --json``'s shape: ``presets`` and ``items``): the figures per pipeline, the outcome and hit
+    charts, and every question with how each pipeline ended and what it cited. plotly.js is embedded once;
+    nothing loads from the network.
     """
     presets = {preset_label(p): figures for p, figures in result.get("presets", {}).items()}
     figures = _Figures()
@@ -284,17 +304,22 @@ def evaluation_html(result: Mapping, *, title: str = "Retrace evaluation",
     items = "".join(
         f"<tr><td>{_e(i.get('id', ''))}</td><td>{_e(preset_label(i.get('preset', '')))}</td>"
         f"<td>{_e(i.get('question', ''))}</td><td>{_e(i.get('end', ''))}</td>"
-        f"<td>{_e('; '.join(source_label(c.get('source', ''), c.get('page', 0)) for c in i.get('citations', [])[:3]))}"
-        f"</td><td class=\"muted\">{_e(i.get('run_id', ''))}</td></tr>" for i in result.get("items", []))
+        f"<td>{_e(_first_citations(i))}</td>"
+        f"<td class=\"muted\">{_e(i.get('run_id', ''))}</td></tr>" for i in result.get("items", []))
     body = (f"<h1>{_e(title)}</h1><p class=\"muted\">{len(result.get('items', []))} runs over "
             f"{len(presets)} pipeline(s).</p><table><tr><th>Pipeline</th>{head}</tr>{rows}</table>"
-            f"{figures(outcomes_figure(presets), 'eval-outcomes')}{figures(hits_figure(presets), 'eval-hits')}"
-            f"<h2>Every question</h2><table><tr><th>Id</th><th>Pipeline</th><th>Question</th><th>Ended in</th>"
-            f"<th>First citations</th><th>Run</th></tr>{items}</table>")
+            f"{figures(outcomes_figure(presets), 'eval-outcomes')}"
+            f"{figures(hits_figure(presets), 'eval-hits')}"
+            f"<h2>Every question</h2><table><tr><th>Id</th><th>Pipeline</th><th>Question</th>"
+            f"<th>Ended in</th><th>First citations</th><th>Run</th></tr>{items}</table>")
     return redact(_page(title, body), secrets)
 
 
-def evaluation_json(result: Mapping, *, secrets: Iterable[Optional[str]] = ()) -> str:
-    """An evaluation as JSON: ``format`` (``retrace.evaluation/1``), ``exported_at`` (UNIX s), ``presets``, ``items``."""
+def evaluation_json(result: Mapping, *, secrets: Iterable[str | None] = ()) -> str:
+    """An evaluation as JSON: ``format`` (``retrace.evaluation/1``), ``exported_at`` (UNIX s), the rest.
+
+    The rest is ``presets`` and ``items``, as :func:`rag.eval.run_eval` returns them. The key and any
+    configured secret are redacted.
+    """
     doc = {"format": EVALUATION_FORMAT, "exported_at": time.time(), **result}
     return redact(json.dumps(doc, indent=2, ensure_ascii=False, default=str), secrets)

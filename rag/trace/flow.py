@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import textwrap
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 from rag.graph.build import build_graph
 from rag.models import Run, TraceEvent
@@ -20,6 +20,7 @@ from rag.trace.geometry import (
     EXTRA_ROW_Y,
     LABEL_SPACING_PX,
     START,
+    Curve,
     arrow_annotation,
     node_boxes,
     node_positions,
@@ -60,15 +61,17 @@ TITLE_WIDTH = 110
 
 
 def node_statuses(run: Run) -> dict[str, str]:
-    """Node name -> the status of its last visit in ``run`` (see :func:`event_status`); the node
-    a run stopped in with an error is ``failed``. Nodes not visited are absent."""
+    """Node name -> the status of its last visit in ``run`` (see :func:`event_status`).
+
+    The node a run stopped in with an error is ``failed``. Nodes not visited are absent.
+    """
     statuses = {e.node: event_status(e, run.options.min_relevant) for e in run.events}
     if node := _error_node(run):
         statuses[node] = FAILED
     return statuses
 
 
-def _error_node(run: Run) -> Optional[str]:
+def _error_node(run: Run) -> str | None:
     """The node a run's error happened in, if any."""
     return run.error_node if run.error else None
 
@@ -126,8 +129,10 @@ def _graph_parts(graph) -> tuple[list[str], list[tuple[str, str]]]:
 
 
 def wrap_html(text: object, width: int, max_lines: int = 2) -> str:
-    """``text`` wrapped at ``width`` characters into at most ``max_lines`` plotly lines (``<br>``),
-    escaped; a cut last line ends with an ellipsis."""
+    """``text`` wrapped at ``width`` characters into at most ``max_lines`` plotly lines (``<br>``), escaped.
+
+    A cut last line ends with an ellipsis.
+    """
     lines = textwrap.wrap(" ".join(str(text).split()), width) or [""]
     if len(lines) > max_lines:
         lines = lines[:max_lines]
@@ -139,7 +144,45 @@ def _title(text: str) -> str:
     return "<br>".join(esc(line) for line in textwrap.wrap(text, TITLE_WIDTH)) or "(no stop reason)"
 
 
-def flow_figure(run: Run, graph=None) -> "go.Figure":
+def _transitions(run: Run) -> list[tuple[str, str, int | None]]:
+    """The path as transitions: step k enters path[k-1]; then the end, or the node that failed."""
+    transitions: list[tuple[str, str, int | None]] = []
+    prev = START
+    for event in run.events:
+        transitions.append((prev, event.node, event.step))
+        prev = event.node
+    error_node = _error_node(run)
+    if error_node:
+        transitions.append((prev, error_node, None))
+    elif run.events and not run.events[-1].route:
+        transitions.append((prev, END, None))
+    return transitions
+
+
+def _step_labels(curve: Curve, src: str, dst: str, numbered: list[int],
+                 events_by_step: dict[int, TraceEvent]) -> list[dict]:
+    """One numbered label per step taken along ``curve``, stacked across it, with why it was taken."""
+    tm = (curve.t0 + curve.t1) / 2
+    mx, my = curve.at(tm)
+    nx, ny = reading_normal(curve.normal_at(tm))
+    out = []
+    for i, step in enumerate(numbered):
+        offset = ((len(numbered) - 1) / 2 - i) * LABEL_SPACING_PX
+        event = events_by_step[step]
+        before = events_by_step.get(step - 1)
+        why = (before.route or {}).get("why", "") if before else "the run starts"
+        attempt = f" (attempt {event.attempt})" if event.attempt > 1 else ""
+        out.append(dict(
+            x=mx, y=my, xref="x", yref="y", xshift=nx * offset, yshift=ny * offset,
+            text=f"<b>{step}</b>", showarrow=False, name=f"step:{step}",
+            font=dict(size=11, color=COLOR_PATH), bgcolor="#ffffff", bordercolor=COLOR_PATH,
+            borderwidth=1, borderpad=2,
+            hovertext=_wrap(f"Step {step}: {src} → {dst}{attempt}. Why: {why}"),
+            hoverlabel=dict(bgcolor="#ffffff")))
+    return out
+
+
+def flow_figure(run: Run, graph=None) -> go.Figure:
     """The run drawn over its graph: a plotly Figure of every node and edge, with the path.
 
     ``graph`` is a compiled LangGraph graph or its ``get_graph()`` drawing; by default
@@ -162,17 +205,8 @@ def flow_figure(run: Run, graph=None) -> "go.Figure":
     pos = node_positions(nodes)
     boxes = node_boxes(pos)
 
-    # The path as transitions: step k enters path[k-1]; then the end, or the node that failed.
-    transitions: list[tuple[str, str, Optional[int]]] = []
-    prev = START
-    for event in run.events:
-        transitions.append((prev, event.node, event.step))
-        prev = event.node
+    transitions = _transitions(run)
     error_node = _error_node(run)
-    if error_node:
-        transitions.append((prev, error_node, None))
-    elif run.events and not run.events[-1].route:
-        transitions.append((prev, END, None))
 
     curves = route_edges(edges + [(s, d) for s, d, _ in transitions if (s, d) not in edges],
                           pos, boxes)
@@ -188,7 +222,7 @@ def flow_figure(run: Run, graph=None) -> "go.Figure":
         annotations.append(arrow_annotation(curve, COLOR_EDGE, 1.3, f"edge:{src}->{dst}", size=1.1))
 
     # Path: one thick curve per distinct transition, then a label per step along it.
-    by_pair: dict[tuple[str, str], list[Optional[int]]] = defaultdict(list)
+    by_pair: dict[tuple[str, str], list[int | None]] = defaultdict(list)
     for src, dst, step in transitions:
         by_pair[(src, dst)].append(step)
     events_by_step = {e.step: e for e in run.events}
@@ -201,23 +235,8 @@ def flow_figure(run: Run, graph=None) -> "go.Figure":
                                  line=dict(color=color, width=3, dash="dot" if failed else None),
                                  hoverinfo="skip", showlegend=False))
         annotations.append(arrow_annotation(curve, color, 2.2, f"path:{src}->{dst}", size=1.0))
-        numbered = [s for s in steps if s is not None]
-        tm = (curve.t0 + curve.t1) / 2
-        mx, my = curve.at(tm)
-        nx, ny = reading_normal(curve.normal_at(tm))
-        for i, step in enumerate(numbered):
-            offset = ((len(numbered) - 1) / 2 - i) * LABEL_SPACING_PX
-            event = events_by_step[step]
-            before = events_by_step.get(step - 1)
-            why = (before.route or {}).get("why", "") if before else "the run starts"
-            attempt = f" (attempt {event.attempt})" if event.attempt > 1 else ""
-            annotations.append(dict(
-                x=mx, y=my, xref="x", yref="y", xshift=nx * offset, yshift=ny * offset,
-                text=f"<b>{step}</b>", showarrow=False, name=f"step:{step}",
-                font=dict(size=11, color=COLOR_PATH), bgcolor="#ffffff", bordercolor=COLOR_PATH,
-                borderwidth=1, borderpad=2,
-                hovertext=_wrap(f"Step {step}: {src} → {dst}{attempt}. Why: {why}"),
-                hoverlabel=dict(bgcolor="#ffffff")))
+        annotations += _step_labels(curve, src, dst, [s for s in steps if s is not None], events_by_step)
+        mx, my = curve.at((curve.t0 + curve.t1) / 2)
         if failed:
             annotations.append(dict(x=mx, y=my, xref="x", yref="y", text="<b>error</b>",
                                     showarrow=False, name="error",

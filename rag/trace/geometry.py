@@ -1,10 +1,14 @@
-"""Geometry of the flow figure: where nodes sit, and edges as clipped quadratic Bezier curves
-that bend around the boxes they would otherwise cross."""
+"""Geometry of the flow figure.
+
+Where nodes sit, and edges as clipped quadratic Bezier curves that bend around the boxes they would otherwise
+cross.
+"""
 
 from __future__ import annotations
 
 import math
-from typing import Iterable, NamedTuple
+from collections.abc import Iterable
+from typing import NamedTuple
 
 from rag.trace.views import VIEWS
 
@@ -35,12 +39,14 @@ ARROW_LEN = 0.13
 LABEL_SPACING_PX = 19
 
 class Box(NamedTuple):
+    """A node's box: centre and half sizes, in data units."""
     x: float
     y: float
     hw: float
     hh: float
 
     def contains(self, px: float, py: float, pad: float = 0.0) -> bool:
+        """True when the point is inside the box grown by ``pad`` on every side."""
         return abs(px - self.x) <= self.hw + pad and abs(py - self.y) <= self.hh + pad
 
 
@@ -54,22 +60,25 @@ class Curve(NamedTuple):
     t1: float
 
     def at(self, t: float) -> tuple[float, float]:
+        """The point at parameter ``t`` in [0, 1]."""
         (x0, y0), (x1, y1), (x2, y2) = self.p0, self.p1, self.p2
         u = 1 - t
         return (u * u * x0 + 2 * u * t * x1 + t * t * x2, u * u * y0 + 2 * u * t * y1 + t * t * y2)
 
     def points(self, n: int = _SAMPLES) -> list[tuple[float, float]]:
+        """``n + 1`` points along the clipped part of the curve."""
         return [self.at(self.t0 + (self.t1 - self.t0) * i / n) for i in range(n + 1)]
 
     def length(self) -> float:
+        """The approximate length of the clipped curve, in data units."""
         pts = self.points(24)
-        return sum(math.dist(a, b) for a, b in zip(pts, pts[1:]))
+        return sum(math.dist(a, b) for a, b in zip(pts, pts[1:], strict=False))
 
     def back_from_end(self, distance: float) -> tuple[float, float]:
         """The point ``distance`` (data units) before the clipped end, along the curve."""
         pts = self.points()
         walked = 0.0
-        for a, b in zip(reversed(pts), list(reversed(pts))[1:]):
+        for a, b in zip(reversed(pts), list(reversed(pts))[1:], strict=False):
             walked += math.dist(a, b)
             if walked >= distance:
                 return b
@@ -84,6 +93,7 @@ class Curve(NamedTuple):
 
 
 def node_positions(nodes: Iterable[str]) -> dict[str, tuple[float, float]]:
+    """Where each node sits: its place in the view table, else a row of its own below."""
     pos: dict[str, tuple[float, float]] = {}
     extra = 0
     for node in nodes:
@@ -96,11 +106,13 @@ def node_positions(nodes: Iterable[str]) -> dict[str, tuple[float, float]]:
 
 
 def node_boxes(pos: dict[str, tuple[float, float]]) -> dict[str, Box]:
+    """The box of each node (a small square for the start and end markers)."""
     return {n: Box(x, y, MARKER_R, MARKER_R) if n in (START, END) else
             Box(x, y, BOX_W / 2, BOX_H / 2) for n, (x, y) in pos.items()}
 
 
 def bezier(a: Point, b: Point, bend: float) -> tuple[Point, Point, Point]:
+    """Control points of a quadratic curve from ``a`` to ``b`` bending ``bend`` to the left."""
     (x0, y0), (x2, y2) = a, b
     dx, dy = x2 - x0, y2 - y0
     n = math.hypot(dx, dy) or 1.0
@@ -129,14 +141,18 @@ def clip(p0: Point, p1: Point, p2: Point, src: Box, dst: Box) -> Curve:
 
 
 def collides(curve: Curve, boxes: dict[str, Box], skip: set[str]) -> bool:
+    """True when the curve passes through a box other than those named in ``skip``."""
     return any(box.contains(x, y, pad=0.07)
                for name, box in boxes.items() if name not in skip
                for x, y in curve.points(40)[1:-1])
 
 
 def route_edges(edges: list[tuple[str, str]], pos, boxes) -> dict[tuple[str, str], Curve]:
-    """A curve per edge: the hand-set bend, else the first automatic bend that misses every
-    other node (a straight line when possible); an edge with a reverse twin always bends."""
+    """A curve per edge.
+
+    The hand-set bend, else the first automatic bend that misses every other node (a straight line when
+    possible); an edge with a reverse twin always bends.
+    """
     pairs = set(edges)
     curves: dict[tuple[str, str], Curve] = {}
     for src, dst in edges:
@@ -156,14 +172,18 @@ def route_edges(edges: list[tuple[str, str]], pos, boxes) -> dict[tuple[str, str
 
 
 def reading_normal(n: tuple[float, float]) -> tuple[float, float]:
-    """The normal pointing up (or left, across a steep edge), so that labels stacked along it
-    read in step order top-down or left to right."""
+    """The normal pointing up.
+
+    (or left, across a steep edge), so that labels stacked along it read in step order top-down or left to
+    right.
+    """
     nx, ny = n
     flip = ny < 0 if abs(ny) >= abs(nx) else nx > 0
     return (-nx, -ny) if flip else (nx, ny)
 
 
 def self_loop(box: Box) -> Curve:
+    """A loop above ``box``, for a node that follows itself."""
     top = box.y + box.hh
     return Curve((box.x - box.hw * 0.4, top), (box.x, top + 0.6), (box.x + box.hw * 0.4, top),
                   0.0, 1.0)
@@ -171,6 +191,7 @@ def self_loop(box: Box) -> Curve:
 
 def arrow_annotation(curve: Curve, color: str, width: float, name: str, head: int = 2,
            size: float = 1.0) -> dict:
+    """A plotly annotation that draws the arrowhead at the end of ``curve``."""
     hx, hy = curve.at(curve.t1)
     tx, ty = curve.back_from_end(min(ARROW_LEN, curve.length() * 0.5))
     return dict(x=hx, y=hy, ax=tx, ay=ty, xref="x", yref="y", axref="x", ayref="y", text="",
@@ -179,6 +200,7 @@ def arrow_annotation(curve: Curve, color: str, width: float, name: str, head: in
 
 
 def rounded_box(box: Box, fill: str, line: str, r: float = 0.07) -> dict:
+    """A plotly shape: ``box`` with rounded corners of radius ``r``."""
     x0, x1, y0, y1 = box.x - box.hw, box.x + box.hw, box.y - box.hh, box.y + box.hh
     path = (f"M {x0 + r},{y0} L {x1 - r},{y0} Q {x1},{y0} {x1},{y0 + r} "
             f"L {x1},{y1 - r} Q {x1},{y1} {x1 - r},{y1} L {x0 + r},{y1} "

@@ -1,13 +1,15 @@
-"""Aggregates over saved runs for the Insights page: rewrite rate, hallucination-detection rate,
-rewrite strategies, frequent paths, stop reasons, latency percentiles, LLM calls and tokens.
-Pure functions over a list of Runs."""
+"""Aggregates over saved runs for the Insights page.
+
+Rewrite rate, hallucination-detection rate, rewrite strategies, frequent paths, stop reasons, latency
+percentiles, LLM calls and tokens. Pure functions over a list of Runs.
+"""
 
 from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Sequence
 
 from rag.config import preset_label, preset_of
 from rag.models import GroundingDetail, RewriteDetail, Run
@@ -15,9 +17,12 @@ from rag.trace.pricing import Price, load_prices, run_cost
 from rag.trace.story import ABSTAINED, ANSWERED, CAVEAT, STOP_KINDS, stop_kind
 
 
-def percentile(values: Sequence[float], q: float) -> Optional[float]:
-    """The ``q``-th percentile (0..100) of ``values`` by linear interpolation between closest
-    ranks (numpy's default method); None for no values. Raises ValueError for q outside 0..100."""
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The ``q``-th percentile.
+
+    (0..100) of ``values`` by linear interpolation between closest ranks (numpy's default method); None for no
+    values. Raises ValueError for q outside 0..100.
+    """
     if not 0 <= q <= 100:
         raise ValueError(f"percentile must be in 0..100, got {q}")
     xs = sorted(values)
@@ -29,9 +34,11 @@ def percentile(values: Sequence[float], q: float) -> Optional[float]:
 
 
 def path_key(run: Run) -> str:
-    """The run's path as one string, identical consecutive rounds folded: ``(retrieve →
-    grade_documents → rewrite_query) ×2 → retrieve → grade_documents → generate → finalize``.
-    A round ends with each rewrite_query; the steps before the first retrieve stand alone."""
+    """The run's path as one string, identical consecutive rounds folded.
+
+    ``(retrieve → grade_documents → rewrite_query) ×2 → retrieve → grade_documents → generate → finalize``. A
+    round ends with each rewrite_query; the steps before the first retrieve stand alone.
+    """
     path = list(run.path)
     # What runs once before the first retrieval (e.g. decompose_query) is not part of a round.
     head = path[:path.index("retrieve")] if "retrieve" in path else []
@@ -65,13 +72,13 @@ class Insights:
     runs: int = 0
     answered: int = 0
     """Runs that ended with an answer (with or without a caveat)."""
-    rewrite_rate: Optional[float] = None
+    rewrite_rate: float | None = None
     """Share of runs that rewrote their query at least once."""
-    mean_rewrites_answered: Optional[float] = None
+    mean_rewrites_answered: float | None = None
     """Mean rewrites per answered question."""
     grounding_checks: int = 0
     grounding_failures: int = 0
-    hallucination_rate: Optional[float] = None
+    hallucination_rate: float | None = None
     """Share of grounding checks that failed (the answer had an ungrounded claim)."""
     strategies: dict[str, int] = field(default_factory=dict)
     """Rewrite strategy -> times used, most used first."""
@@ -80,11 +87,11 @@ class Insights:
     stop_kinds: dict[str, int] = field(default_factory=dict)
     """Stop kind words (``Answered``, ``Answered with caveat``, …) -> runs."""
     latencies_ms: list[float] = field(default_factory=list)
-    latency_p50_ms: Optional[float] = None
-    latency_p95_ms: Optional[float] = None
-    llm_calls_per_question: Optional[float] = None
-    tokens_per_question: Optional[float] = None
-    cost_per_question: Optional[float] = None
+    latency_p50_ms: float | None = None
+    latency_p95_ms: float | None = None
+    llm_calls_per_question: float | None = None
+    tokens_per_question: float | None = None
+    cost_per_question: float | None = None
     """Mean USD per run; None when some run used a model with no price."""
     presets: dict[str, int] = field(default_factory=dict)
 
@@ -97,7 +104,7 @@ def compute(runs: Sequence[Run], prices: Mapping[str, Price] | None = None, *,
         return out
     prices = load_prices() if prices is None else prices
     kinds = [stop_kind(r) for r in runs]
-    answered = [r for r, k in zip(runs, kinds) if k in (ANSWERED, CAVEAT)]
+    answered = [r for r, k in zip(runs, kinds, strict=False) if k in (ANSWERED, CAVEAT)]
     out.answered = len(answered)
     out.rewrite_rate = sum(1 for r in runs if r.rewrites) / len(runs)
     if answered:
@@ -127,9 +134,11 @@ def compute(runs: Sequence[Run], prices: Mapping[str, Price] | None = None, *,
 
 
 def by_pipeline(runs: Sequence[Run], prices: Mapping[str, Price] | None = None) -> list[dict]:
-    """One row per pipeline (preset name, or ``Custom``), most runs first. Keys: ``pipeline``,
-    ``runs``, ``answered``, ``rewrite_rate`` and ``hallucination_rate`` (fractions or None),
-    ``llm_calls``, ``tokens`` (means per question), ``p50_ms``."""
+    """One row per pipeline (preset name, or ``Custom``), most runs first.
+
+    Keys: ``pipeline``, ``runs``, ``answered``, ``rewrite_rate`` and ``hallucination_rate`` (fractions or
+    None), ``llm_calls``, ``tokens`` (means per question), ``p50_ms``.
+    """
     groups: dict[str, list] = {}
     for r in runs:
         groups.setdefault(preset_label(preset_of(r.options)), []).append(r)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Mapping, NamedTuple, Optional
+from collections.abc import Mapping
+from typing import NamedTuple
 
 from rag.models import Run, TraceEvent
 from rag.trace.views import view
@@ -38,8 +39,9 @@ PRICES_ENV = "RAG_PRICES_JSON"
 
 
 def load_prices(env: Mapping[str, str] | None = None) -> dict[str, Price]:
-    """The price table: :data:`DEFAULT_PRICES` updated from RAG_PRICES_JSON in ``env``
-    (default ``os.environ``).
+    """The price table.
+
+    :data:`DEFAULT_PRICES` updated from RAG_PRICES_JSON in ``env`` (default ``os.environ``).
 
     RAG_PRICES_JSON is a JSON object mapping a model name to ``{"input": usd, "output": usd}``
     or ``[input_usd, output_usd]``, USD per 1M tokens, e.g.
@@ -75,9 +77,12 @@ def load_prices(env: Mapping[str, str] | None = None) -> dict[str, Price]:
     return prices
 
 
-def price_of(model: str | None, prices: Mapping[str, Price]) -> Optional[Price]:
-    """The price of ``model``: an exact entry, else the longest entry it starts with (so
-    ``gpt-4o-2024-08-06`` costs as ``gpt-4o``); None when unknown."""
+def price_of(model: str | None, prices: Mapping[str, Price]) -> Price | None:
+    """The price of ``model``.
+
+    An exact entry, else the longest entry it starts with (so ``gpt-4o-2024-08-06`` costs as ``gpt-4o``); None
+    when unknown.
+    """
     if not model:
         return None
     if model in prices:
@@ -86,15 +91,17 @@ def price_of(model: str | None, prices: Mapping[str, Price]) -> Optional[Price]:
     return prices[max(matches, key=len)] if matches else None
 
 
-def event_model(event: TraceEvent, run: Run) -> Optional[str]:
+def event_model(event: TraceEvent, run: Run) -> str | None:
     """The run's model for the node's role (``rag.trace.views.VIEWS``); None for the offline engine."""
     return (run.models or {}).get(view(event.node).role)
 
 
 def event_cost(event: TraceEvent, run: Run,
-               prices: Mapping[str, Price] | None = None) -> Optional[float]:
-    """USD spent by one node visit; 0.0 when it used no tokens, None when its model has no
-    price in ``prices`` (default :func:`load_prices`)."""
+               prices: Mapping[str, Price] | None = None) -> float | None:
+    """USD spent by one node visit.
+
+    0.0 when it used no tokens, None when its model has no price in ``prices`` (default :func:`load_prices`).
+    """
     if not (event.prompt_tokens or event.completion_tokens):
         return 0.0
     price = price_of(event_model(event, run), load_prices() if prices is None else prices)
@@ -103,9 +110,11 @@ def event_cost(event: TraceEvent, run: Run,
     return (event.prompt_tokens * price.input + event.completion_tokens * price.output) / 1e6
 
 
-def run_cost(run: Run, prices: Mapping[str, Price] | None = None) -> Optional[float]:
-    """USD spent by the whole run (sum over its events); 0.0 for an offline run, None when
-    any event used a model with no price (see :func:`unpriced_models`)."""
+def run_cost(run: Run, prices: Mapping[str, Price] | None = None) -> float | None:
+    """USD spent by the whole run (sum over its events).
+
+    0.0 for an offline run, None when any event used a model with no price (see :func:`unpriced_models`).
+    """
     prices = load_prices() if prices is None else prices
     costs = [event_cost(e, run, prices) for e in run.events]
     known = [c for c in costs if c is not None]
@@ -121,9 +130,11 @@ def unpriced_models(run: Run, prices: Mapping[str, Price] | None = None) -> list
 
 
 def node_totals(run: Run, prices: Mapping[str, Price] | None = None) -> list[dict]:
-    """One row per node of ``run``, in the order first visited: ``node``, ``visits``,
-    ``duration_ms`` (summed), ``llm_calls``, ``tokens`` (prompt + completion) and ``cost``
-    (text, see :func:`format_cost`; ``n/a`` when a visit used a model with no price)."""
+    """One row per node of ``run``, in the order first visited.
+
+    ``node``, ``visits``, ``duration_ms`` (summed), ``llm_calls``, ``tokens`` (prompt + completion) and
+    ``cost`` (text, see :func:`format_cost`; ``n/a`` when a visit used a model with no price).
+    """
     prices = load_prices() if prices is None else prices
     rows: dict[str, dict] = {}
     for e in run.events:
@@ -139,7 +150,7 @@ def node_totals(run: Run, prices: Mapping[str, Price] | None = None) -> list[dic
             for r in rows.values()]
 
 
-def format_cost(usd: Optional[float]) -> str:
+def format_cost(usd: float | None) -> str:
     """``$0.0123``, ``$0`` for nothing spent, ``n/a`` when unknown."""
     if usd is None:
         return "n/a"

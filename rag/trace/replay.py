@@ -1,9 +1,12 @@
-"""The flow with a step-by-step replay (plotly frames): the steps so far as an orange trail,
-the current node ringed, and a caption saying what it decided and where it went next and why."""
+"""The flow with a step-by-step replay (plotly frames).
+
+The steps so far as an orange trail, the current node ringed, and a caption saying what it decided and where
+it went next and why.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 from rag.models import Run
 from rag.trace import flow as viz
@@ -25,9 +28,11 @@ RING_PAD = 0.07
 """How far the ring around the current node stands off its box, in data units."""
 
 
-def step_caption(step: Optional[Step], n: int) -> str:
-    """The replay caption for ``step`` (None: before the first step), in plotly pseudo-HTML:
-    ``Step 3 of 13 · rewrite 1 of 2 — decided … → next: why``."""
+def step_caption(step: Step | None, n: int) -> str:
+    """The replay caption for ``step`` (None: before the first step), in plotly pseudo-HTML.
+
+    ``Step 3 of 13 · rewrite 1 of 2 — decided … → next: why``.
+    """
     if step is None:
         return (f"<b>Step 0 of {n}</b> · press ▶ Play, or drag the slider, to replay the run "
                 "step by step")
@@ -43,11 +48,12 @@ def _trace_xy(fig, name: str) -> tuple[list, list]:
     return [], []
 
 
-def replay_figure(run: Run, graph=None, *, step: Optional[int] = None) -> "go.Figure":
-    """The flow of :func:`rag.viz.flow_figure` with a replay: plotly frames ``"0"`` .. ``"n"``
-    (n = number of steps), where frame k draws steps 1..k as an orange trail along the edges
-    taken, rings the node of step k, and captions it (node and attempt, what it decided, where
-    it went next and why). A slider (one stop per frame) and Play / Pause buttons drive it.
+def replay_figure(run: Run, graph=None, *, step: int | None = None) -> go.Figure:
+    """The flow of :func:`rag.viz.flow_figure` with a replay: plotly frames ``"0"`` ..
+
+    ``"n"`` (n = number of steps), where frame k draws steps 1..k as an orange trail along the edges taken,
+    rings the node of step k, and captions it (node and attempt, what it decided, where it went next and why).
+    A slider (one stop per frame) and Play / Pause buttons drive it.
 
     ``step`` (0..n, default n: the whole run) is the frame shown first; out-of-range values are
     clamped. The replay traces are named as in :data:`REPLAY_TRACES`; ``replay:current`` carries
@@ -61,7 +67,7 @@ def replay_figure(run: Run, graph=None, *, step: Optional[int] = None) -> "go.Fi
     step = n if step is None else max(0, min(n, int(step)))
 
     nodes = next(t for t in fig.data if t.name == "nodes")
-    pos = {name: (x, y) for name, x, y in zip(nodes.customdata, nodes.x, nodes.y)}
+    pos = {name: (x, y) for name, x, y in zip(nodes.customdata, nodes.x, nodes.y, strict=False)}
     segments: list[tuple[list, list]] = []
     prev = START
     for s in story:

@@ -1,11 +1,13 @@
-"""A run told as a story: loops unrolled into attempts, each step with what it decided and why,
-every verdict on its chunk, and how the run ended. Pure functions over a Run (no plotly, no UI)."""
+"""A run told as a story.
+
+Loops unrolled into attempts, each step with what it decided and why, every verdict on its chunk, and how the
+run ended. Pure functions over a Run (no plotly, no UI).
+"""
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Optional
 
 from rag.models import (
     AnswerCheckDetail,
@@ -37,8 +39,11 @@ STOP_KINDS: dict[str, str] = {
 
 
 def stop_kind(run: Run) -> str:
-    """How ``run`` ended: ``answered`` (finalize), ``caveat`` (finalize_with_caveat),
-    ``abstained`` (fallback), ``error``, or ``unfinished`` (no terminal node)."""
+    """How ``run`` ended.
+
+    ``answered`` (finalize), ``caveat`` (finalize_with_caveat), ``abstained`` (fallback), ``error``, or
+    ``unfinished`` (no terminal node).
+    """
     if run.error:
         return ERROR
     last = run.path[-1] if run.path else None
@@ -47,8 +52,11 @@ def stop_kind(run: Run) -> str:
 
 
 def headline(run: Run) -> str:
-    """The stop reason in plain words, e.g. ``Answered with caveat: the rewrite budget (2) was
-    spent and 1 claim could not be verified``; a sentence even for a run that has none."""
+    """The stop reason in plain words, e.g.
+
+    ``Answered with caveat: the rewrite budget (2) was spent and 1 claim could not be verified``; a sentence
+    even for a run that has none.
+    """
     if run.stop_reason:
         return run.stop_reason
     return f"{STOP_KINDS[stop_kind(run)]}: the run recorded no stop reason."
@@ -69,7 +77,7 @@ class Step:
     """What the node decided, in one line (its summary)."""
     why: str
     """Why the run went where it went next (the router's reason), or how it ended."""
-    next: Optional[str]
+    next: str | None
     """The next node; None for the last step."""
     reasoning: str = ""
     """The engine's own reasoning when the node has one (rewrite, grounding, answer check)."""
@@ -78,8 +86,10 @@ class Step:
 
 
 def step_label(event: TraceEvent, run: Run, visits: int) -> str:
-    """``rewrite 2 of 2`` (attempt of the rewrite budget) for rewrite_query; ``retrieve 2 of 3``
-    (attempt of the run's visits) for a node visited more than once; else the node's name."""
+    """``rewrite 2 of 2`` (attempt of the rewrite budget) for rewrite_query.
+
+    ``retrieve 2 of 3`` (attempt of the run's visits) for a node visited more than once; else the node's name.
+    """
     if isinstance(event.detail, RewriteDetail):
         budget = event.detail.budget or run.options.max_rewrites
         return f"rewrite {event.detail.rewrite or event.attempt} of {budget}"
@@ -125,6 +135,7 @@ class Round:
 
     @property
     def title(self) -> str:
+        """``Attempt 2: “query”``, with the sub-questions when the question was decomposed."""
         subs = f" as {len(self.sub_queries)} sub-questions: " + "; ".join(
             f"“{q}”" for q in self.sub_queries) if self.sub_queries else ""
         return f"Attempt {self.number}: “{self.query}”{subs}"
@@ -132,8 +143,9 @@ class Round:
 
 def rounds(run: Run) -> list[Round]:
     """The run unrolled: one Round per retrieval attempt (a rewrite starts the next), in order.
-    Steps after the last retrieval (web search, generation, checks, the ending) stay in the
-    last round."""
+
+    Steps after the last retrieval (web search, generation, checks, the ending) stay in the last round.
+    """
     by_round: dict[int, list[Step]] = {}
     for s in steps(run):
         by_round.setdefault(s.round, []).append(s)
@@ -158,9 +170,9 @@ class Check:
     reasoning: str
     claims: tuple[str, ...] = ()
     """The ungrounded claims of a failed grounding check."""
-    confidence: Optional[float] = None
+    confidence: float | None = None
     """Grounding confidence in [0, 1]."""
-    fallback: Optional[str] = None
+    fallback: str | None = None
     """Set when the engine fell back (an LLM error, a parse failure), with why."""
 
 
@@ -217,7 +229,7 @@ def event_rows(run: Run) -> list[dict]:
             for e in run.events]
 
 
-def totals_line(run: Run, cost: Optional[float] = None) -> str:
+def totals_line(run: Run, cost: float | None = None) -> str:
     """``13 steps · 2 rewrites · 0 LLM calls · 0 tokens · $0 · 812 ms`` (cost as given)."""
     tokens = run.prompt_tokens + run.completion_tokens
     return (f"{len(run.events)} steps · {run.rewrites} rewrite(s) · {run.llm_calls} LLM call(s) · "
@@ -225,8 +237,7 @@ def totals_line(run: Run, cost: Optional[float] = None) -> str:
 
 
 def grounded_verdict(run: Run) -> str:
-    """The last grounding check in words: ``grounded``, ``not grounded (2 claims)`` or
-    ``not checked``."""
+    """The last grounding check in words: ``grounded``, ``not grounded (2 claims)`` or ``not checked``."""
     for c in reversed(checks(run)):
         if c.kind == "grounding":
             n = len(c.claims)

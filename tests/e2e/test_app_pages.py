@@ -60,6 +60,8 @@ def test_documents_index_password_retry_scanned_and_delete(data_dir):
 
     at.file_uploader(key="docs_uploader").set_value(
         [upload(LEWIS), upload(ENCRYPTED), upload(SCANNED)]).run()
+    assert at.toggle(key="docs_ocr").value is True  # OCR is on by default
+    at.toggle(key="docs_ocr").set_value(False).run()  # the scan then fails, with advice
     at.button(key="docs_index").click().run()
     assert not at.exception, at.exception
 
@@ -67,7 +69,7 @@ def test_documents_index_password_retry_scanned_and_delete(data_dir):
     failed = [plain(e.value) for e in at.error]
     assert f"{LEWIS.name}: ingested 19 pages, 88 chunks" in ok
     assert f"{ENCRYPTED.name}: encrypted: password required" in failed
-    assert any(f.startswith(f"{SCANNED.name}: no extractable text") for f in failed), failed
+    assert f"{SCANNED.name}: no extractable text (1 page; scanned? turn OCR on)" in failed, failed
 
     table = at.dataframe[0].value
     assert list(table["File"]) == [LEWIS.name]

@@ -49,7 +49,8 @@ def test_upload_ask_cited_answer_and_trace(app_url, page):
     box.fill(QUESTION)
     box.press("Enter")
     page.get_by_role("button", name="Open trace").first.wait_for(timeout=120_000)
-    page.get_by_text(f"{LEWIS.name} p.", exact=False).first.wait_for()
+    page.locator("[data-testid=stExpander] summary").filter(
+        has_text=f"{LEWIS.name} p.").first.wait_for()  # a source, named by file and page
     page.screenshot(path=str(ARTIFACTS / "browser-chat.png"), full_page=True)
 
     # Trace: the plotly flow renders with the graph's nodes.
@@ -62,3 +63,38 @@ def test_upload_ask_cited_answer_and_trace(app_url, page):
     text = page.locator(".js-plotly-plot").first.inner_text()
     assert "retrieve" in text and "generate" in text
     assert not errors, errors
+
+
+def test_evaluate_page_runs_the_sample_set(tmp_path, browser):
+    """The Evaluate page in a real browser: samples loaded, two pipelines, the table and charts."""
+    from rag.config import Settings
+    from rag.samples import load_samples
+    from rag.store.chroma import open_knowledge_base
+
+    data = tmp_path / "data"
+    load_samples(open_knowledge_base(Settings.from_env({}, data_dir=data)))
+    server = Server(data, tmp_path / "streamlit.log")
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        pg = context.new_page()
+        pg.set_default_timeout(60_000)
+        errors: list[str] = []
+        pg.on("pageerror", lambda exc: errors.append(str(exc)))
+        pg.goto(server.url)
+        pg.get_by_text("Offline engine (no keys)").wait_for()  # the app's own navigation and sidebar
+        pg.locator("[data-testid=stSidebarNav]").get_by_text("Evaluate").click()
+        pg.get_by_text("8 question(s); 3 marked unanswerable").wait_for()
+        pg.wait_for_timeout(1000)
+        pg.get_by_role("button", name="Evaluate").click()
+        pg.get_by_text("By pipeline").wait_for(timeout=120_000)
+        pg.locator(".js-plotly-plot").nth(1).wait_for()
+        pg.get_by_text("Every question").wait_for()
+        ARTIFACTS.mkdir(exist_ok=True)
+        pg.screenshot(path=str(ARTIFACTS / "browser-evaluate.png"), full_page=True)
+        assert "How each pipeline ended" in pg.locator(".js-plotly-plot").first.inner_text()
+        nav = pg.locator("[data-testid=stSidebarNav]").inner_text()
+        assert "Evaluate" in nav and "ui" not in nav.split() and "session" not in nav.split()
+        assert not errors, errors
+    finally:
+        context.close()
+        server.stop()

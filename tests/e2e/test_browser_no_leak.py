@@ -1,7 +1,8 @@
 """Data never makes the browser fetch anything (issue 9, item 3), in Debian's chromium: a file
 uploaded under a hostile name and a web result with a hostile URL, title and text, through
 `streamlit run`, the Documents, Chat and Trace pages. Every request the page makes is recorded;
-none may reach the planted address, and none may leave the Streamlit server."""
+none may reach the planted address, and none may leave the Streamlit server.
+"""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ class Planted:
 
 def shows(page, text: str) -> None:
     """Wait until the page shows ``text`` as written (ignoring the invisible word joiners that
-    keep GFM from autolinking URLs)."""
+    keep GFM from autolinking URLs).
+    """
     page.wait_for_function("t => document.body.innerText.replaceAll('\\u2060', '').includes(t)",
                            arg=text)
 
@@ -60,7 +62,8 @@ def planted():
 @pytest.fixture
 def hostile_web(planted, monkeypatch):
     """The LLM engine on the fake OpenAI server, with an answer that holds an image, HTML and a
-    link, and a fake Tavily whose one result has a hostile URL, title and text."""
+    link, and a fake Tavily whose one result has a hostile URL, title and text.
+    """
     from tests.fakes.servers import FakeOpenAI, FakeTavily, Reply, default_script
 
     leak = f"http://127.0.0.1:{planted.port}"

@@ -3,7 +3,8 @@ a hostile file name on the Documents page, a hostile web-result URL, title and t
 and Trace pages (real graph, offline engine, tavily-python against the fake Tavily server).
 
 Every element that Streamlit renders as Markdown (bodies, captions, alerts, labels, progress
-text, pill options, table cells) is checked for a live image, link, autolink or HTML tag."""
+text, pill options, table cells) is checked for a live image, link, autolink or HTML tag.
+"""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ _BARE = re.compile(r"(?i)(?:^|[\s!-/:-@\[-`{-~])(?:https?://|www\.)")  # GFM aut
 
 def live_constructs(markdown: str) -> list[str]:
     """What in ``markdown`` would render as a link, an image or HTML (escaped characters are
-    literal text; GFM still autolinks a bare URL even when its punctuation is escaped)."""
+    literal text; GFM still autolinks a bare URL even when its punctuation is escaped).
+    """
     structural = _ESCAPED.sub("\0", markdown)
     literal = re.sub(r"\\(.)", r"\1", markdown)
     found = [m.group(0) for p in _STRUCTURE for m in p.finditer(structural)]
@@ -118,7 +120,8 @@ def hostile_script(kind: str, body: dict):
 @pytest.fixture
 def hostile_tavily(monkeypatch):
     """The LLM engine on the fake OpenAI server, and a fake Tavily whose one result is hostile
-    (the offline engine quotes no web result when the knowledge base is empty)."""
+    (the offline engine quotes no web result when the knowledge base is empty).
+    """
     from tests.fakes.servers import FakeOpenAI, FakeTavily
 
     llm = FakeOpenAI(script=hostile_script).start()

@@ -185,3 +185,30 @@ def test_cli_bench_scale_reads_the_shared_data_from_the_environment(tmp_path, cl
     assert proc.returncode == 2
     last = proc.stderr.splitlines()[-1]  # after the progress bar
     assert last.startswith("error: ") and str(tmp_path / "nowhere" / "hotpotqa" / "corpus.jsonl") in last
+
+
+def test_character_error_rate():
+    from rag.bench.ingest import character_error_rate
+
+    assert character_error_rate("the  widow's\ngarden", "the widow's garden") == 0.0
+    assert character_error_rate("the widdow's garden", "the widow's garden") == 1 / 18
+    with pytest.raises(ValueError):
+        character_error_rate("x", " \n")
+
+
+@pytest.mark.slow
+def test_bench_ocr_reports_pages_and_cer(tmp_path):
+    import shutil
+
+    from rag.bench.ingest import bench_ocr
+    from tests.conftest import TRICKY
+
+    scan = tmp_path / "c02-22.pdf"
+    shutil.copy(TRICKY / "ocrmypdf__c02-22.pdf", scan)
+    scan.with_suffix(".txt").write_text("WE went tip-toeing along a path amongst the trees back "
+                                        "towards the end of the widow's garden", encoding="utf-8")
+    result = bench_ocr([scan], tmp_path / "stores")
+    assert result["ocr_pages"] == 1 and result["failed"] == [] and result["pages_per_s"] > 0
+    # The true text given is the page's first 95 characters, read right; the other ~1,000
+    # characters OCR reads on the page are insertions: CER = about 1,000 / 95.
+    assert 8.0 < result["cer"]["c02-22.pdf"] < 13.0

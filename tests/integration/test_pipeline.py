@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
 from rag.ingest.pipeline import ChunkSettings, ingest_files
-from tests.conftest import LEWIS, PAPERS, SELF_RAG, TRICKY
+from tests.conftest import LEWIS, PAPERS, ROOT, SELF_RAG, TRICKY
 
 ENCRYPTED = TRICKY / "pypdf__encryption__r4-aes-user-password.pdf"
 SCANNED = TRICKY / "ocrmypdf__c02-22.pdf"
@@ -15,15 +17,15 @@ INVALID = TRICKY / "ocrmypdf__invalid.pdf"
 
 
 def test_one_bad_file_never_stops_the_batch(kb):
-    reports = ingest_files(kb, [SCANNED, LEWIS, INVALID, ("notes.docx", b"PK\x03\x04"),
-                                ("empty.txt", b""), ENCRYPTED])
+    reports = ingest_files(kb, [SCANNED, LEWIS, INVALID, ("notes.xlsx", b"PK\x03\x04"),
+                                ("empty.txt", b""), ENCRYPTED], ocr=False)
     by = {r.filename: r for r in reports}
     assert by[LEWIS.name].status == "ingested" and by[LEWIS.name].pages == 19
     assert by[LEWIS.name].chunks == kb.count()
     assert by[SCANNED.name].code == "no_extractable_text"
     assert "no extractable text" in by[SCANNED.name].message
     assert by[INVALID.name].code == "corrupt_file"
-    assert by["notes.docx"].code == "unsupported_type"
+    assert by["notes.xlsx"].code == "unsupported_type"
     assert by["empty.txt"].code == "empty_file"
     assert by[ENCRYPTED.name].code == "password_required"
     assert [d.source for d in kb.documents()] == [LEWIS.name], "a failed file left chunks"
@@ -77,10 +79,10 @@ def test_cli_ingest_and_ask_json(tmp_path, rag_cli):
     out = rag_cli("ingest", str(LEWIS), str(SELF_RAG), data_dir=tmp_path)
     assert out.returncode == 0, out.stderr
     assert f"{LEWIS.name}: ingested 19 pages" in out.stdout
-    out = rag_cli("ingest", str(LEWIS), str(SCANNED), data_dir=tmp_path)
+    out = rag_cli("ingest", str(LEWIS), str(SCANNED), "--no-ocr", data_dir=tmp_path)
     assert out.returncode == 1
     assert f"{LEWIS.name}: already indexed" in out.stdout
-    assert f"{SCANNED.name}: no extractable text" in out.stdout
+    assert f"{SCANNED.name}: no extractable text (1 page; scanned? turn OCR on)" in out.stdout
 
     out = rag_cli("ask", "What is the retrieval component of RAG and how is it trained?",
                   "--json", data_dir=tmp_path)
@@ -106,6 +108,55 @@ def test_cli_password_flag(tmp_path, rag_cli):
     assert out.returncode == 0 and "ingested" in out.stdout
 
 
+@pytest.mark.slow
+def test_cli_reads_a_scan_by_ocr_and_cites_it(tmp_path, rag_cli):
+    out = rag_cli("ingest", str(SCANNED), str(LEWIS), data_dir=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert f"{SCANNED.name}: ingested 1 page (1 by OCR), " in out.stdout
+    assert f"{SCANNED.name}: page 1/1 read by OCR" in out.stderr
+    out = rag_cli("ask", "Who went tip-toeing towards the end of the widow's garden?", "--json",
+                  data_dir=tmp_path)
+    assert out.returncode == 0, out.stderr
+    cited = {c["source"] for c in json.loads(out.stdout)["citations"]}
+    assert SCANNED.name in cited
+
+
+_LOAD_BROKEN = """
+import logging, sys
+from pathlib import Path
+from rag.ingest.errors import CorruptFile
+from rag.ingest.loaders import load_document
+if sys.argv[1] == "log":
+    logging.basicConfig(level=logging.WARNING, stream=sys.stdout, format="LOG %(name)s %(message)s")
+tricky = Path(sys.argv[2])
+files = {"invalid.pdf": (tricky / "ocrmypdf__invalid.pdf").read_bytes(),
+         "broken.pdf": b"junk before the header\\n" + (tricky / "pypdf-sample-files__001-trivial__minimal-document.pdf").read_bytes()[:-40],
+         "unreadable.pdf": (tricky / "pypdf-sample-files__017-unreadable-meta-data__unreadablemetadata.pdf").read_bytes()}
+for name, data in files.items():
+    try:
+        load_document(name, data)
+        print("OK", name)
+    except CorruptFile as exc:
+        print("FAIL", name, exc.message)
+"""
+
+
+@pytest.mark.slow
+def test_pypdf_warnings_stay_off_stderr():
+    """pypdf's "invalid pdf header" / "EOF marker not found" / xref notes go to the log, not to
+    stderr (in a fresh process: pytest's own log capture would hide Python's last-resort
+    printing); the user sees one line per file."""
+    run = lambda mode: subprocess.run([sys.executable, "-c", _LOAD_BROKEN, mode, str(TRICKY)],  # noqa: E731
+                                      cwd=ROOT, capture_output=True, text=True, timeout=120)
+    quiet = run("plain")
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stderr == ""
+    lines = quiet.stdout.splitlines()
+    assert len(lines) == 3 and lines[0].startswith("FAIL invalid.pdf corrupt or unreadable PDF")
+    logged = run("log")
+    assert "LOG pypdf" in logged.stdout and logged.stderr == ""
+
+
 def test_cli_has_every_command_group_and_shared_arguments(cli):
     """Every module of rag/cli not starting with ``_`` is a command, listed by ``POSITION``.
 
@@ -114,7 +165,7 @@ def test_cli_has_every_command_group_and_shared_arguments(cli):
     from rag.cli import build_parser, commands
 
     assert [(c.name, c.help) for c in commands()] == [
-        ("ingest", "index PDF, .txt and .md files"),
+        ("ingest", "index PDF, Word (.docx), HTML, .txt and .md files"),
         ("kb", "list knowledge bases, show a knowledge base's documents and their status"),
         ("ask", "ask a question through the graph"),
         ("runs", "list and export saved runs"),

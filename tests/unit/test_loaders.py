@@ -21,6 +21,7 @@ from rag.ingest.errors import (
     UnsupportedType,
     WrongPassword,
 )
+from rag.ingest import loaders
 from rag.ingest.loaders import SUPPORTED_SUFFIXES, LoadedDocument, load_document, normalize_text
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -55,6 +56,7 @@ EXPECTED: dict[str, tuple[Ok | Fails, ...]] = {
     "tricky-pdfs/darinzRAG__brk_2024_10-k_sec.pdf": (
         Ok(143, ((1, "SECURITIES AND EXCHANGE COMMISSION"), (1, "BERKSHIRE HATHAWAY INC."), (143, "EXHIBIT 97"))),
     ),
+    # Without OCR (these outcomes); with OCR see OCR_EXPECTED.
     "tricky-pdfs/ocrmypdf__c02-22.pdf": (Fails(NoExtractableText),),
     "tricky-pdfs/ocrmypdf__invalid.pdf": (Fails(CorruptFile),),
     "tricky-pdfs/ocrmypdf__kcs.pdf": (Fails(NoExtractableText),),
@@ -206,15 +208,16 @@ def test_table_covers_every_file() -> None:
 
 @pytest.mark.parametrize(("rel", "expected"), CASES)
 def test_real_file(rel: str, expected: Ok | Fails) -> None:
+    """The text layer of every file (OCR off: OCR costs seconds a page; OCR_EXPECTED covers it)."""
     name = Path(rel).name
     data = _read(rel)
     if isinstance(expected, Fails):
         with pytest.raises(expected.error) as info:
-            load_document(name, data, password=expected.password)
+            load_document(name, data, password=expected.password, ocr=False)
         assert type(info.value) is expected.error
         assert info.value.message and "\n" not in info.value.message
         return
-    doc = load_document(name, data, password=expected.password)
+    doc = load_document(name, data, password=expected.password, ocr=False)
     assert doc.filename == name
     assert doc.page_count == expected.page_count
     text_pages = expected.text_pages or tuple(range(1, expected.page_count + 1))
@@ -229,13 +232,13 @@ def test_real_file(rel: str, expected: Ok | Fails) -> None:
 
 
 def test_scanned_pdf_message_counts_pages() -> None:
-    with pytest.raises(NoExtractableText, match=r"^no extractable text \(1 page; scanned\? run OCR first\)$"):
-        load_document("ocrmypdf__skew.pdf", _read("tricky-pdfs/ocrmypdf__skew.pdf"))
+    with pytest.raises(NoExtractableText, match=r"^no extractable text \(1 page; scanned\? turn OCR on\)$"):
+        load_document("ocrmypdf__skew.pdf", _read("tricky-pdfs/ocrmypdf__skew.pdf"), ocr=False)
 
 
 def test_partly_scanned_pdf_warns_about_empty_pages() -> None:
-    doc = load_document("multipage.pdf", _read("tricky-pdfs/ocrmypdf__multipage.pdf"))
-    assert any("5 of 6 pages" in w for w in doc.warnings)
+    doc = load_document("multipage.pdf", _read("tricky-pdfs/ocrmypdf__multipage.pdf"), ocr=False)
+    assert any("5 of 6 pages" in w and "turn OCR on" in w for w in doc.warnings)
 
 
 def test_corrupt_pdf_message() -> None:
@@ -253,7 +256,7 @@ def test_password_messages() -> None:
 
 def test_linn_true_text_is_readable_even_though_the_scan_is_not() -> None:
     with pytest.raises(NoExtractableText):
-        load_document("linn.pdf", _read("tricky-pdfs/ocrmypdf__linn.pdf"))
+        load_document("linn.pdf", _read("tricky-pdfs/ocrmypdf__linn.pdf"), ocr=False)
     doc = load_document("linn.txt", _read("tricky-pdfs/ocrmypdf__linn.txt"))
     assert "LinnSequencer" in doc.pages[0].text
     assert doc.warnings == []
@@ -283,7 +286,13 @@ def test_garbage_named_pdf_is_corrupt() -> None:
 # --- pypdf failures mapped to our errors ---
 
 
-def test_missing_cryptography_during_decrypt(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def pypdf_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PDFium refuses every file, so the pypdf fallback reads it."""
+    monkeypatch.setattr(loaders, "_open_pdfium", lambda data, password: None)
+
+
+def test_missing_cryptography_during_decrypt(monkeypatch: pytest.MonkeyPatch, pypdf_only: None) -> None:
     def no_crypto(self: pypdf.PdfReader, password: str | bytes) -> None:
         raise DependencyError("cryptography>=3.1 is required for AES algorithm")
 
@@ -294,7 +303,7 @@ def test_missing_cryptography_during_decrypt(monkeypatch: pytest.MonkeyPatch) ->
     assert "pip install cryptography" in info.value.message
 
 
-def test_missing_cryptography_during_text_extraction(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_cryptography_during_text_extraction(monkeypatch: pytest.MonkeyPatch, pypdf_only: None) -> None:
     def no_crypto(self: pypdf.PageObject, *args: object, **kwargs: object) -> str:
         raise DependencyError("cryptography>=3.1 is required for AES algorithm")
 
@@ -303,7 +312,7 @@ def test_missing_cryptography_during_text_extraction(monkeypatch: pytest.MonkeyP
         load_document("r4.pdf", _read("tricky-pdfs/pypdf__encryption__r4-aes-user-password.pdf"), password=PW)
 
 
-def test_one_failing_page_becomes_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_failing_page_becomes_a_warning_with_pypdf(monkeypatch: pytest.MonkeyPatch, pypdf_only: None) -> None:
     original = pypdf.PageObject.extract_text
     calls = {"n": 0}
 
@@ -320,7 +329,7 @@ def test_one_failing_page_becomes_a_warning(monkeypatch: pytest.MonkeyPatch) -> 
     assert any(w.startswith("page 2: text extraction failed:") for w in doc.warnings)
 
 
-def test_every_page_failing_means_no_text(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_page_failing_means_no_text_with_pypdf(monkeypatch: pytest.MonkeyPatch, pypdf_only: None) -> None:
     def broken(self: pypdf.PageObject, *args: object, **kwargs: object) -> str:
         raise ValueError("bad content stream")
 
@@ -329,16 +338,97 @@ def test_every_page_failing_means_no_text(monkeypatch: pytest.MonkeyPatch) -> No
         load_document("four.pdf", _read("tricky-pdfs/pypdf-sample-files__004-pdflatex-4-pages__pdflatex-4-pages.pdf"))
 
 
+# --- PDFium, the text extractor, and what it hands to pypdf ---
+
+
+def test_pdfium_extracts_text_without_pypdf(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_pypdf(*args: object, **kwargs: object) -> None:
+        raise AssertionError("pypdf must not be used for a PDF that PDFium opens")
+
+    monkeypatch.setattr(pypdf, "PdfReader", no_pypdf)
+    doc = load_document("rag.pdf", _read("papers/2005.11401v4_lewis_rag.pdf"))
+    assert doc.page_count == 19 and len(doc.pages) == 19
+    assert "Retrieval-Augmented Generation" in doc.pages[0].text
+    # PDFium's marker of a word hyphenated at a line end (U+FFFE) joins the word.
+    assert "downstream" in doc.pages[0].text and "\ufffe" not in doc.pages[0].text
+
+
+def test_one_failing_page_becomes_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pypdfium2
+
+    original = pypdfium2.PdfTextPage.get_text_range
+    calls = {"n": 0}
+
+    def flaky(self: object, *args: object, **kwargs: object) -> str:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise pypdfium2.PdfiumError("Failed to load text page.")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(pypdfium2.PdfTextPage, "get_text_range", flaky)
+    doc = load_document("four.pdf", _read("tricky-pdfs/pypdf-sample-files__004-pdflatex-4-pages__pdflatex-4-pages.pdf"))
+    assert doc.page_count == 4
+    assert [p.number for p in doc.pages] == [1, 3, 4]
+    assert any(w.startswith("page 2: text extraction failed:") for w in doc.warnings)
+
+
+def test_every_page_failing_means_no_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pypdfium2
+
+    def broken(self: object, *args: object, **kwargs: object) -> str:
+        raise pypdfium2.PdfiumError("Failed to load text page.")
+
+    monkeypatch.setattr(pypdfium2.PdfTextPage, "get_text_range", broken)
+    with pytest.raises(NoExtractableText, match=r"\(4 pages;"):
+        load_document("four.pdf", _read("tricky-pdfs/pypdf-sample-files__004-pdflatex-4-pages__pdflatex-4-pages.pdf"))
+
+
+def test_rotated_pages_keep_their_text() -> None:
+    import io
+
+    writer = pypdf.PdfWriter()
+    for angle in (90, 180, 270):
+        reader = pypdf.PdfReader(io.BytesIO(_read("tricky-pdfs/pypdf-sample-files__001-trivial__minimal-document.pdf")))
+        writer.add_page(reader.pages[0]).rotate(angle)
+    out = io.BytesIO()
+    writer.write(out)
+    doc = load_document("rotated.pdf", out.getvalue(), ocr=False)
+    assert doc.page_count == 3 and [p.number for p in doc.pages] == [1, 2, 3]
+    assert all("Lorem ipsum dolor sit amet" in p.text for p in doc.pages)
+
+
+def test_right_to_left_text_comes_in_logical_order() -> None:
+    # PDFium gives Arabic in visual (reversed) order; such pages are read by pypdf.
+    doc = load_document("habibi.pdf", _read("tricky-pdfs/pypdf-sample-files__015-arabic__habibi.pdf"))
+    assert "\u062d\u064e\u0628\u064a\u0628\u064a" in doc.pages[0].text
+
+
+def test_on_page_reports_every_page() -> None:
+    seen: list[tuple[int, int, bool]] = []
+    load_document("four.pdf", _read("tricky-pdfs/pypdf-sample-files__004-pdflatex-4-pages__pdflatex-4-pages.pdf"),
+                  on_page=lambda done, total, ocr: seen.append((done, total, ocr)))
+    assert seen == [(1, 4, False), (2, 4, False), (3, 4, False), (4, 4, False)]
+
+
+def test_pdfium_refusals_fall_back_to_pypdf_messages() -> None:
+    # PDFium cannot open these; pypdf either reads them or gives the one-line reason.
+    with pytest.raises(CorruptFile, match=r"^corrupt or unreadable PDF: startxref not found$"):
+        load_document("invalid.pdf", _read("tricky-pdfs/ocrmypdf__invalid.pdf"))
+    # Opens only with the empty OWNER password, which PDFium does not try: pypdf reads it.
+    doc = load_document("r6.pdf", _read("tricky-pdfs/pypdf__encryption__r6-user-password.pdf"))
+    assert "pdf encryption test" in doc.pages[0].text
+
+
 # --- checks before parsing: type, size, emptiness ---
 
 
 def test_supported_suffixes() -> None:
-    assert SUPPORTED_SUFFIXES == (".pdf", ".txt", ".md", ".markdown")
+    assert SUPPORTED_SUFFIXES == (".pdf", ".txt", ".md", ".markdown", ".docx", ".html", ".htm")
 
 
 def test_unsupported_type_message() -> None:
-    with pytest.raises(UnsupportedType, match=r"^unsupported type '\.docx' \(supported: \.pdf, \.txt, \.md"):
-        load_document("report.docx", b"PK\x03\x04 whatever")
+    with pytest.raises(UnsupportedType, match=r"^unsupported type '\.doc' \(supported: \.pdf, \.txt, \.md"):
+        load_document("report.doc", b"\xd0\xcf\x11\xe0 whatever")
 
 
 def test_no_extension_is_unsupported() -> None:
@@ -348,9 +438,9 @@ def test_no_extension_is_unsupported() -> None:
 
 def test_unsupported_type_is_checked_before_size_and_emptiness() -> None:
     with pytest.raises(UnsupportedType):
-        load_document("big.docx", b"x" * 100, max_bytes=10)
+        load_document("big.xlsx", b"x" * 100, max_bytes=10)
     with pytest.raises(UnsupportedType):
-        load_document("empty.docx", b"")
+        load_document("empty.xlsx", b"")
 
 
 def test_suffix_is_case_insensitive_and_path_tolerant() -> None:

@@ -1,0 +1,184 @@
+"""Optical character recognition of scanned PDF pages, offline.
+
+A page is rendered with pypdfium2 and read with RapidOCR (PP-OCR detection, direction
+classification and recognition models in ONNX, shipped inside the ``rapidocr`` wheel and run by
+onnxruntime): nothing is downloaded at run time. The engine is built on first use (about 1.5 s)
+and shared by the whole process.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+
+from rag.ingest.errors import MissingDependency
+
+log = logging.getLogger(__name__)
+
+RENDER_SCALE = 2.0
+"""Pixels per PDF point when a page is rendered for OCR (2 = 144 dpi)."""
+MIN_RENDER_SIDE = 1000
+"""Pages so small that scale 2 gives fewer pixels on their long side are rendered larger."""
+MAX_RENDER_SIDE = 4000
+"""Pages so large that scale 2 gives more pixels on their long side are rendered smaller."""
+
+MIN_ALNUM = 3
+"""A page whose OCR finds fewer letters and digits than this has no text (it is a picture)."""
+
+_engine: Any = None
+_engine_lock = threading.Lock()
+
+
+def _bundled_models() -> dict[str, str]:
+    """Paths of the ONNX models inside the installed ``rapidocr`` package.
+
+    So the engine never looks elsewhere (and never downloads). Raises MissingDependency when they are absent.
+    """
+    import rapidocr
+
+    models = Path(rapidocr.__file__).resolve().parent / "models"
+    found = {
+        "Det.model_path": sorted(models.glob("*det*.onnx")),
+        "Cls.model_path": sorted(models.glob("*cls*.onnx")),
+        "Rec.model_path": sorted(models.glob("*rec*.onnx")),
+    }
+    missing = [k.split(".")[0] for k, v in found.items() if not v]
+    if missing:
+        raise MissingDependency(
+            f"OCR models missing from the rapidocr package ({', '.join(missing)}); "
+            "reinstall it: pip install rapidocr==3.10.0")
+    return {key: str(paths[0]) for key, paths in found.items()}
+
+
+def engine() -> Any:
+    """The shared RapidOCR engine, built on first call from the models bundled in the wheel.
+
+    Raises :class:`MissingDependency` when ``rapidocr`` (or onnxruntime, which it runs on) is not
+    installed or its models are missing.
+    """
+    global _engine
+    with _engine_lock:
+        if _engine is None:
+            try:
+                from rapidocr import RapidOCR
+            except ImportError as exc:
+                raise MissingDependency(
+                    f"OCR needs rapidocr and onnxruntime ({exc}); run: pip install rapidocr==3.10.0"
+                ) from exc
+            params = {"Global.log_level": "error", **_bundled_models()}
+            _engine = RapidOCR(params=params)
+        return _engine
+
+
+def render_scale(width_pt: float, height_pt: float) -> float:
+    """Scale (pixels per point) for rendering a page of ``width_pt`` x ``height_pt`` points.
+
+    :data:`RENDER_SCALE`, raised so the long side gets at least :data:`MIN_RENDER_SIDE` pixels and lowered so
+    it gets at most :data:`MAX_RENDER_SIDE`.
+    """
+    side = max(width_pt, height_pt, 1e-3)
+    scale = RENDER_SCALE
+    if side * scale < MIN_RENDER_SIDE:
+        scale = MIN_RENDER_SIDE / side
+    if side * scale > MAX_RENDER_SIDE:
+        scale = MAX_RENDER_SIDE / side
+    return scale
+
+
+def ocr_page(page) -> str:
+    """Text of one ``pypdfium2.PdfPage`` read by OCR.
+
+    Its lines top to bottom, joined by newlines; lines with no letter or digit are dropped, and "" is returned
+    when fewer than :data:`MIN_ALNUM` letters and digits are recognised. The page is rendered with its /Rotate
+    applied, so rotated scans come out upright. Takes about 1-7 s per page on one core.
+
+    Raises :class:`MissingDependency` as :func:`engine` does.
+    """
+    ocr = engine()
+    width, height = page.get_size()
+    bitmap = page.render(scale=render_scale(width, height), may_draw_forms=True)
+    try:
+        image = bitmap.to_numpy()
+        if image.ndim == 3 and image.shape[2] == 4:
+            image = image[:, :, :3]
+        result = ocr(image)
+    finally:
+        bitmap.close()
+    txts = list(getattr(result, "txts", None) or ())
+    boxes = getattr(result, "boxes", None)
+    if boxes is not None and len(boxes) == len(txts):
+        txts = reading_order(boxes, txts)
+    lines = [line.strip() for line in txts if line]
+    # Lines with no letter or digit are shapes read as glyphs (a picture's blocks become "■").
+    lines = [line for line in lines if any(ch.isalnum() for ch in line)]
+    if sum(ch.isalnum() for line in lines for ch in line) < MIN_ALNUM:
+        return ""  # a picture, not text: a stray "1" is not worth a chunk
+    return "\n".join(lines)
+
+
+def _gaps(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Empty stretches ``(start, end)`` between the union of 1-D ``spans``, widest first."""
+    spans = sorted(spans)
+    gaps: list[tuple[float, float]] = []
+    reach = spans[0][1]
+    for start, end in spans[1:]:
+        if start > reach:
+            gaps.append((reach, start))
+        reach = max(reach, end)
+    return sorted(gaps, key=lambda g: g[0] - g[1])
+
+
+def reading_order(boxes, texts: list[str]) -> list[str]:
+    """``texts``.
+
+    (one per detected line, with ``boxes`` its 4-corner polygons in pixels) in reading order, by recursive
+    XY-cut: a region is split at its widest vertical gutter (columns, left to right) when one at least half a
+    line-height wide runs through all of it, else at its widest horizontal gap (top to bottom); a region with
+    neither is read top to bottom, left to right. The boxes are first turned by the median slope of their top
+    edges, so a skewed scan's columns still line up. Keeps two-column pages from being read across the gutter
+    line by line.
+    """
+    import math
+
+    # A skewed scan: undo the median slope of the lines' top edges first.
+    angles = sorted(math.atan2(float(b[1][1]) - float(b[0][1]), float(b[1][0]) - float(b[0][0]))
+                    for b in boxes)
+    angle = angles[len(angles) // 2] if angles else 0.0
+    cos, sin = math.cos(-angle), math.sin(-angle)
+    rects = []
+    for box, text in zip(boxes, texts, strict=False):
+        points = [(float(p[0]) * cos - float(p[1]) * sin, float(p[0]) * sin + float(p[1]) * cos)
+                  for p in box]
+        xs = [p[0] for p in points]
+        ys = [p[1] for p in points]
+        rects.append((min(xs), min(ys), max(xs), max(ys), text))
+    if len(rects) < 2:
+        return [r[4] for r in rects]
+    heights = sorted(r[3] - r[1] for r in rects)
+    line_height = max(heights[len(heights) // 2], 1.0)
+    out: list[str] = []
+
+    def cut(region: list[tuple[float, float, float, float, str]]) -> None:
+        if len(region) == 1:
+            out.append(region[0][4])
+            return
+        # Boxes overlap a little; shrinking each by a tenth of a line height lets a real gap show.
+        pad = line_height * 0.1
+        columns = _gaps([(r[0] + pad, r[2] - pad) for r in region])
+        if columns and columns[0][1] - columns[0][0] >= line_height * 0.5:
+            at = (columns[0][0] + columns[0][1]) / 2
+            cut([r for r in region if (r[0] + r[2]) / 2 < at])
+            cut([r for r in region if (r[0] + r[2]) / 2 >= at])
+            return
+        rows = _gaps([(r[1] + pad, r[3] - pad) for r in region])
+        if rows:
+            at = (rows[0][0] + rows[0][1]) / 2
+            cut([r for r in region if (r[1] + r[3]) / 2 < at])
+            cut([r for r in region if (r[1] + r[3]) / 2 >= at])
+            return
+        out.extend(r[4] for r in sorted(region, key=lambda r: (r[1], r[0])))
+
+    cut(rects)
+    return out

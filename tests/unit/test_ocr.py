@@ -1,0 +1,134 @@
+"""OCR of scanned PDF pages with rapidocr's bundled models, offline. Each OCR'd page costs seconds,
+so only two one-page scans are read here; ``python -m rag bench ingest`` measures the rest."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from rag.ingest import ocr as ocr_module
+from rag.ingest.chunking import chunk_document
+from rag.ingest.errors import NoExtractableText
+from rag.ingest.loaders import MIN_IMAGE_COVER, load_document, needs_ocr
+
+TRICKY = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "tricky-pdfs"
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every attempt to reach a host fails and is recorded."""
+    attempts: list[str] = []
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        attempts.append(repr(args[:2]))
+        raise OSError("network disabled in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    return attempts
+
+
+@pytest.mark.slow
+def test_scanned_page_is_read_by_ocr_offline(monkeypatch: pytest.MonkeyPatch, no_network: list[str]) -> None:
+    monkeypatch.setattr(ocr_module, "_engine", None)  # build the engine here, with no network
+    progress: list[tuple[int, int, bool]] = []
+    doc = load_document("ocrmypdf__c02-22.pdf", (TRICKY / "ocrmypdf__c02-22.pdf").read_bytes(),
+                        on_page=lambda done, total, ocr: progress.append((done, total, ocr)))
+    assert no_network == []
+    assert doc.page_count == 1 and doc.ocr_pages == (1,)
+    page = doc.pages[0]
+    assert page.ocr and page.number == 1
+    assert "widow" in page.text and "garden" in page.text
+    assert progress == [(1, 1, True)]
+    chunks = chunk_document(doc, doc_sha="c" * 64)
+    assert chunks and all(c.metadata["ocr"] is True for c in chunks)
+
+
+def test_ocr_off_refuses_the_scan_with_advice() -> None:
+    with pytest.raises(NoExtractableText, match=r"^no extractable text \(1 page; scanned\? turn OCR on\)$"):
+        load_document("c02-22.pdf", (TRICKY / "ocrmypdf__c02-22.pdf").read_bytes(), ocr=False)
+
+
+@pytest.mark.slow
+def test_a_picture_with_no_text_is_still_no_text() -> None:
+    # A drawing of a boy scout: OCR runs and finds no letters.
+    with pytest.raises(NoExtractableText, match=r"^no extractable text \(1 page; no text found by OCR either\)$"):
+        load_document("grayscale.pdf",
+                      (TRICKY / "pypdf-sample-files__019-grayscale-image__grayscale-image.pdf").read_bytes())
+
+
+def test_text_pages_are_never_ocrd(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(page: object) -> str:
+        raise AssertionError("a page with a text layer was sent to OCR")
+
+    monkeypatch.setattr(ocr_module, "ocr_page", fail)
+    doc = load_document("geotopo.pdf", (TRICKY / "pypdf-sample-files__009-pdflatex-geotopo__GeoTopo-komprimiert.pdf").read_bytes())
+    assert doc.ocr_pages == () and doc.page_count == 117
+
+
+A4 = (595.0, 842.0)  # points
+
+
+@pytest.mark.parametrize(
+    ("chars", "cover", "expected"),
+    [
+        (0, 1.0, True),  # a scan
+        (0, 0.2, True),  # no text, some image
+        (0, 0.05, False),  # no text, a small logo: nothing to read
+        (0, 0.0, False),  # a blank page
+        (10, 0.9, True),  # a scan with a stray text layer ("Background")
+        (300, 0.9, True),  # 300 characters on an A4 page mostly covered by an image
+        (300, MIN_IMAGE_COVER - 0.01, False),  # a figure page with a caption
+        (3000, 1.0, False),  # a full text layer over a scan (already OCR'd)
+    ],
+)
+def test_needs_ocr(chars: int, cover: float, expected: bool) -> None:
+    assert needs_ocr("x" * chars, *A4, cover) is expected
+
+
+def test_needs_ocr_looks_at_images_only_when_text_is_short() -> None:
+    def boom() -> float:
+        raise AssertionError("image cover computed for a page full of text")
+
+    assert needs_ocr("x" * 3000, *A4, boom) is False
+
+
+def test_render_scale_bounds() -> None:
+    assert ocr_module.render_scale(*A4) == 2.0
+    assert ocr_module.render_scale(3.84, 3.84) * 3.84 == pytest.approx(ocr_module.MIN_RENDER_SIDE)
+    assert ocr_module.render_scale(2160.0, 2160.0) * 2160.0 == pytest.approx(ocr_module.MAX_RENDER_SIDE)
+
+
+def _box(x0: float, y0: float, x1: float, y1: float) -> list[list[float]]:
+    return [[x0, y0], [x1, y0], [x1, y1], [x0, y1]]
+
+
+def test_reading_order_reads_columns_one_after_the_other() -> None:
+    # A full-width title, two columns 20 px apart (line height 22 px), a full-width footer;
+    # the detector lists the lines row by row across the gutter.
+    lines = [((100, 10, 1000, 40), "Title"),
+             ((100, 60, 540, 82), "left 1"), ((560, 62, 1000, 84), "right 1"),
+             ((100, 90, 540, 112), "left 2"), ((560, 92, 1000, 114), "right 2"),
+             ((100, 120, 540, 142), "left 3"),
+             ((100, 170, 1000, 192), "Footer")]
+    boxes = [_box(*r) for r, _ in lines]
+    got = ocr_module.reading_order(boxes, [t for _, t in lines])
+    assert got == ["Title", "left 1", "left 2", "left 3", "right 1", "right 2", "Footer"]
+
+
+def test_reading_order_undoes_skew() -> None:
+    import math
+
+    lines = [((100, 60, 540, 82), "left 1"), ((560, 60, 1000, 82), "right 1"),
+             ((100, 90, 540, 112), "left 2"), ((560, 90, 1000, 112), "right 2")]
+    turn = math.radians(4)
+
+    def rotate(box: list[list[float]]) -> list[list[float]]:
+        return [[x * math.cos(turn) - y * math.sin(turn), x * math.sin(turn) + y * math.cos(turn)] for x, y in box]
+
+    got = ocr_module.reading_order([rotate(_box(*r)) for r, _ in lines], [t for _, t in lines])
+    assert got == ["left 1", "left 2", "right 1", "right 2"]
