@@ -146,10 +146,10 @@ class CliResult(NamedTuple):
 
 @pytest.fixture
 def cli(capsys):
-    """Run ``python -m rag ARGS...`` in this process.
+    """Run ``python -m rag ARGS...`` in this process; returns a :class:`CliResult`.
 
-    (``rag.cli.main`` under ``capsys``), much faster than a subprocess; returns a :class:`CliResult`. An
-    argparse error or ``--help`` gives its exit code like the real command does.
+    ``rag.cli.main`` under ``capsys``: much faster than a subprocess. An argparse error or
+    ``--help`` gives its exit code like the real command does.
     """
     from rag.cli import main
 

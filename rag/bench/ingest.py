@@ -29,15 +29,19 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 from rag.bench.data import ratio
 from rag.config import Settings
 from rag.ingest.chunking import chunk_document
-from rag.ingest.loaders import load_document
+from rag.ingest.loaders import load_document, normalize_text
 from rag.ingest.pipeline import ChunkSettings, ingest_files
 from rag.store.chroma import open_knowledge_base
 from rag.store.embeddings import HashingEmbeddingFunction
 
 try:
     import resource
-except ImportError:  # not on Windows: CPU seconds are then reported as 0.0
+except ImportError:  # not on Windows: CPU seconds and peak memory are then reported as 0.0 / None
     resource = None  # type: ignore[assignment]
+try:
+    from rapidfuzz.distance import Levenshtein
+except ImportError:  # optional: character_error_rate falls back to a pure-Python distance
+    Levenshtein = None  # type: ignore[assignment]
 
 
 BENCH_SUFFIXES = (".pdf", ".txt", ".md", ".markdown")
@@ -199,9 +203,7 @@ def _peak_rss_mb() -> dict:
         ``self`` (this process) and ``largest_child`` (the largest child process reaped so
         far: the ingest workers); None where the ``resource`` module is missing.
     """
-    try:
-        import resource
-    except ImportError:
+    if resource is None:
         return {"self": None, "largest_child": None}
     scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
@@ -221,9 +223,7 @@ def character_error_rate(text: str, truth: str) -> float:
     a, b = " ".join(text.split()), " ".join(truth.split())
     if not b:
         raise ValueError("the true text is empty")
-    try:
-        from rapidfuzz.distance import Levenshtein
-    except ImportError:
+    if Levenshtein is None:
         prev = list(range(len(b) + 1))
         for i, ca in enumerate(a, 1):
             cur = [i]
@@ -247,8 +247,6 @@ def bench_ocr(files: Sequence[Path | str], root: Path, *, workers: int | None = 
         ``files``, ``ocr_pages``, ``seconds`` (wall), ``pages_per_s`` (OCR'd pages),
         ``failed`` (report lines) and ``cer`` (file name -> rate, 0-1 and more).
     """
-    from rag.ingest.loaders import normalize_text
-
     paths = [Path(f) for f in files]
     kb = _fresh_kb(root, "ocr")
     started = time.perf_counter()
@@ -263,7 +261,7 @@ def bench_ocr(files: Sequence[Path | str], root: Path, *, workers: int | None = 
             cer[f.name] = round(character_error_rate(
                 "\n".join(p.text for p in doc.pages),
                 normalize_text(truth.read_text(encoding="utf-8", errors="replace"))), 4)
-    return {"files": len(files), "ocr_pages": pages, **_rate(seconds, pages, 0),
+    return {"files": len(paths), "ocr_pages": pages, **_rate(seconds, pages, 0),
             "failed": [r.line() for r in reports if not r.ok], "cer": cer}
 
 

@@ -32,8 +32,9 @@ EVAL_COLUMNS = [("preset", "preset"), ("questions", "questions"), ("answered", "
 
 
 def presets_from(values: list[str] | None) -> list[str]:
-    """Preset keys from repeated or comma-separated ``--preset`` values (``all`` for every
-    preset; default every preset).
+    """Preset keys from repeated or comma-separated ``--preset`` values.
+
+    ``all`` stands for every preset, and so does no value at all.
 
     Raises:
         ValueError: an unknown preset name.

@@ -128,6 +128,7 @@ def test_cli_bench_qa_reports_dev_and_report_halves_in_one_run(tmp_path, cli):
     assert sum(line.startswith("| half ") for line in proc.stderr.splitlines()) == 2
 
 
+@pytest.mark.slow
 def test_bench_ingest_on_two_papers(tmp_path):
     result = bench_ingest([LEWIS, SELF_RAG, LEWIS], workdir=tmp_path)
     assert result["files"] == 2 and result["pages"] == 49 and result["chunks"] == 88 + 133

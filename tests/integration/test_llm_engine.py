@@ -191,7 +191,7 @@ def test_repeated_grades_come_from_the_cache(llm_kb, fake):
     (Reply(status=429), "rate limited (429) after retries"),
     (Reply("this is not json {"), "unparsable structured output"),
     (Reply('{"relevant": "maybe"}'), "unparsable structured output"),
-    (Reply(delay_s=3.0), "timeout after 2 s"),
+    pytest.param(Reply(delay_s=3.0), "timeout after 2 s", marks=pytest.mark.slow),
 ])
 def test_failures_fall_back_to_the_offline_judgment(llm_kb, fake, reply, reason):
     settings, kb = llm_kb
@@ -311,11 +311,13 @@ def test_no_key_in_trace_log_or_data_dir(tmp_path, fake, tavily, caplog):
                 assert secret.encode() not in path.read_bytes(), path
 
 
+@pytest.mark.slow
 def test_cli_ask_json_runs_every_node_through_the_server(tmp_path, fake):
     """The one test of the real ``python -m rag`` process.
 
-    (the other CLI tests call ``rag.cli.main`` in-process): configured by its environment alone, every LLM
-    node through the server, and the key on neither stdout nor stderr.
+    The other CLI tests call ``rag.cli.main`` in-process. Here the process is configured by its
+    environment alone, every LLM node runs through the server, and the key is on neither stdout
+    nor stderr.
     """
     env = {"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": fake.base_url,
            "RAG_DATA_DIR": str(tmp_path / "data"), "ANONYMIZED_TELEMETRY": "False"}

@@ -51,6 +51,7 @@ def test_password_retry_ingests_the_encrypted_file(kb):
     assert kb.has_document(report.doc_sha)
 
 
+@pytest.mark.slow
 def test_size_limit_and_chunk_settings(kb):
     too_big = ingest_files(kb, [LEWIS], max_bytes=100_000)[0]
     assert too_big.code == "too_large" and "limit" in too_big.message
@@ -188,26 +189,29 @@ def test_cli_has_every_command_group_and_shared_arguments(cli):
         ("ingest", "index PDF, Word (.docx), HTML, .txt and .md files"),
         ("kb", "list knowledge bases, show a knowledge base's documents and their status"),
         ("ask", "ask a question through the graph"),
+        ("threads", "list, show and delete saved conversations (threads)"),
         ("runs", "list and export saved runs"),
         ("compare", "run one question under 2 to 4 pipelines at once"),
-        ("bench", "benchmarks on real data (qa, retrieval, ingest, scale)"),
-    ]
+        ("eval", "run a JSONL question set through each preset (answered, abstained, hits)"),
+        ("bench", "benchmarks on real data (qa, retrieval, ingest, scale, grader)")]
     assert build_parser().format_help() == build_parser(build=[]).format_help()
     out = cli("--help")
-    assert out.returncode == 0 and "{ingest,kb,ask,runs,compare,bench}" in out.stdout
-    for command, shared in (
-        (["ingest"], ["--data-dir", "--collection"]),
-        (["kb", "list"], ["--data-dir", "--json"]),
-        (["kb", "show"], ["--data-dir", "--collection", "--json"]),
-        (["ask"], ["--data-dir", "--collection", "--json"]),
-        (["compare"], ["--data-dir", "--collection", "--json"]),
-        (["runs", "list"], ["--data-dir", "--json"]),
-        (["runs", "export"], ["--data-dir"]),
-        (["bench", "qa"], ["--data-dir", "--collection", "--json"]),
-        (["bench", "retrieval"], ["--data-dir", "--collection", "--json"]),
-        (["bench", "ingest"], ["--data-dir", "--json"]),
-        (["bench", "scale"], ["--data-dir", "--collection", "--json", "RAG_SHARED_DATA"]),
-    ):
+    assert out.returncode == 0 and "{ingest,kb,ask,threads,runs,compare,eval,bench}" in out.stdout
+    for command, shared in ((["ingest"], ["--data-dir", "--collection"]),
+                            (["kb", "list"], ["--data-dir", "--json"]),
+                            (["kb", "show"], ["--data-dir", "--collection", "--json"]),
+                            (["ask"], ["--data-dir", "--collection", "--json"]),
+                            (["threads", "list"], ["--data-dir", "--json"]),
+                            (["compare"], ["--data-dir", "--collection", "--json"]),
+                            (["eval"], ["--data-dir", "--collection", "--json"]),
+                            (["runs", "list"], ["--data-dir", "--json"]),
+                            (["runs", "export"], ["--data-dir"]),
+                            (["bench", "qa"], ["--data-dir", "--collection", "--json"]),
+                            (["bench", "retrieval"], ["--data-dir", "--collection", "--json"]),
+                            (["bench", "ingest"], ["--data-dir", "--json"]),
+                            (["bench", "grader"], ["--json", "RAG_SHARED_DATA"]),
+                            (["bench", "scale"],
+                             ["--data-dir", "--collection", "--json", "RAG_SHARED_DATA"])):
         out = cli(*command, "--help")
         assert out.returncode == 0, command
         assert all(arg in out.stdout for arg in shared), (command, out.stdout)
