@@ -10,74 +10,15 @@ from __future__ import annotations
 
 import builtins
 import json
-import sqlite3
-import time
-import uuid
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import closing, contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rag.config import preset_of
-from rag.models import Comparison, Run, Turn
+from rag.history.base import DB_NAME, RunOwnedElsewhere
+from rag.history.threads import ThreadStore
+from rag.models import Comparison, Run
 from rag.trace.story import stop_kind
-
-DB_NAME = "runs.sqlite"
-CLI_SESSION = "cli"
-"""The session id of runs made by ``python -m rag``."""
-CUSTOM = "custom"
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    id TEXT PRIMARY KEY,
-    session_id TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    question TEXT NOT NULL,
-    engine TEXT NOT NULL,
-    stop_kind TEXT NOT NULL,
-    preset TEXT NOT NULL,
-    knowledge_base TEXT NOT NULL DEFAULT '',
-    comparison_id TEXT,
-    steps INTEGER NOT NULL DEFAULT 0,
-    llm_calls INTEGER NOT NULL DEFAULT 0,
-    duration_ms REAL NOT NULL DEFAULT 0,
-    data TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS runs_by_session ON runs (session_id, created_at);
-CREATE INDEX IF NOT EXISTS runs_by_time ON runs (created_at);
-CREATE TABLE IF NOT EXISTS comparisons (
-    id TEXT PRIMARY KEY,
-    session_id TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    question TEXT NOT NULL,
-    run_ids TEXT NOT NULL,
-    labels TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS comparisons_by_session ON comparisons (session_id, created_at);
-CREATE TABLE IF NOT EXISTS threads (
-    id TEXT PRIMARY KEY,
-    session_id TEXT NOT NULL,
-    title TEXT NOT NULL,
-    knowledge_base TEXT NOT NULL DEFAULT '',
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS threads_by_session ON threads (session_id, updated_at);
-CREATE TABLE IF NOT EXISTS thread_runs (
-    thread_id TEXT NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
-    turn INTEGER NOT NULL,
-    run_id TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    PRIMARY KEY (thread_id, run_id)
-);
-CREATE INDEX IF NOT EXISTS thread_runs_by_turn ON thread_runs (thread_id, turn, created_at);
-"""
-TITLE_CHARS = 80
-"""A thread's title is at most this long (the first question, cut at a word)."""
-
-
-class RunOwnedElsewhere(PermissionError):
-    """The run belongs to another session: it may be read, not overwritten or deleted."""
 
 
 @dataclass(frozen=True)
@@ -142,98 +83,17 @@ class ComparisonSummary:
     labels: list[str]
 
 
-def thread_title(question: str) -> str:
-    """A thread title from its first question.
-
-    One line, at most :data:`TITLE_CHARS`, cut at a word with an ellipsis.
-    """
-    text = " ".join((question or "").split()) or "New conversation"
-    if len(text) <= TITLE_CHARS:
-        return text
-    cut = text[:TITLE_CHARS - 1].rsplit(" ", 1)[0] or text[:TITLE_CHARS - 1]
-    return cut + "…"
-
-
-@dataclass(frozen=True)
-class ThreadSummary:
-    """One conversation as a list shows it. Times are UNIX seconds."""
-
-    id: str
-    session_id: str
-    title: str
-    knowledge_base: str
-    created_at: float
-    updated_at: float
-    turns: int
-
-
-@dataclass(frozen=True)
-class ThreadTurn:
-    """One turn of a thread.
-
-    Its 1-based number and its runs, oldest first (a regenerated answer is a sibling run of the same turn; the
-    last one is the current answer).
-    """
-
-    turn: int
-    runs: list[Run]
-
-    @property
-    def run(self) -> Run:
-        """The current (latest) run of the turn."""
-        return self.runs[-1]
-
-
-@dataclass(frozen=True)
-class Thread:
-    """A conversation with its turns, oldest first."""
-
-    summary: ThreadSummary
-    turns: list[ThreadTurn]
-
-    @property
-    def id(self) -> str:
-        """The thread id."""
-        return self.summary.id
-
-    def history(self) -> list[Turn]:
-        """The turns as the graph's ``history`` input: each turn's current run, oldest first."""
-        return [Turn(question=t.run.question, answer=t.run.answer,
-                     standalone_question=t.run.standalone_question) for t in self.turns]
-
-
-class ThreadNotFound(LookupError):
-    """No thread has this id."""
-
-
-class RunStore:
+class RunStore(ThreadStore):
     """Runs in SQLite at ``path`` (created with its directory on first use).
 
     Safe to share across threads: every call opens its own connection. Raises OSError when the file cannot be
     created or is not a run history.
     """
 
-    def __init__(self, path: Path | str) -> None:
-        """Open (creating on first use) the history at ``path``; its folder is created too."""
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            with self._db() as db:
-                db.executescript(_SCHEMA)
-        except sqlite3.Error as exc:
-            raise OSError(f"cannot open the run history {self.path}: {exc}") from None
-
     @classmethod
     def for_settings(cls, settings) -> RunStore:
         """The store under ``settings.data_dir``. Raises OSError if it cannot be created."""
         return cls(Path(settings.data_dir) / DB_NAME)
-
-    @contextmanager
-    def _db(self) -> Iterator[sqlite3.Connection]:
-        with closing(sqlite3.connect(self.path, timeout=15)) as db:
-            db.row_factory = sqlite3.Row
-            with db:  # one transaction, committed on success
-                yield db
 
     # ----------------------------------------------------------------- runs
 
@@ -401,146 +261,3 @@ class RunStore:
                                   run_ids=json.loads(r["run_ids"]), labels=json.loads(r["labels"]))
                 for r in rows]
 
-    # ----------------------------------------------------------------- threads
-
-    def create_thread(self, session_id: str, *, title: str = "", knowledge_base: str = "",
-                      thread_id: str | None = None) -> ThreadSummary:
-        """A new, empty thread owned by ``session_id``.
-
-        ``title`` is cut to a title (:func:`thread_title`) and may stay empty until the first turn sets it.
-        Raises ValueError for an empty session id, RunOwnedElsewhere when ``thread_id`` exists in another
-        session, and returns the existing thread when it exists in this one.
-        """
-        if not session_id:
-            raise ValueError("a thread must be created with a session id")
-        tid = thread_id or uuid.uuid4().hex
-        now = time.time()
-        with self._db() as db:
-            row = db.execute("SELECT session_id FROM threads WHERE id = ?", (tid,)).fetchone()
-            if row is not None:
-                if row["session_id"] != session_id:
-                    raise RunOwnedElsewhere(f"thread {tid} belongs to another session")
-            else:
-                db.execute("INSERT INTO threads (id, session_id, title, knowledge_base, "
-                           "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-                           (tid, session_id, thread_title(title) if title else "",
-                            knowledge_base, now, now))
-        summary = self._thread_summary(tid)
-        assert summary is not None
-        return summary
-
-    def _thread_summary(self, thread_id: str) -> ThreadSummary | None:
-        with self._db() as db:
-            row = db.execute(
-                "SELECT t.*, (SELECT COUNT(DISTINCT turn) FROM thread_runs r WHERE r.thread_id = t.id)"
-                " AS turns FROM threads t WHERE t.id = ?", (thread_id,)).fetchone()
-        return ThreadSummary(**dict(row)) if row else None
-
-    def list_threads(self, session_id: str | None, *, limit: int = 200) -> builtins.list[ThreadSummary]:
-        """Threads most recently updated first.
-
-        Those of ``session_id``, or of every session when None (the read-only "All sessions" view).
-        """
-        sql = ("SELECT t.*, (SELECT COUNT(DISTINCT turn) FROM thread_runs r WHERE r.thread_id = t.id)"
-               " AS turns FROM threads t" + (" WHERE t.session_id = ?" if session_id is not None else "")
-               + " ORDER BY t.updated_at DESC, t.rowid DESC LIMIT ?")
-        args = ((session_id,) if session_id is not None else ()) + (max(0, int(limit)),)
-        with self._db() as db:
-            rows = db.execute(sql, args).fetchall()
-        return [ThreadSummary(**dict(r)) for r in rows]
-
-    def get_thread(self, thread_id: str) -> Thread | None:
-        """The thread ``thread_id`` (from any session) with its turns and their runs, or None.
-
-        A run deleted from the history since is left out (a turn left with none is dropped).
-        """
-        summary = self._thread_summary(thread_id)
-        if summary is None:
-            return None
-        with self._db() as db:
-            rows = db.execute("SELECT r.turn, runs.data FROM thread_runs r JOIN runs ON runs.id = r.run_id"
-                              " WHERE r.thread_id = ? ORDER BY r.turn, r.created_at, r.rowid",
-                              (thread_id,)).fetchall()
-        turns: dict[int, builtins.list[Run]] = {}
-        for row in rows:
-            turns.setdefault(row["turn"], []).append(Run.model_validate_json(row["data"]))
-        return Thread(summary=summary,
-                      turns=[ThreadTurn(turn=n, runs=runs) for n, runs in sorted(turns.items())])
-
-    def _own_thread(self, db: sqlite3.Connection, thread_id: str, session_id: str, verb: str) -> bool:
-        row = db.execute("SELECT session_id FROM threads WHERE id = ?", (thread_id,)).fetchone()
-        if row is None:
-            return False
-        if row["session_id"] != session_id:
-            raise RunOwnedElsewhere(f"thread {thread_id} belongs to another session; "
-                                    f"a session may {verb} only its own threads")
-        return True
-
-    def rename_thread(self, thread_id: str, session_id: str, title: str) -> bool:
-        """Rename a thread of ``session_id``.
-
-        Returns False when there is no such thread; raises RunOwnedElsewhere when another session owns it,
-        ValueError for an empty title.
-        """
-        if not (title or "").strip():
-            raise ValueError("a thread title cannot be empty")
-        with self._db() as db:
-            if not self._own_thread(db, thread_id, session_id, "rename"):
-                return False
-            db.execute("UPDATE threads SET title = ? WHERE id = ?", (thread_title(title), thread_id))
-        return True
-
-    def delete_thread(self, thread_id: str, session_id: str, *, with_runs: bool = False) -> bool:
-        """Delete a thread of ``session_id`` and its turns.
-
-        Its runs stay in the run history unless ``with_runs``. Returns False when there is no such thread;
-        raises RunOwnedElsewhere when another session owns it.
-        """
-        with self._db() as db:
-            if not self._own_thread(db, thread_id, session_id, "delete"):
-                return False
-            run_ids = [r[0] for r in db.execute("SELECT run_id FROM thread_runs WHERE thread_id = ?",
-                                                (thread_id,)).fetchall()]
-            db.execute("DELETE FROM thread_runs WHERE thread_id = ?", (thread_id,))
-            db.execute("DELETE FROM threads WHERE id = ?", (thread_id,))
-            if with_runs and run_ids:
-                marks = ", ".join("?" * len(run_ids))
-                db.execute(f"DELETE FROM runs WHERE session_id = ? AND id IN ({marks})",
-                           (session_id, *run_ids))
-        return True
-
-    def add_turn(self, thread_id: str, session_id: str, run: Run, *, turn: int | None = None) -> int:
-        """Save ``run`` for ``session_id`` and link it to the thread.
-
-        As a new turn (``turn`` None) or as a sibling of turn ``turn`` (a regenerated answer). The first turn
-        gives an untitled thread its title; the thread's ``updated_at`` becomes now. Returns the turn's
-        1-based number. Raises ThreadNotFound, RunOwnedElsewhere (thread or run of another session) and
-        ValueError for a turn that does not exist yet.
-        """
-        with self._db() as db:
-            if not self._own_thread(db, thread_id, session_id, "add to"):
-                raise ThreadNotFound(f"no thread {thread_id}")
-        self.save(run, session_id)
-        with self._db() as db:
-            last = db.execute("SELECT MAX(turn) FROM thread_runs WHERE thread_id = ?",
-                              (thread_id,)).fetchone()[0] or 0
-            if turn is None:
-                turn = last + 1
-            elif not 1 <= turn <= last:
-                raise ValueError(f"thread {thread_id} has no turn {turn} (it has {last})")
-            now = time.time()
-            db.execute("INSERT OR REPLACE INTO thread_runs (thread_id, turn, run_id, created_at) "
-                       "VALUES (?, ?, ?, ?)", (thread_id, turn, run.id, now))
-            db.execute("UPDATE threads SET updated_at = ?, "
-                       "title = CASE WHEN title = '' THEN ? ELSE title END, "
-                       "knowledge_base = CASE WHEN knowledge_base = '' THEN ? ELSE knowledge_base END "
-                       "WHERE id = ?", (now, thread_title(run.question), run.knowledge_base, thread_id))
-        return turn
-
-    def thread_history(self, thread_id: str) -> builtins.list[Turn]:
-        """The thread's turns as the graph's ``history`` input.
-
-        (each turn's current run), or [] when there is no such thread.
-        """
-        thread = self.get_thread(thread_id)
-        return thread.history() if thread else []
