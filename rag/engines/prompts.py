@@ -1,5 +1,8 @@
-"""Prompts of the LLM engine. Retrieved text is always fenced as data inside XML tags and the
-system prompts say that instructions found there are content, never commands."""
+"""Prompts of the LLM engine.
+
+Retrieved text is always fenced as data inside XML tags and the system prompts say that instructions found
+there are content, never commands.
+"""
 
 from __future__ import annotations
 
