@@ -7,9 +7,10 @@ from rag.store.bm25 import lexical_stats
 
 
 def make_engine(settings, kb):
-    """The engine for ``settings``: the LLM engine when an OpenAI key is configured, else the
-    offline engine. Both judge over ``kb``'s term statistics (the LLM engine falls back to
-    the offline one when a call fails)."""
+    """The engine for ``settings``: the LLM engine when an OpenAI key is configured, else the offline engine.
+
+    Both judge over ``kb``'s term statistics (the LLM engine falls back to the offline one when a call fails).
+    """
     local = LocalEngine(lexical_stats(kb))
     if not settings.openai_api_key:
         return local

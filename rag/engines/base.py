@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Literal, Optional, Protocol, Self, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, Protocol, Self
 
 from pydantic import BaseModel, Field, PrivateAttr
 
@@ -10,14 +11,17 @@ from rag.models import Chunk, Turn, Verdict
 
 
 class CallMeta(BaseModel):
-    """How a judgment was made: LLM calls and tokens spent (from the API's usage fields),
-    whether it came from a cache, and any fallback taken with the reason."""
+    """How a judgment was made.
+
+    LLM calls and tokens spent (from the API's usage fields), whether it came from a cache, and any fallback
+    taken with the reason.
+    """
 
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: bool = False
-    fallback: Optional[str] = None
+    fallback: str | None = None
 
 
 class Judgment(BaseModel):
@@ -27,9 +31,11 @@ class Judgment(BaseModel):
 
     @property
     def meta(self) -> CallMeta:
+        """How this judgment was made (calls, tokens, cache, fallback)."""
         return self._meta
 
     def with_meta(self, **values: Any) -> Self:
+        """Update the :class:`CallMeta` fields named in ``values``; returns this record (same type)."""
         self._meta = self._meta.model_copy(update=values)
         return self
 
@@ -55,6 +61,8 @@ class RewrittenQuery(Judgment):
 
 
 class AnswerCitation(BaseModel):
+    """One citation of an answer: marker ``[n]`` refers to chunk ``chunk_id``."""
+
     n: int = Field(description="The marker number used in the text, as in [n].")
     chunk_id: str = Field(description="The id of the cited chunk.")
 
@@ -102,7 +110,7 @@ class StandaloneQuestion(Judgment):
     reasoning: str = Field(description="What was carried over from which earlier turn, or why "
                            "nothing was.")
     _carried: list[str] = PrivateAttr(default_factory=list)
-    _from_turn: Optional[int] = PrivateAttr(default=None)
+    _from_turn: int | None = PrivateAttr(default=None)
 
     @property
     def carried(self) -> list[str]:
@@ -110,11 +118,12 @@ class StandaloneQuestion(Judgment):
         return self._carried
 
     @property
-    def from_turn(self) -> Optional[int]:
+    def from_turn(self) -> int | None:
         """The 1-based turn they came from (offline engine)."""
         return self._from_turn
 
-    def with_carry(self, carried: Sequence[str], from_turn: Optional[int]) -> Self:
+    def with_carry(self, carried: Sequence[str], from_turn: int | None) -> Self:
+        """Record what was carried over and from which 1-based turn; returns self."""
         self._carried, self._from_turn = list(carried), from_turn
         return self
 
@@ -129,8 +138,11 @@ class Engine(Protocol):
 
     def grade(self, question: str, chunks: Sequence[Chunk], *,
               partial: bool = False) -> list[RelevanceGrade]:
-        """One grade per chunk, in order. ``partial``: the question is one hop of a
-        decomposed multi-hop question, so a chunk answering part of it is relevant."""
+        """One grade per chunk, in order.
+
+        ``partial``: the question is one hop of a decomposed multi-hop question, so a chunk answering part of
+        it is relevant.
+        """
 
     def rewrite(self, question: str, query: str, *, verdicts: Sequence[Verdict],
                 chunks: Sequence[Chunk], ungrounded_claims: Sequence[str],
@@ -138,14 +150,17 @@ class Engine(Protocol):
         """A new query, given the failed chunks and their grade reasons, or the ungrounded claims.
 
         ``previous_queries`` are the queries already retrieved with, oldest first (the first
-        is the question itself)."""
+        is the question itself).
+        """
 
     def generate(self, question: str, chunks: Sequence[Chunk],
                  on_token: Callable[[str], None] | None = None, *,
                  history: Sequence[Turn] = ()) -> Answer:
-        """A cited answer from ``chunks``; citations refer to chunks by id. ``on_token``
-        receives the answer text as it is produced; ``history`` is the thread's earlier turns
-        (an LLM sees the last few as conversation context; the offline engine ignores it)."""
+        """A cited answer from ``chunks``; citations refer to chunks by id.
+
+        ``on_token`` receives the answer text as it is produced; ``history`` is the thread's earlier
+        turns (an LLM sees the last few as conversation context; the offline engine ignores it).
+        """
 
     def check_grounding(self, answer: Answer, chunks: Sequence[Chunk]) -> GroundingCheck:
         """Check each claim of ``answer`` against the chunks it cites."""
@@ -157,5 +172,7 @@ class Engine(Protocol):
         """Sub-questions for ``question``, given the chunks a first retrieval returned."""
 
     def contextualize(self, question: str, history: Sequence[Turn]) -> StandaloneQuestion:
-        """``question`` (a follow-up) as a standalone question, given the earlier turns of its
-        thread, oldest first."""
+        """``question``.
+
+        (a follow-up) as a standalone question, given the earlier turns of its thread, oldest first.
+        """

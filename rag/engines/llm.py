@@ -1,5 +1,7 @@
-"""The LLM engine: every judgment through langchain-openai's ChatOpenAI with structured output,
-against OpenAI or any OpenAI-compatible server (Ollama, vLLM, LM Studio, llama.cpp server).
+"""The LLM engine.
+
+Every judgment through langchain-openai's ChatOpenAI with structured output, against OpenAI or any
+OpenAI-compatible server (Ollama, vLLM, LM Studio, llama.cpp server).
 
 Grading runs concurrently and is cached; generation streams its tokens. Any failure of a call
 (timeout, 429 after bounded retries, 5xx, connection refused, unparsable structured output)
@@ -14,8 +16,9 @@ import hashlib
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Optional, Sequence
+from typing import TypeVar
 
 from rag.engines import prompts
 from rag.engines.base import (
@@ -33,23 +36,31 @@ from rag.engines.local import LocalEngine
 from rag.models import Chunk, Turn, Verdict
 from rag.secrets import remember, scrub
 
+J = TypeVar("J", bound=Judgment)
+"""A judgment type: a fallback returns the same type it was given."""
+
 _CITE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 
 
 class GradeCache:
-    """Thread-safe LRU cache of relevance grades keyed by (question, chunk text hash, model,
-    endpoint). Holds no secrets, so one instance may serve every session of the process."""
+    """Thread-safe LRU cache of relevance grades keyed by (question, chunk text hash, model, endpoint).
+
+    Holds no secrets, so one instance may serve every session of the process.
+    """
 
     def __init__(self, maxsize: int = 20_000) -> None:
+        """An empty cache holding at most ``maxsize`` grades (least recently used evicted first)."""
         self.maxsize = maxsize
         self._data: OrderedDict[tuple, RelevanceGrade] = OrderedDict()
         self._lock = threading.Lock()
 
     @staticmethod
     def key(question: str, chunk: Chunk, model: str, endpoint: str) -> tuple:
+        """The cache key: (stripped question, SHA-256 of the chunk text, model, endpoint)."""
         return (question.strip(), hashlib.sha256(chunk.text.encode()).hexdigest(), model, endpoint)
 
-    def get(self, key: tuple) -> Optional[RelevanceGrade]:
+    def get(self, key: tuple) -> RelevanceGrade | None:
+        """The grade cached under ``key`` (now most recently used), or None."""
         with self._lock:
             grade = self._data.get(key)
             if grade is not None:
@@ -57,6 +68,7 @@ class GradeCache:
             return grade
 
     def put(self, key: tuple, grade: RelevanceGrade) -> None:
+        """Cache ``grade`` under ``key``, evicting the least recently used beyond ``maxsize``."""
         with self._lock:
             self._data[key] = grade
             self._data.move_to_end(key)
@@ -64,6 +76,7 @@ class GradeCache:
                 self._data.popitem(last=False)
 
     def __len__(self) -> int:
+        """The number of cached grades."""
         return len(self._data)
 
 
@@ -71,8 +84,12 @@ _DEFAULT_CACHE = GradeCache()
 
 
 def describe_error(exc: BaseException, timeout_s: float) -> str:
-    """A short plain-words reason for a failed LLM call, e.g. ``timeout after 20 s``. Never
-    holds a key (:func:`rag.secrets.scrub`)."""
+    """A short plain-words reason for a failed LLM call, e.g.
+
+    ``timeout after 20 s``.
+
+    Never holds a key (:func:`rag.secrets.scrub`).
+    """
     import openai
     from pydantic import ValidationError
 
@@ -100,9 +117,10 @@ def _sources(chunks: Sequence[Chunk]) -> str:
 
 
 class LLMEngine:
-    """Judgments by chat models. ``grader_model`` grades chunks and answers; ``generator_model``
-    generates, rewrites and checks grounding. ``fallback`` (the offline engine over the same
-    knowledge base) answers for any step whose call fails.
+    """Judgments by chat models.
+
+    ``grader_model`` grades chunks and answers; ``generator_model`` generates, rewrites and checks grounding.
+    ``fallback`` (the offline engine over the same knowledge base) answers for any step whose call fails.
 
     Raises nothing from its judgment methods: failures become fallbacks recorded in meta.
     """
@@ -111,6 +129,7 @@ class LLMEngine:
 
     def __init__(self, settings, fallback: LocalEngine, *, cache: GradeCache | None = None,
                  timeout_s: float = 20.0, max_retries: int = 2, max_concurrency: int = 8) -> None:
+        """Build the chat models from ``settings`` (timeouts in seconds); no request is made here."""
         from langchain_openai import ChatOpenAI
         from pydantic import SecretStr
 
@@ -133,6 +152,7 @@ class LLMEngine:
         self._generator = chat(settings.generator_model, stream_usage=True)
 
     def __repr__(self) -> str:  # never show the key
+        """The models and endpoint, never the key."""
         return f"LLMEngine(models={self.models}, endpoint={self.endpoint!r})"
 
     # -- plumbing -------------------------------------------------------------------------
@@ -156,7 +176,8 @@ class LLMEngine:
         return parsed, None
 
     @staticmethod
-    def _fell_back(record: Judgment, role: str, to: str, reason: str) -> Judgment:
+    def _fell_back(record: J, role: str, to: str, reason: str) -> J:
+        """``record`` (an offline judgment) marked as ``role``'s fallback to ``to`` for ``reason``."""
         return record.with_meta(llm_calls=1, fallback=scrub(f"{role} fell back to {to}: {reason}"))
 
     # -- grade_documents --------------------------------------------------------------------
@@ -307,8 +328,10 @@ class LLMEngine:
 
     # -- contextualize_question -------------------------------------------------------------
     def contextualize(self, question: str, history: Sequence[Turn]) -> StandaloneQuestion:
-        """The generator model rewrites the follow-up with the last few turns (fenced as data);
-        falls back to the offline engine's topic carry-over on any failure or an empty question."""
+        """The generator model rewrites the follow-up with the last few turns (fenced as data).
+
+        Falls back to the offline engine's topic carry-over on any failure or an empty question.
+        """
         result, error = self._structured(
             self._generator, StandaloneQuestion, prompts.CONTEXTUALIZER_SYSTEM,
             prompts.CONTEXTUALIZER_USER.format(turns=prompts.conversation(history),

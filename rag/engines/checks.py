@@ -1,0 +1,139 @@
+"""check_grounding and grade_answer for the offline engine: lexical support and what the answer must hold."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from rag.engines.base import Answer, AnswerGrade, GroundingCheck
+from rag.engines.extraction import EXTRACTIVE_LABEL, KEY_PASSAGES
+from rag.engines.lexical import LexicalCore, _constraint_words, _names, _pct, _quotable, _quote, constraints
+from rag.models import Chunk
+from rag.text import answer_type, has_date, has_number, terms
+
+SUPPORTED_AT = 0.8
+"""A claim is grounded when this share of its IDF weight appears in the chunks it cites."""
+USEFUL_AT = 0.5
+_MARKERS = re.compile(r"((?:\s*\[\d+\])+)")
+_NUM = re.compile(r"\[(\d+)\]")
+
+
+class CheckingMixin(LexicalCore):
+    """The grounding check of each claim and the answer check against the question."""
+
+    # -- check_grounding --------------------------------------------------------------------
+    @staticmethod
+    def claims(text: str) -> list[tuple[str, list[int]]]:
+        """Split an answer into (claim, cited numbers).
+
+        Each claim ends at its ``[n]`` markers; trailing text without a marker is a claim citing nothing. The
+        offline answer's labels (:data:`EXTRACTIVE_LABEL`, "Key passages:", list bullets) are not claims.
+        """
+        out = []
+        text = "\n".join(line[2:] if line.startswith("- ") else line
+                         for line in text.splitlines()
+                         if line.strip() not in (EXTRACTIVE_LABEL, KEY_PASSAGES))
+        pieces = _MARKERS.split(text)
+        for i in range(0, len(pieces), 2):
+            claim = pieces[i].strip()
+            cites = [int(n) for n in _NUM.findall(pieces[i + 1])] if i + 1 < len(pieces) else []
+            if claim:
+                out.append((claim, cites))
+        return out
+
+    def check_grounding(self, answer: Answer, chunks: Sequence[Chunk]) -> GroundingCheck:
+        """Each claim must have >= 80% of its IDF-weighted terms in the chunks it cites.
+
+        The reasoning says how many claims are verbatim quotes of the chunk they cite (an
+        extractive sentence is grounded by construction) and how many were assembled (a table
+        row read with its header), so a pass is not mistaken for more than it is: whether the
+        answer answers the question is the answer check's job.
+        """
+        by_n = {c.n: c.chunk_id for c in answer.citations}
+        by_id = {c.id: c for c in chunks}
+        supports, bad, notes = [], [], []
+        verbatim = 0
+        for claim, cites in self.claims(answer.text):
+            weights = self.weighted_terms(claim, question=False)
+            if not weights:
+                continue
+            cited = [by_id[by_n[n]] for n in cites if n in by_n and by_n[n] in by_id]
+            if not cited:
+                supports.append(0.0)
+                bad.append(claim)
+                notes.append(f"'{claim[:60]}' cites no known source")
+                continue
+            present = set().union(*(set(terms(c.text)) for c in cited))
+            cov, _, missing = self.coverage(weights, present)
+            supports.append(cov)
+            flat = " ".join(claim.split()).lower()
+            verbatim += any(flat in " ".join(_quotable(c.text).split()).lower() for c in cited)
+            if cov < SUPPORTED_AT:
+                bad.append(claim)
+                notes.append(f"'{claim[:60]}' is {_pct(cov)} supported (missing {_quote(missing, 4)})")
+        if not supports:
+            return GroundingCheck(grounded=True, ungrounded_claims=[], confidence=1.0,
+                                  reasoning="The answer makes no factual claim to check.")
+        conf = round(sum(supports) / len(supports), 3)
+        if bad:
+            reasoning = (f"{len(bad)} of {len(supports)} claims are not supported by the chunks "
+                         f"they cite: " + "; ".join(notes) + ".")
+        elif verbatim == len(supports):
+            reasoning = (f"All {len(supports)} claims are quoted verbatim from the chunks they "
+                         f"cite (an extractive answer), so they are grounded by construction; "
+                         f"this does not check that they answer the question.")
+        else:
+            reasoning = (f"All {len(supports)} claims are supported by the chunks they cite "
+                         f"(lowest support {_pct(min(supports))}, needs {_pct(SUPPORTED_AT)}); "
+                         f"{verbatim} quoted verbatim, {len(supports) - verbatim} assembled from "
+                         f"their words (e.g. a table row read with its column header).")
+        return GroundingCheck(grounded=not bad, ungrounded_claims=bad, confidence=conf,
+                              reasoning=reasoning)
+
+    # -- grade_answer -----------------------------------------------------------------------
+    def grade_answer(self, question: str, answer: Answer) -> AnswerGrade:
+        """Useful when the answer.
+
+        (1) cites evidence, (2) holds every constraint of the question (:func:`constraints`: numbers and
+        years, names, quoted phrases), (3) holds the kind of answer asked for (:func:`rag.text.answer_type`: a
+        year or date for "when", a figure for "how many/how much", a name the question does not give for
+        "who"), and (4) covers >= 50% of the question's IDF-weighted terms. The reasoning names what failed.
+        """
+        weights = self.weighted_terms(question)
+        text = "\n".join(claim for claim, _ in self.claims(answer.text))
+        if not weights:
+            return AnswerGrade(useful=bool(answer.citations),
+                               reasoning="The question has no content words; judged by citations.")
+        present = set(terms(text))
+        cov, matched, missing = self.coverage(weights, present)
+        problems = []
+        if not answer.citations:
+            problems.append("it cites no evidence")
+        seq = terms(text)
+        lacking = [c for c in constraints(question) if not c.held_in(seq)]
+        if lacking:
+            problems.append(f"it misses the question's {_constraint_words(lacking)}")
+        kind = answer_type(question)
+        q_terms = set(terms(question))
+        if kind == "date" and not has_date(text):
+            problems.append("the question asks when, and the answer holds no year or date")
+        elif kind == "number" and not has_number(
+                re.sub(r"\b(?:1[0-9]|20)\d\d\b", "", text)):  # a year is not the figure asked for
+            problems.append("the question asks for a figure, and the answer holds none")
+        elif kind == "name" and not any(set(terms(n)) - q_terms for n in _names(text)):
+            problems.append("the question asks who, and the answer names no one the question "
+                            "does not already name")
+        if cov < USEFUL_AT:
+            problems.append(f"it covers only {_pct(cov)} of the question's IDF-weighted terms "
+                            f"(useful at {_pct(USEFUL_AT)})")
+        said = (f"Covers {_pct(cov)} of the question's IDF-weighted terms. "
+                + (f"Addresses {_quote(matched)}. " if matched else "")
+                + (f"Does not address {_quote(missing)}. " if missing else ""))
+        if problems:
+            return AnswerGrade(useful=False, reasoning=(
+                "Not useful: " + "; ".join(problems) + ". " + said).strip())
+        wanted = {"date": "a date", "number": "a figure", "name": "a name"}.get(kind or "")
+        return AnswerGrade(useful=True, reasoning=(
+            "Useful: holds the question's constraints"
+            + (f" and {wanted}, the kind of answer asked for" if wanted else "")
+            + ". " + said).strip())

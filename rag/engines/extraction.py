@@ -1,0 +1,304 @@
+"""generate for the offline engine: query-focused extraction of sentences and table rows, cited ``[n]``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from rag.engines.base import Answer, AnswerCitation
+from rag.engines.lexical import Constraint, LexicalCore, _names, _quotable, _same_text, constraints
+from rag.models import Chunk, Turn
+from rag.text import answer_type, has_date, has_number, number_tokens, sentences, terms
+
+MAX_ANSWER_SENTENCES = 4
+BRIDGE_FOLLOW = 1.0
+"""Weight (times its IDF) of a name that an already chosen passage introduced, when a further
+passage continues from it (chosen on HotpotQA dev, questions 1-100)."""
+STRONG_SENTENCE_AT = 0.5
+"""A sentence covering this share of the question is worth quoting even if it adds no new term."""
+
+EXTRACTIVE_LABEL = "Extractive answer from the offline engine (quoted passages, not generated):"
+"""The first line of every offline answer: nobody should take it for a generated one."""
+KEY_PASSAGES = "Key passages:"
+
+
+@dataclass(frozen=True)
+class _Passage:
+    """An answer candidate.
+
+    A sentence (``quote`` is its text) or a table row read with its header (``quote`` None: assembled, not
+    verbatim).
+    """
+
+    rank: int
+    """The rank of its chunk among the evidence (0-based)."""
+    pos: int
+    text: str
+    stems: frozenset[str]
+    bonus: float
+    length: int
+    quote: str | None
+    context: frozenset[str] = frozenset()
+    """Names the passage's table gives it (held, not matched)."""
+
+
+_BOILERPLATE = re.compile(
+    r"^(?:in the following|in the next section|in (?:the )?future work|in this section|"
+    r"the rest of this paper|this paper is organi[sz]ed|see (?:section|appendix|table|figure|fig)|"
+    r"(?:figure|fig\.|table|algorithm|listing)\s*[a-z]?\d+\s*[:.|]|acknowledg|"
+    r"(?:section|appendix)\s+[a-z]?\d)", re.IGNORECASE)
+_REFERENCE = re.compile(
+    r"\b(?:arXiv|Proceedings|Proc\.|In Proc|pp\.|doi:|ISBN|Association for Computational|"
+    r"Conference on|Workshop on|URL|https?://)", re.IGNORECASE)
+_AUTHOR_LIST = re.compile(r"(?:[A-Z][a-z]+,\s+(?:[A-Z]\.\s*)+(?:,|and)\s*){2,}|"
+                          r"(?:\b[A-Z][a-z]+\s+[A-Z][a-z]+,\s+){3,}")
+
+
+def _boilerplate(sentence: str) -> bool:
+    """Headings' and captions' kind of text, signposts ("In the following…") and entries of a reference list.
+
+    Text that never answers a question.
+    """
+    s = sentence.strip()
+    if _BOILERPLATE.match(s):
+        return True
+    if _REFERENCE.search(s) and (re.search(r"\b(?:19|20)\d\d[a-z]?\b", s) or _AUTHOR_LIST.search(s)):
+        return True
+    return bool(_AUTHOR_LIST.search(s)) and len(re.findall(r"\b(?:19|20)\d\d\b", s)) >= 1 \
+        and s.count(",") >= 4
+
+
+def _tabular(sentence: str) -> bool:
+    """Table lines glued together: more than a fifth of the tokens are figures."""
+    tokens = sentence.split()
+    figure = re.compile(r"[$(]*-?\d[\d,.]*\)?%?")
+    figures = sum(bool(figure.fullmatch(t)) for t in tokens)
+    amount = re.compile(r"[$(]*-?\d{1,3}(?:,\d{3})+(?:\.\d+)?\)?|\(\d[\d,.]*\)")  # 383,115 (30)
+    row_ends = sum(bool(amount.fullmatch(a)) and b[:1].isupper()
+                   for a, b in zip(tokens, tokens[1:], strict=False))
+    return len(tokens) >= 8 and (figures / len(tokens) > 0.3 or row_ends >= 2)
+
+
+_YEARS_HEADER = re.compile(r"((?:\b(?:19|20)\d\d\b\s*){2,})$")
+_CELL = re.compile(r"\$?\s*(?:\(\s*[\d,]+(?:\.\d+)?\s*\)|-?[\d,]+(?:\.\d+)?|—|–)")
+
+
+def _row_cells(line: str, n: int) -> tuple[str, list[str]] | None:
+    """Split a table row into its label and its last ``n`` cells, or None if it has fewer."""
+    cells: list[str] = []
+    rest = line.rstrip()
+    while len(cells) < n:
+        m = re.search(r"(\$?\s*(?:\(\s*[\d,]+(?:\.\d+)?\s*\)|-?\d[\d,]*(?:\.\d+)?|—|–))\s*$", rest)
+        if not m:
+            return None
+        cells.insert(0, re.sub(r"\(\s*|\s*\)", lambda x: x.group(0).strip(), " ".join(m.group(1).split())))
+        rest = rest[:m.start()].rstrip()
+    label = rest.strip(" $:.")
+    if len(re.findall(r"[A-Za-z]", label)) < 6:
+        return None
+    return label, cells
+
+
+def _table_rows(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
+    """Rows of the tables in ``text`` read against their column header of years.
+
+    As ``("<label>, 2024: $ 88,995 (2023: $ 96,223; 2022: $ (22,759))", header stems)``; the question's year
+    comes first when the header has it. Only for questions about figures.
+    """
+    if answer_type(question) != "number":
+        return []
+    asked = [w for w in number_tokens(question) if re.fullmatch(r"(?:19|20)\d\d", w)]
+    out = []
+    years: list[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        m = _YEARS_HEADER.search(line)
+        if m and len(line.split()) <= 12:
+            years = m.group(1).split()
+            continue
+        if not years:
+            continue
+        row = _row_cells(line, len(years))
+        if row is None:
+            continue
+        label, cells = row
+        pairs = list(zip(years, cells, strict=False))
+        first = next((p for p in pairs if p[0] in asked), pairs[0])
+        others = "; ".join(f"{y}: {v}" for y, v in pairs if (y, v) != first)
+        rendered = f"{label}, {first[0]}: {first[1]}" + (f" ({others})" if others else "")
+        out.append((rendered, frozenset(terms(" ".join(years)))))
+    return out
+
+
+
+class ExtractionMixin(LexicalCore):
+    """Extractive, query-focused answers (see :meth:`generate`)."""
+
+    @staticmethod
+    def _readable(sentence: str) -> bool:
+        if not 30 <= len(sentence) <= 500:
+            return False
+        letters = sum(ch.isalpha() for ch in sentence)
+        return letters / len(sentence) >= 0.6 and len(sentence.split()) >= 5
+
+    def generate(self, question: str, chunks: Sequence[Chunk],
+                 on_token: Callable[[str], None] | None = None, *, history: Sequence[Turn] = ()) -> Answer:
+        """Extractive, query-focused answer.
+
+        The passages (sentences and table rows) that hold the question's constraints and most of its terms,
+        chosen greedily for new question-term coverage (maximal marginal relevance, Carbonell & Goldstein
+        1998), each cited ``[n]``.
+
+        Boilerplate (headings, "In the following…", figure and table captions, reference-list
+        entries) is never quoted. For "how many/how much" questions, table rows whose label
+        matches the question are candidates too, read with their column header ("2024: $
+        88,995"). The text is :data:`EXTRACTIVE_LABEL`, a lead passage (the one that best holds
+        the kind of answer asked for), then up to 3 further key passages.
+
+        Citation numbers are 1-based in order of first use. An empty ``chunks`` gives an
+        answer that says there is no evidence, with no citations. ``on_token`` receives the
+        answer once, whole (an extractive answer has nothing to stream).
+        """
+        answer = self._extract(question, chunks)
+        if on_token is not None and answer.text:
+            on_token(answer.text)
+        return answer
+
+    def _candidates(self, question: str, chunks: Sequence[Chunk]) -> list[_Passage]:
+        weights = self.weighted_terms(question)
+        q_seq = [t for t in terms(question) if t in weights]
+        q_pairs = set(zip(q_seq, q_seq[1:], strict=False))
+        name_terms = {t for c in constraints(question) if c.kind != "number" for t in c.terms}
+        out: list[_Passage] = []
+        for rank, chunk in enumerate(chunks):
+            # a sentence is read in the context of its passage: the names the chunk holds
+            # ("RAG" in a chunk about RAG) count as held; numbers must be in the sentence
+            context = frozenset(t for t in terms(chunk.text) if t in name_terms)
+            sents = sentences(chunk.text)
+            for pos, raw in enumerate(sents):
+                sent = _quotable(raw)
+                cut_off = sent[:1].islower() or (pos == len(sents) - 1 and sent[-1:] not in ".!?")
+                if not self._readable(sent) or cut_off or _boilerplate(sent) or _tabular(sent):
+                    continue  # chunk edges cut sentences in two; boilerplate answers nothing;
+                    # table lines glued into a "sentence" are read as rows instead
+                seq = terms(sent)
+                pairs = q_pairs & set(zip(seq, seq[1:], strict=False))
+                bonus = sum(weights[a][1] + weights[b][1] for a, b in pairs) / 2
+                out.append(_Passage(rank, pos, sent, frozenset(seq), bonus, len(seq), sent,
+                                    context))
+            rows = _table_rows(chunk.text, question)
+            for pos, (text, header_terms) in enumerate(rows):
+                seq = terms(text)
+                pairs = q_pairs & set(zip(seq, seq[1:], strict=False))
+                bonus = sum(weights[a][1] + weights[b][1] for a, b in pairs) / 2
+                out.append(_Passage(rank, 1000 + pos, text, frozenset(seq) | header_terms,
+                                    bonus, len(seq), None, context))
+        return out
+
+    def _extract(self, question: str, chunks: Sequence[Chunk]) -> Answer:
+        """The extractive answer of :meth:`generate` (without streaming)."""
+        if not chunks:
+            return Answer(text="I found no evidence to answer this question.", citations=[])
+        cons = constraints(question)
+        kind = answer_type(question)
+        q_names = {t for c in cons for t in c.terms}
+
+        def fits(p: _Passage) -> bool:
+            return _fits(p, kind, q_names)
+
+        def held(p: _Passage) -> float:
+            return _held(p, cons)
+
+        chosen = self._choose(question, self._candidates(question, chunks), fits, held)
+        if not chosen:
+            first = self._first_readable(chunks)
+            if first is None:
+                return Answer(text="The retrieved passages contain no readable sentence to quote.",
+                              citations=[])
+            chosen = [first]
+        # The lead: the chosen passage that best holds what was asked (constraints, answer kind).
+        # Among those, the first chosen (the best at the time it was chosen).
+        lead = max(chosen, key=lambda p: (fits(p), held(p), -chosen.index(p)))
+        rest = sorted((p for p in chosen if p is not lead), key=lambda p: (p.rank, p.pos))
+        return _cited_answer(lead, rest, chunks)
+
+    def _choose(self, question: str, candidates: Sequence[_Passage],
+                fits: Callable[[_Passage], bool], held: Callable[[_Passage], float]) -> list[_Passage]:
+        """Up to MAX_ANSWER_SENTENCES passages chosen greedily for new question-term coverage."""
+        weights = self.weighted_terms(question)
+        total = sum(w for _, w in weights.values()) or 1.0
+        chosen: list[_Passage] = []
+        covered: set[str] = set()
+        bridge: dict[str, float] = {}
+        """Stems of the names chosen passages introduce (the question's bridge entities): a
+        passage that continues from them may hold the second hop's answer."""
+
+        def gain(p: _Passage) -> float:
+            # New question terms count fully, repeated ones a quarter, a question phrase found
+            # verbatim half, a bridge name from a chosen passage (with a question term) a
+            # share; constraints held and the kind of answer asked for add to it; long
+            # sentences are diluted; later-ranked chunks lose a little.
+            new = sum(weights[s][1] for s in p.stems & weights.keys() - covered)
+            old = sum(weights[s][1] for s in p.stems & covered)
+            follow = (BRIDGE_FOLLOW * max((bridge[s] for s in p.stems & bridge.keys()), default=0.0)
+                      if p.stems & weights.keys() else 0.0)
+            base = (new + 0.25 * old + 0.5 * p.bonus + follow) / total
+            return (base * (0.5 + 0.5 * held(p)) * (1.25 if fits(p) else 1.0)
+                    / (1 + p.length / 40) - 0.01 * p.rank)
+
+        pool = list(candidates)
+        while pool and len(chosen) < MAX_ANSWER_SENTENCES:
+            best = max(pool, key=gain)
+            new_weight = sum(weights[s][1] for s in best.stems & weights.keys() - covered)
+            own_weight = sum(weights[s][1] for s in best.stems & weights.keys())
+            if new_weight <= 0 and chosen and own_weight / total < STRONG_SENTENCE_AT:
+                break  # nothing new, and not strongly on-topic on its own
+            if not (best.stems & weights.keys()):
+                break
+            pool.remove(best)
+            if any(_same_text(best.text, c.text) for c in chosen):
+                continue  # overlapping chunks repeat sentences
+            chosen.append(best)
+            covered |= best.stems & weights.keys()
+            for name in _names(best.text):
+                for st in set(terms(name)) - weights.keys():
+                    bridge[st] = max(bridge.get(st, 0.0), self.stats.idf(st))
+        return chosen
+
+    def _first_readable(self, chunks: Sequence[Chunk]) -> _Passage | None:
+        """The first readable, non-boilerplate sentence of ``chunks``, or None."""
+        return next((_Passage(r, 0, s, frozenset(), 0.0, 0, s) for r, c in enumerate(chunks)
+                     for s in map(_quotable, sentences(c.text))
+                     if self._readable(s) and not _boilerplate(s)), None)
+
+
+def _fits(p: _Passage, kind: str | None, q_names: set[str]) -> bool:
+    """Whether ``p`` holds the kind of answer asked for (``kind`` from :func:`answer_type`)."""
+    if kind == "date":
+        return has_date(p.text)
+    if kind == "number":
+        return has_number(re.sub(r"\b(?:1[0-9]|20)\d\d\b", "", p.text))
+    if kind == "name":
+        return any(set(terms(n)) - q_names for n in _names(p.text))
+    return True
+
+
+def _held(p: _Passage, cons: Sequence[Constraint]) -> float:
+    """The share of ``cons`` that ``p`` holds (its own stems or its table's context); 1.0 without any."""
+    return (sum(c.held_by(p.stems | p.context) for c in cons) / len(cons)) if cons else 1.0
+
+
+def _cited_answer(lead: _Passage, rest: Sequence[_Passage], chunks: Sequence[Chunk]) -> Answer:
+    """EXTRACTIVE_LABEL, ``lead``, then ``rest`` as key passages, each cited ``[n]`` (1-based, first use)."""
+    numbers: dict[str, int] = {}
+
+    def cite(p: _Passage) -> str:
+        cid = chunks[p.rank].id
+        return f"{p.text} [{numbers.setdefault(cid, len(numbers) + 1)}]"
+
+    lines = [EXTRACTIVE_LABEL, cite(lead)]
+    if rest:
+        lines += ["", KEY_PASSAGES] + [f"- {cite(p)}" for p in rest]
+    return Answer(text="\n".join(lines),
+                  citations=[AnswerCitation(n=n, chunk_id=cid) for cid, n in numbers.items()])

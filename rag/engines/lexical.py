@@ -1,0 +1,236 @@
+"""Lexical building blocks of the offline engine: IDF-weighted terms, coverage, entities and constraints.
+
+A constraint is what a relevant chunk (and a useful answer) must hold: a number or year, a named
+entity or a quoted phrase of the question.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence, Set
+from dataclasses import dataclass
+
+from rag.store.bm25 import LexicalStats
+from rag.text import QUESTION_WORDS, STOPWORDS, number_tokens, sentences, stem, terms, words
+
+_SOURCE_REFS = re.compile(r"\s*\[\d+(?:\s*[,–-]\s*\d+)*\]")
+
+
+_MARKDOWN = re.compile(r"^#{1,6}\s+|\*\*|__|`|\{%.*?%\}")
+
+
+def _quotable(sentence: str) -> str:
+    """A source sentence made fit to quote.
+
+    Without the source's own ``[26]`` references (they would read as our citation markers) and without
+    Markdown/Markdoc syntax.
+    """
+    return _MARKDOWN.sub("", _SOURCE_REFS.sub("", sentence)).strip()
+
+
+def _same_text(a: str, b: str) -> bool:
+    a, b = " ".join(a.lower().split()), " ".join(b.lower().split())
+    return a in b or b in a
+
+
+_ENTITY = re.compile(
+    r"(?:[\"“]([^\"”]{2,80})[\"”])"  # a quoted title
+    r"|\b([A-Z][\w'’.&-]*(?:\s+(?:(?:of|de|van|von|la|le|du|da|del)\s+(?:the\s+)?)?"
+    r"[A-Z0-9][\w'’.&-]*)*)")
+
+
+def entities(text: str) -> list[str]:
+    """Capitalised spans and quoted titles in ``text``.
+
+    (a light, rule-based entity finder), in order of appearance, without duplicates; single stop words ("The",
+    "In") are dropped.
+    """
+    found: dict[str, None] = {}
+    for quoted, span in _ENTITY.findall(text):
+        name = (quoted or span).strip(" .,'’-")
+        if span:  # a sentence-initial "Were", "Which" or "The" is no part of a name
+            parts = name.split()
+            while len(parts) > 1 and parts[0].lower() in STOPWORDS | QUESTION_WORDS:
+                parts = parts[1:]
+            name = " ".join(parts)
+        if not name or (len(name.split()) == 1 and (name.lower() in STOPWORDS | QUESTION_WORDS
+                                                      or len(name) < 3)):
+            continue
+        found.setdefault(name, None)
+    return list(found)
+
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """Something a relevant chunk (and a useful answer) must hold.
+
+    A ``number`` (a year, a figure), an ``entity`` (a capitalised name) or a quoted ``phrase``; ``terms`` are
+    its index terms (stems), all of which must be present (an entity of 3+ terms may miss one).
+    """
+
+    kind: str
+    text: str
+    terms: tuple[str, ...]
+
+    def _enough(self, found: Set[str]) -> bool:
+        digits = [t for t in self.terms if any(ch.isdigit() for ch in t)]
+        if any(t not in found for t in digits):
+            return False  # "GPT-3" is not "GPT-4"; "Q3 2019" is not "Q3 2020"
+        have = sum(t in found for t in self.terms)
+        n = len(self.terms)
+        need = n if self.kind != "entity" or n < 3 else -(-2 * n // 3)  # 2/3 of a long name
+        return have >= need
+
+    def held_by(self, present: Set[str]) -> bool:
+        """Its terms are all in ``present`` (an entity of 3+ words may miss one)."""
+        return self._enough(present)
+
+    def held_in(self, seq: Sequence[str]) -> bool:
+        """Like :meth:`held_by`, with a name's words next to each other in ``seq``.
+
+        (index terms in order), as in the name itself: "GPT-3" is not "GPT-4 … Table 3".
+        """
+        if len(self.terms) == 1:
+            return self.terms[0] in set(seq)
+        if not self._enough(set(seq)):
+            return False
+        n = len(self.terms)
+        # a long name is often written apart ("Bill Clinton … President of the United States")
+        _, found = _best_window(seq, {t: 1.0 for t in self.terms}, n + 1 if n < 3 else 3 * n)
+        return self._enough(found)
+
+
+def constraints(question: str) -> list[Constraint]:
+    """The question's constraints.
+
+    Quoted phrases, named entities (see :func:`entities`) and numbers or years not already inside one of them,
+    in order of appearance.
+    """
+    out: list[Constraint] = []
+    seen: set[tuple[str, ...]] = set()
+    quoted = {m.group(1) for m in re.finditer(r"[\"“]([^\"”]{2,80})[\"”]", question)}
+    names = []
+    for name in entities(question):
+        # "Super Bowl 2021", "In 1991 Euromarché": a year at either end is a number of its own
+        name = re.sub(r"^(?:(?:1[0-9]|20)\d\d\s+)+|(?:\s+(?:1[0-9]|20)\d\d)+$", "", name).strip()
+        single = len(name.split()) == 1
+        if not name or (single and name.lower() in DEMONYMS) or (
+                single and question.lstrip(" \"'“").startswith(name) and name[1:].islower()
+                and re.search(r"(?:ing|ed|ly)$", name)):
+            continue  # "British", "American"; a sentence-initial "According"
+        names.append(name)
+    for name in names:
+        ts = tuple(dict.fromkeys(terms(name)))
+        if not ts or ts in seen or set(ts) <= QUESTION_STEMS:
+            continue
+        seen.add(ts)
+        out.append(Constraint("phrase" if name in quoted else "entity", name, ts))
+    inside = {t for c in out for t in c.terms}
+    for num in number_tokens(question):
+        ts = (stem(num),)
+        if ts[0] not in inside and ts not in seen:
+            seen.add(ts)
+            out.append(Constraint("number", num, ts))
+    return out
+
+
+DEMONYMS = frozenset([
+    "american", "british", "english", "french", "german", "italian", "spanish", "portuguese", "dutch",
+    "russian", "soviet", "chinese", "japanese", "korean", "indian", "pakistani", "australian", "canadian",
+    "mexican", "brazilian", "argentine", "argentinian", "irish", "scottish", "welsh", "swedish",
+    "norwegian", "danish", "finnish", "polish", "greek", "turkish", "egyptian", "israeli", "iranian",
+    "african", "european", "asian", "latin", "western", "eastern", "northern", "southern", "christian",
+    "muslim", "jewish", "catholic", "roman", "byzantine", "ottoman", "persian", "arab", "arabic", "swiss",
+    "austrian", "belgian", "czech", "hungarian", "romanian", "ukrainian", "filipino", "thai", "vietnamese",
+    "indonesian", "nigerian", "kenyan", "cuban",
+])
+"""Nationality and group adjectives: capitalised, yet no name a passage must hold."""
+
+QUESTION_STEMS = frozenset(stem(w) for w in QUESTION_WORDS)
+
+
+def _best_window(seq: Sequence[str], weight: dict[str, float], size: int) -> tuple[float, set[str]]:
+    """The largest total ``weight`` of distinct terms in any window of ``size`` consecutive items of ``seq``.
+
+    Returns that total and those terms.
+    """
+    if len(seq) <= size:
+        found = {t for t in seq if t in weight}
+        return sum(weight[t] for t in found), found
+    counts: Counter[str] = Counter()
+    total, best, best_at = 0.0, -1.0, 0
+    for i, t in enumerate(seq):
+        if t in weight:
+            counts[t] += 1
+            if counts[t] == 1:
+                total += weight[t]
+        if i >= size:
+            old = seq[i - size]
+            if old in weight:
+                counts[old] -= 1
+                if counts[old] == 0:
+                    total -= weight[old]
+        if i >= size - 1 and total > best + 1e-12:
+            best, best_at = total, i
+    found = {t for t in seq[best_at - size + 1:best_at + 1] if t in weight}
+    return sum(weight[t] for t in found), found
+
+
+def _names(text: str) -> list[str]:
+    """Capitalised names in ``text`` that are not merely a sentence's first word."""
+    out = []
+    for sent in sentences(text) or [text]:
+        first = (re.match(r"\W*([\w'’.-]+)", sent) or [None, ""])[1]
+        for e in entities(sent):
+            if len(e.split()) > 1 or e != first:
+                out.append(e)
+    return out
+
+
+def _constraint_words(cons: Sequence[Constraint]) -> str:
+    kinds = {"number": "number", "entity": "name", "phrase": "quoted phrase"}
+    return ", ".join(f"{kinds[c.kind]} '{c.text}'" for c in cons)
+
+
+def _pct(x: float) -> str:
+    return f"{round(100 * x)}%"
+
+
+def _quote(items: Sequence[str], limit: int = 6) -> str:
+    shown = ", ".join(f"'{w}'" for w in items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+
+class LexicalCore:
+    """IDF weighting over corpus statistics ``stats`` (document frequencies of the KB)."""
+
+    def __init__(self, stats: LexicalStats) -> None:
+        """Keep ``stats``, the corpus statistics every judgment weighs terms by."""
+        self.stats = stats
+
+    def weighted_terms(self, text: str, *, question: bool = True) -> dict[str, tuple[str, float]]:
+        """Stem -> (surface word, idf) for the content words of ``text``, in order."""
+        drop = STOPWORDS | QUESTION_WORDS if question else STOPWORDS
+        out: dict[str, tuple[str, float]] = {}
+        for w in words(text):
+            if w in drop or (len(w) < 2 and not w.isdigit()):
+                continue
+            s = stem(w)
+            if s not in out:
+                out[s] = (w, self.stats.idf(s))
+        return out
+
+    @staticmethod
+    def coverage(weights: dict[str, tuple[str, float]], present: set[str]
+                 ) -> tuple[float, list[str], list[str]]:
+        """(share of IDF weight found in ``present``, matched words, missing words by idf)."""
+        total = sum(w for _, w in weights.values())
+        if total <= 0:
+            return 0.0, [], []
+        matched = [(s, w) for s, w in weights.items() if s in present]
+        missing = sorted((v for s, v in weights.items() if s not in present), key=lambda v: -v[1])
+        cov = sum(w for _, (_, w) in matched) / total
+        return cov, [v[0] for _, v in matched], [v[0] for v in missing]
