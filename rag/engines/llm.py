@@ -84,9 +84,7 @@ _DEFAULT_CACHE = GradeCache()
 
 
 def describe_error(exc: BaseException, timeout_s: float) -> str:
-    """A short plain-words reason for a failed LLM call, e.g.
-
-    ``timeout after 20 s``.
+    """A short plain-words reason for a failed LLM call, e.g. ``timeout after 20 s``.
 
     Never holds a key (:func:`rag.secrets.scrub`).
     """
