@@ -88,9 +88,9 @@ def secrets() -> list[str | None]:
 
 
 def engine_label(s: Settings) -> str:
-    """The active engine in words, e.g.
+    """The active engine in words.
 
-    ``Offline engine (no keys)`` (plain text: it holds a base URL, so render it through
+    For example ``Offline engine (no keys)`` (plain text: it holds a base URL, so render it through
     :func:`pages._ui.safe`).
     """
     if s.engine_name == "local":

@@ -49,9 +49,10 @@ class FileReport:
         return self.status != "failed"
 
     def line(self) -> str:
-        """One line a person can read, e.g.
+        """One line a person can read.
 
-        ``lewis.pdf: ingested 19 pages, 88 chunks`` or ``scan.pdf: ingested 3 pages (3 by OCR), 7 chunks``.
+        For example ``lewis.pdf: ingested 19 pages, 88 chunks`` or
+        ``scan.pdf: ingested 3 pages (3 by OCR), 7 chunks``.
         """
         return f"{self.filename}: {self.message}"
 

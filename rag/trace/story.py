@@ -52,10 +52,10 @@ def stop_kind(run: Run) -> str:
 
 
 def headline(run: Run) -> str:
-    """The stop reason in plain words, e.g.
+    """The stop reason in plain words; a sentence even for a run that has none.
 
-    ``Answered with caveat: the rewrite budget (2) was spent and 1 claim could not be verified``; a sentence
-    even for a run that has none.
+    For example ``Answered with caveat: the rewrite budget (2) was spent and 1 claim could not be
+    verified``.
     """
     if run.stop_reason:
         return run.stop_reason
