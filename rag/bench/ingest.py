@@ -29,7 +29,7 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 from rag.bench.data import ratio
 from rag.config import Settings
 from rag.ingest.chunking import chunk_document
-from rag.ingest.loaders import load_document
+from rag.ingest.loaders import load_document, normalize_text
 from rag.ingest.pipeline import ChunkSettings, ingest_files
 from rag.store.chroma import open_knowledge_base
 from rag.store.embeddings import HashingEmbeddingFunction
@@ -247,8 +247,6 @@ def bench_ocr(files: Sequence[Path | str], root: Path, *, workers: int | None = 
         ``files``, ``ocr_pages``, ``seconds`` (wall), ``pages_per_s`` (OCR'd pages),
         ``failed`` (report lines) and ``cer`` (file name -> rate, 0-1 and more).
     """
-    from rag.ingest.loaders import normalize_text
-
     paths = [Path(f) for f in files]
     kb = _fresh_kb(root, "ocr")
     started = time.perf_counter()

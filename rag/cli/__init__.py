@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag.cli._common import shared_args
+from rag.secrets import scrub
 
 
 @dataclass(frozen=True)
@@ -111,8 +112,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     named = next((a for a in argv if not a.startswith("-")), None)  # the top level has only -h
     args = build_parser(build=[named] if named else []).parse_args(argv)
-    from rag.secrets import scrub
-
     try:
         return args.func(args)
     except (ValueError, OSError) as exc:

@@ -33,23 +33,14 @@ from rag.bench.ingest import bench_ingest
 from rag.bench.qa import QaRun, run_qa, summarize_qa
 from rag.bench.retrieval import retrieval_recall
 from rag.bench.scale import bench_scale, fill_store
+from rag.bench.tables import format_ingest, format_qa
 from rag.cli._common import SharedArgs
 from rag.config import PRESETS, Settings, preset_options
+from rag.eval import grader_accuracy
 from rag.store.chroma import KnowledgeBase, open_knowledge_base
 
 POSITION = 50
 HELP = "benchmarks on real data (qa, retrieval, ingest, scale, grader)"
-
-QA_COLUMNS = [("half", "half"), ("preset", "preset"), ("retrieval", "retrieval"),
-              ("questions", "questions"), ("recall_all", "recall_all"), ("recall_any", "recall_any"),
-              ("answer_hit", "answer_hit"), ("abstained", "abstained"), ("caveat", "caveat"),
-              ("llm_calls_mean", "llm calls"),
-              ("rewrites_mean", "rewrites"), ("steps_mean", "steps"),
-              ("latency_ms_p50", "p50 ms"), ("latency_ms_p95", "p95 ms"),
-              ("graph_overhead_ms_per_step", "graph ms/step"),
-              ("recall_all_vs", "recall_all vs {base}"), ("answer_hit_vs", "answer_hit vs {base}"),
-              ("latency_vs", "p50 vs {base}")]
-"""``bench qa`` table columns: (key, header); ``{base}`` is the baseline preset."""
 
 
 # -- shared by the benchmarks ----------------------------------------------------------------
@@ -137,7 +128,9 @@ def _qa_overrides(args: argparse.Namespace) -> dict:
 
 
 def cmd_bench_qa(args: argparse.Namespace) -> int:
-    """``bench qa``: every question through the graph once per preset. Returns 0.
+    """``bench qa``: every question through the graph once per preset.
+
+    Returns 0.
 
     Raises:
         ValueError: an unknown preset, a malformed ``--option`` or a bad data file.
@@ -179,8 +172,10 @@ def cmd_bench_qa(args: argparse.Namespace) -> int:
 
 
 def _halves(half: str, dev_size: int, n: int) -> list[tuple[str, int, int]]:
-    """(name, start, end) question ranges (0-based, end exclusive): ``dev`` is the first
-    ``dev_size`` questions, ``report`` the rest, ``both`` each of them, ``all`` every question.
+    """(name, start, end) question ranges (0-based, end exclusive).
+
+    ``dev`` is the first ``dev_size`` questions, ``report`` the rest, ``both`` each of them, ``all`` every
+    question.
 
     Raises:
         ValueError: an unknown ``half``.
@@ -196,14 +191,14 @@ def _halves(half: str, dev_size: int, n: int) -> list[tuple[str, int, int]]:
 
 # -- bench grader ----------------------------------------------------------------------------
 def cmd_bench_grader(args: argparse.Namespace) -> int:
-    """``bench grader``: the relevance grader on RGB's positive vs negative passages, with
-    accuracy, precision and recall per half. Returns 0.
+    """``bench grader``.
+
+    The relevance grader on RGB's positive vs negative passages, with accuracy, precision and recall per half.
+    Returns 0.
 
     Raises:
         OSError: the RGB file cannot be read.
     """
-    from rag.eval import grader_accuracy
-
     rgb = Path(args.rgb) if args.rgb else shared_data_dir() / "rgb" / "rgb_en_fact.jsonl"
     result = grader_accuracy(read_jsonl(rgb), halves=args.dev_size)
     table = format_table([{"half": k, **v} for k, v in result.items()],
@@ -213,15 +208,6 @@ def cmd_bench_grader(args: argparse.Namespace) -> int:
                           ("fn", "fn")])
     _emit(args, result, table)
     return 0
-
-
-def format_qa(rows: list[dict]) -> str:
-    """The ``bench qa`` table of :meth:`rag.bench.qa.QaRun.with_ratios` rows."""
-    flat = [{**r, "recall_all_vs": r["vs_baseline"]["recall_all"],
-             "answer_hit_vs": r["vs_baseline"]["answer_hit"],
-             "latency_vs": r["vs_baseline"]["latency_ms_p50"]} for r in rows]
-    base = rows[0]["preset"] if rows else "baseline"
-    return format_table(flat, [(key, head.format(base=base)) for key, head in QA_COLUMNS])
 
 
 # -- bench retrieval -------------------------------------------------------------------------
@@ -247,46 +233,6 @@ def cmd_bench_retrieval(args: argparse.Namespace) -> int:
 
 
 # -- bench ingest ----------------------------------------------------------------------------
-def format_ingest(result: dict) -> str:
-    """The ``bench ingest`` table of a :func:`rag.bench.ingest.bench_ingest` result.
-
-    Under a line with the files, pages and chunks measured.
-    """
-    ours = result["pipeline"]
-    rows = []
-    floor, ref = result["baselines"]["pypdf_parse"], result["baselines"]["langchain_reference"]
-    rows.append({"what": "pypdf parse alone (floor)", **floor,
-                 "ours_vs": result["ratios"]["vs_pypdf_parse"]})
-    if ref:
-        rows.append({"what": "LangChain reference (PyPDFLoader, splitter, Chroma)", **ref,
-                     "ours_vs": result["ratios"]["vs_langchain_reference"]})
-    for stage, rate in result["stages"].items():
-        rows.append({"what": f"ours: {stage} (one process)", **rate})
-    rows.append({"what": f"ours: whole pipeline ({ours['workers']} workers)", **ours, "ours_vs": 1.0})
-    ocr = result.get("ocr")
-    if ocr:
-        cer = ", ".join(f"CER {name} {value:.2%}" for name, value in ocr["cer"].items())
-        rows.append({"what": f"ours: OCR ({ocr['ocr_pages']} scanned pages, {ocr['files']} files)",
-                     "seconds": ocr["seconds"], "pages_per_s": ocr["pages_per_s"],
-                     "note": cer or "-"})
-    again = result["reingest"]
-    rows.append({"what": "ours: same files again (hashing only)", "seconds": again["seconds"],
-                 "ours_vs": None, "note": f"hashing alone {again['hash_only_seconds']} s "
-                                          f"({ratio(again['seconds'], again['hash_only_seconds'])}x)"})
-    table = format_table(rows, [("what", "measurement"), ("seconds", "seconds"), ("cpu_seconds", "cpu s"),
-                                ("pages_per_s", "pages/s"), ("chunks_per_s", "chunks/s"),
-                                ("ours_vs", "our pipeline vs this"), ("note", "note")])
-    head = (f"{result['files']} files, {result['pages']} pages, {result['chunks']} chunks; "
-            f"median of {result['repeat']} interleaved run(s)"
-            + (f"; left out byte-identical copies: {', '.join(result['skipped_duplicates'])}"
-               if result["skipped_duplicates"] else ""))
-    peak = result.get("peak_rss_mb") or {}
-    if peak.get("self") is not None:
-        head += (f"\npeak memory (RSS) after our runs: {peak['self']} MB in this process, "
-                 f"{peak['largest_child']} MB in the largest worker")
-    return head + "\n" + table
-
-
 OCR_FILES = ("tricky-pdfs/ocrmypdf__c02-22.pdf", "tricky-pdfs/ocrmypdf__linn.pdf")
 """Scanned PDFs in the shared data that ``bench ingest`` OCRs by default (linn has its true
 text beside it, for the character error rate)."""

@@ -32,8 +32,9 @@ EVAL_COLUMNS = [("preset", "preset"), ("questions", "questions"), ("answered", "
 
 
 def presets_from(values: list[str] | None) -> list[str]:
-    """Preset keys from repeated or comma-separated ``--preset`` values (``all`` for every
-    preset; default every preset).
+    """Preset keys from repeated or comma-separated ``--preset`` values.
+
+    (``all`` for every preset; default every preset).
 
     Raises:
         ValueError: an unknown preset name.
@@ -53,7 +54,9 @@ def presets_from(values: list[str] | None) -> list[str]:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    """Run ``args.file`` through each preset of ``--preset``. Returns 0.
+    """Run ``args.file`` through each preset of ``--preset``.
+
+    Returns 0.
 
     Raises:
         ValueError: a malformed question set (names the line), an unknown preset, or an

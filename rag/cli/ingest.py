@@ -1,5 +1,8 @@
-"""``python -m rag ingest PATH...``: index PDF, Word, HTML, .txt and .md files into a knowledge
-base, with OCR of scanned pages unless ``--no-ocr``."""
+"""``python -m rag ingest PATH...``.
+
+Index PDF, Word, HTML, .txt and .md files into a knowledge base, with OCR of scanned pages unless
+``--no-ocr``.
+"""
 
 from __future__ import annotations
 
@@ -17,8 +20,11 @@ _MARKS = {"ingested": "ok  ", "already indexed": "same", "failed": "FAIL"}
 
 
 def page_progress(stream):
-    """Per-page progress on ``stream`` for ``ingest_files(on_page=...)``: a line per page read by
-    OCR (seconds each), and on a terminal a counter that rewrites itself for the other pages."""
+    """Per-page progress on ``stream`` for ``ingest_files(on_page=...)``.
+
+    A line per page read by OCR (seconds each), and on a terminal a counter that rewrites itself for the other
+    pages.
+    """
     tty = stream.isatty()
     back = "\r" if tty else ""
 

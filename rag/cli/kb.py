@@ -36,8 +36,9 @@ def cmd_kb_list(args: argparse.Namespace) -> int:
 
 
 def cmd_kb_show(args: argparse.Namespace) -> int:
-    """Print the documents of ``args.collection``, newest first, one line each (status, pages,
-    chunks, file name, sha256 prefix), or with ``--json`` one array of objects.
+    """Print the documents of ``args.collection``, newest first, one line each.
+
+    (status, pages, chunks, file name, sha256 prefix), or with ``--json`` one array of objects.
 
     Returns:
         0 when every document is complete, 1 when any is incomplete (ingest it again).

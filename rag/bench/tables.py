@@ -1,0 +1,65 @@
+"""The tables ``python -m rag bench`` prints (plain text, by :func:`rag.bench.data.format_table`)."""
+
+from __future__ import annotations
+
+from rag.bench.data import format_table, ratio
+
+QA_COLUMNS = [("half", "half"), ("preset", "preset"), ("retrieval", "retrieval"),
+              ("questions", "questions"), ("recall_all", "recall_all"), ("recall_any", "recall_any"),
+              ("answer_hit", "answer_hit"), ("abstained", "abstained"), ("caveat", "caveat"),
+              ("llm_calls_mean", "llm calls"),
+              ("rewrites_mean", "rewrites"), ("steps_mean", "steps"),
+              ("latency_ms_p50", "p50 ms"), ("latency_ms_p95", "p95 ms"),
+              ("graph_overhead_ms_per_step", "graph ms/step"),
+              ("recall_all_vs", "recall_all vs {base}"), ("answer_hit_vs", "answer_hit vs {base}"),
+              ("latency_vs", "p50 vs {base}")]
+"""``bench qa`` table columns: (key, header); ``{base}`` is the baseline preset."""
+
+
+def format_qa(rows: list[dict]) -> str:
+    """The ``bench qa`` table of :meth:`rag.bench.qa.QaRun.with_ratios` rows."""
+    flat = [{**r, "recall_all_vs": r["vs_baseline"]["recall_all"],
+             "answer_hit_vs": r["vs_baseline"]["answer_hit"],
+             "latency_vs": r["vs_baseline"]["latency_ms_p50"]} for r in rows]
+    base = rows[0]["preset"] if rows else "baseline"
+    return format_table(flat, [(key, head.format(base=base)) for key, head in QA_COLUMNS])
+
+
+def format_ingest(result: dict) -> str:
+    """The ``bench ingest`` table of a :func:`rag.bench.ingest.bench_ingest` result.
+
+    Under a line with the files, pages and chunks measured.
+    """
+    ours = result["pipeline"]
+    rows = []
+    floor, ref = result["baselines"]["pypdf_parse"], result["baselines"]["langchain_reference"]
+    rows.append({"what": "pypdf parse alone (floor)", **floor,
+                 "ours_vs": result["ratios"]["vs_pypdf_parse"]})
+    if ref:
+        rows.append({"what": "LangChain reference (PyPDFLoader, splitter, Chroma)", **ref,
+                     "ours_vs": result["ratios"]["vs_langchain_reference"]})
+    for stage, rate in result["stages"].items():
+        rows.append({"what": f"ours: {stage} (one process)", **rate})
+    rows.append({"what": f"ours: whole pipeline ({ours['workers']} workers)", **ours, "ours_vs": 1.0})
+    ocr = result.get("ocr")
+    if ocr:
+        cer = ", ".join(f"CER {name} {value:.2%}" for name, value in ocr["cer"].items())
+        rows.append({"what": f"ours: OCR ({ocr['ocr_pages']} scanned pages, {ocr['files']} files)",
+                     "seconds": ocr["seconds"], "pages_per_s": ocr["pages_per_s"],
+                     "note": cer or "-"})
+    again = result["reingest"]
+    rows.append({"what": "ours: same files again (hashing only)", "seconds": again["seconds"],
+                 "ours_vs": None, "note": f"hashing alone {again['hash_only_seconds']} s "
+                                          f"({ratio(again['seconds'], again['hash_only_seconds'])}x)"})
+    table = format_table(rows, [("what", "measurement"), ("seconds", "seconds"), ("cpu_seconds", "cpu s"),
+                                ("pages_per_s", "pages/s"), ("chunks_per_s", "chunks/s"),
+                                ("ours_vs", "our pipeline vs this"), ("note", "note")])
+    head = (f"{result['files']} files, {result['pages']} pages, {result['chunks']} chunks; "
+            f"median of {result['repeat']} interleaved run(s)"
+            + (f"; left out byte-identical copies: {', '.join(result['skipped_duplicates'])}"
+               if result["skipped_duplicates"] else ""))
+    peak = result.get("peak_rss_mb") or {}
+    if peak.get("self") is not None:
+        head += (f"\npeak memory (RSS) after our runs: {peak['self']} MB in this process, "
+                 f"{peak['largest_child']} MB in the largest worker")
+    return head + "\n" + table
