@@ -15,8 +15,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rag.bench.data import answer_hit as hit
+from rag.bench.data import percentile
 from rag.config import PRESETS, preset_options
-from rag.models import Turn
+from rag.engines.local import LocalEngine
+from rag.models import Chunk, Turn
+from rag.run import run_question
+from rag.store.bm25 import LexicalStats
 
 Progress = Callable[[int, int], None] | None
 """``on_progress(done, total)``: called after each run."""
@@ -131,8 +136,6 @@ def load_items(path: Path | str) -> list[EvalItem]:
 
 def answer_hit(answer: str, gold: Sequence[str]) -> bool:
     """SQuAD-normalised containment (see :func:`rag.bench.data.answer_hit`)."""
-    from rag.bench.data import answer_hit as hit
-
     return hit(answer, gold)
 
 
@@ -166,8 +169,6 @@ def summarize(items: Sequence[EvalItem], runs: Sequence) -> dict:
     ``abstained`` (fallback), ``answer_hit`` and ``source_hit`` (shares in [0, 1] over the items that have
     ``answers`` / ``sources``, None when none has), ``p50_ms`` (median run time) and ``llm_calls_mean``.
     """
-    from rag.bench.data import percentile
-
     ends = [_end(r) for r in runs]
     with_answers = [(i, r) for i, r in zip(items, runs, strict=False) if i.answers]
     with_sources = [(i, r) for i, r in zip(items, runs, strict=False) if i.sources]
@@ -223,8 +224,6 @@ def run_eval(items: Sequence[EvalItem], context, presets: Sequence[str] = tuple(
     ``on_progress(done, total)`` follows the runs. Raises ValueError for an unknown preset or
     an empty set.
     """
-    from rag.run import run_question
-
     if not items:
         raise ValueError("the question set is empty")
     options = {p: preset_options(p, **overrides) for p in presets}  # validates the names first
@@ -277,12 +276,7 @@ def grader_accuracy(rows: Sequence[dict], engine_factory: Callable | None = None
     ``questions``, ``passages``, ``tp``, ``fp``, ``tn``, ``fn``, ``accuracy``, ``precision``
     and ``recall`` (positive = relevant; precision is None when nothing was graded relevant).
     """
-    from rag.models import Chunk
-
     if engine_factory is None:
-        from rag.engines.local import LocalEngine
-        from rag.store.bm25 import LexicalStats
-
         def engine_factory(texts):
             return LocalEngine(LexicalStats.from_texts(texts))
 

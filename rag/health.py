@@ -26,9 +26,8 @@ def check_llm(settings: Settings) -> tuple[bool, str]:
     from langchain_openai import ChatOpenAI
     from pydantic import SecretStr
 
-    from rag.engines.llm import (
-        describe_error,  # langchain-openai: loaded only for this check
-    )
+    # lazy: the LLM engine module (it loads both engines, seconds here) is needed only for this check
+    from rag.engines.llm import describe_error
 
     where = settings.openai_base_url or "api.openai.com"
     started = time.perf_counter()
@@ -44,9 +43,8 @@ def check_llm(settings: Settings) -> tuple[bool, str]:
 
 def check_embeddings(settings: Settings) -> tuple[bool, str]:
     """Embed one short text with the configured embedding function."""
-    from rag.engines.llm import (
-        describe_error,  # langchain-openai: loaded only for this check
-    )
+    # lazy: the LLM engine module (it loads both engines, seconds here) is needed only for this check
+    from rag.engines.llm import describe_error
 
     started = time.perf_counter()
     try:

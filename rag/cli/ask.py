@@ -12,9 +12,9 @@ import json
 import sys
 
 from rag.cli._common import SharedArgs, save_cli_run, settings_of
-from rag.config import PRESETS, preset_options
+from rag.config import PRESETS, Options, preset_options
 from rag.history import CLI_SESSION, RunStore
-from rag.models import TraceEvent
+from rag.models import Run, TraceEvent
 from rag.run import make_context, run_question
 from rag.store.chroma import open_knowledge_base
 
@@ -40,12 +40,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     settings = settings_of(args)
     kb = open_knowledge_base(settings, args.collection)
     kb.count()  # raises StoreUnavailable (one line, exit 1) before any step runs
-    overrides: dict = {key: False for flag, key in _SWITCHES if getattr(args, flag)}
-    if args.top_k:
-        overrides["top_k"] = args.top_k
-    if args.no_history:
-        overrides["use_history"] = False
-    options = preset_options(args.preset, **overrides)
+    options = _options(args)
     store = history = None
     if args.thread:
         store = RunStore.for_settings(settings)  # OSError: one line, before any step runs
@@ -72,16 +67,31 @@ def cmd_ask(args: argparse.Namespace) -> int:
             out["thread_id"] = args.thread
         print(json.dumps(out, indent=2, default=str))
     else:
-        if run.standalone_question and run.standalone_question != run.question:
-            print(f"Understood as: {run.standalone_question}\n")
-        print(run.answer)
-        if run.citations:
-            print("\nSources:")
-            for c in run.citations:
-                where = c.source if c.origin == "web" else f"{c.source}, page {c.page}"
-                print(f"  [{c.n}] {where}  ({c.chunk_id})")
-        print(f"\n{run.stop_reason}  [{' > '.join(run.path)}]")
+        _print_answer(run)
     return 2 if run.error else 0
+
+
+def _options(args: argparse.Namespace) -> Options:
+    """The run's Options: the preset, less the switches turned off, with ``--top-k``."""
+    overrides: dict = {key: False for flag, key in _SWITCHES if getattr(args, flag)}
+    if args.top_k:
+        overrides["top_k"] = args.top_k
+    if args.no_history:
+        overrides["use_history"] = False
+    return preset_options(args.preset, **overrides)
+
+
+def _print_answer(run: Run) -> None:
+    """The answer as text: what the question was understood as, the answer, its sources, the path."""
+    if run.standalone_question and run.standalone_question != run.question:
+        print(f"Understood as: {run.standalone_question}\n")
+    print(run.answer)
+    if run.citations:
+        print("\nSources:")
+        for c in run.citations:
+            where = c.source if c.origin == "web" else f"{c.source}, page {c.page}"
+            print(f"  [{c.n}] {where}  ({c.chunk_id})")
+    print(f"\n{run.stop_reason}  [{' > '.join(run.path)}]")
 
 
 def register(commands, shared: SharedArgs) -> None:

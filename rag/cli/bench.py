@@ -127,7 +127,9 @@ def _qa_overrides(args: argparse.Namespace) -> dict:
 
 
 def cmd_bench_qa(args: argparse.Namespace) -> int:
-    """``bench qa``: every question through the graph once per preset. Returns 0.
+    """``bench qa``: every question through the graph once per preset.
+
+    Returns 0.
 
     Raises:
         ValueError: an unknown preset, a malformed ``--option`` or a bad data file.

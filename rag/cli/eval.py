@@ -54,7 +54,9 @@ def presets_from(values: list[str] | None) -> list[str]:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    """Run ``args.file`` through each preset of ``--preset``. Returns 0.
+    """Run ``args.file`` through each preset of ``--preset``.
+
+    Returns 0.
 
     Raises:
         ValueError: a malformed question set (names the line), an unknown preset, or an

@@ -12,7 +12,7 @@ import re
 import zipfile
 
 from rag.ingest.errors import CorruptFile, EmptyFile, MissingDependency
-from rag.ingest.loaders import LoadedDocument, _short_reason, normalize_text
+from rag.ingest.text import LoadedDocument, _short_reason, normalize_text
 from rag.ingest.types import Page
 
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # legacy .doc, or an encrypted Office file

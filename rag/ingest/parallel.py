@@ -19,9 +19,12 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 
+from rag.ingest import ocr as ocr_engine
+from rag.ingest import pdf as pdf_loader
 from rag.ingest.chunking import chunk_document
 from rag.ingest.errors import IngestError
 from rag.ingest.loaders import LoadedDocument, _suffix, assemble_pdf, load_document
+from rag.ingest.pdf import _load_pdf_range
 from rag.ingest.types import Page
 
 log = logging.getLogger(__name__)
@@ -76,13 +79,11 @@ def _init_worker(parent_pid: int, pypdf_log_level: int, queue) -> None:
     # the fork, and an OCR engine whose onnxruntime threads did not survive it. That engine
     # must never be freed here (its destructor waits on those threads forever): it is kept
     # referenced, the worker builds its own, and the worker leaves through os._exit.
-    from rag.ingest import loaders, ocr
-
-    loaders._PDFIUM_LOCK = threading.RLock()
+    pdf_loader._PDFIUM_LOCK = threading.RLock()
     global _inherited_engine
-    _inherited_engine = ocr._engine
-    ocr._engine = None
-    ocr._engine_lock = threading.Lock()
+    _inherited_engine = ocr_engine._engine
+    ocr_engine._engine = None
+    ocr_engine._engine_lock = threading.Lock()
 
 
 def _prepare_range(key: str, data: bytes, password: str | None, first: int, last: int,
@@ -95,8 +96,6 @@ def _prepare_range(key: str, data: bytes, password: str | None, first: int, last
     document's chunks are the ranges' in order). Sends ``(key, number, ocr)`` on the progress queue after each
     page.
     """
-    from rag.ingest.loaders import _load_pdf_range
-
     def on_page(done: int, total: int, used_ocr: bool) -> None:
         if _progress_queue is not None:
             _progress_queue.put((key, first + done - 1, used_ocr))
@@ -147,8 +146,6 @@ class PrefetchingLoader:
         workers = workers if workers is not None else (os.cpu_count() or 1)
         if workers < 2:
             return
-        from rag.ingest.loaders import _PDFIUM_LOCK, _open_pdfium
-
         plans = []
         seen: set[str] = set()
         for name, data in files:
@@ -161,10 +158,10 @@ class PrefetchingLoader:
             except Exception:  # a store error: the pipeline reports it on this file itself
                 continue
             seen.add(sha)
-            pdf = _open_pdfium(data, password_for(name))
+            pdf = pdf_loader._open_pdfium(data, password_for(name))
             if pdf is None:  # pypdf's fallback (or its error): loaded in this process, in order
                 continue
-            with _PDFIUM_LOCK:
+            with pdf_loader._PDFIUM_LOCK:
                 page_count = len(pdf)
                 pdf.close()
             plans.append((name, sha, data, password_for(name), page_count))

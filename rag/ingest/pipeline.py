@@ -15,10 +15,12 @@ from rag.ingest.chunking import (
     chunk_document,
 )
 from rag.ingest.errors import IngestError
-from rag.ingest.loaders import load_document
+from rag.ingest.loaders import LoadedDocument, load_document
 from rag.ingest.parallel import PrefetchingLoader
+from rag.ingest.types import Page
 from rag.secrets import scrub
 from rag.store.chroma import StoreUnavailable
+from rag.store.embeddings import HashingEmbeddingFunction
 
 Status = Literal["ingested", "already indexed", "failed"]
 FileInput = str | Path | tuple[str, bytes]
@@ -141,9 +143,6 @@ def ingest_files(kb, files: Iterable[FileInput], *, chunking: ChunkSettings = Ch
 
 
 def _probe_doc():
-    from rag.ingest.loaders import LoadedDocument
-    from rag.ingest.types import Page
-
     return LoadedDocument(filename="probe", pages=[Page(1, "probe")], page_count=1, warnings=[])
 
 
@@ -152,8 +151,6 @@ def _local_embedding(kb):
 
     (the hashing embeddings); None for one that calls a service (it runs in this process).
     """
-    from rag.store.embeddings import HashingEmbeddingFunction
-
     ef = getattr(kb, "embedding_function", None)
     return ef if isinstance(ef, HashingEmbeddingFunction) else None
 

@@ -1,212 +1,52 @@
-"""Chroma client factory and the knowledge base (one Chroma collection per knowledge base).
+"""The knowledge base (one Chroma collection per knowledge base).
 
-Crash safety: a document counts as indexed only once its *completion record* is stored. The
-record is the metadata key ``doc_chunks`` (the document's chunk count) set on the document's
-first chunk by a metadata-only update issued after every chunk has been upserted. It lives in
-the collection itself, so an embedded store and a Chroma server (``CHROMA_HOST``), every client
-of that server and any data directory see the same state, and deleting the collection deletes
-the records with it. A document whose chunks are stored without that record (an ingest killed
-with SIGKILL, or a Chroma server that died mid-write) is *incomplete*: :meth:`has_document` is
-false for it, :meth:`KnowledgeBase.documents` lists it with ``status="incomplete"``, BM25 and
-dense retrieval leave its chunks out, and the next ingest of the same bytes deletes and
-re-stores it.
+Crash safety (completion records, incomplete documents and their repair) is described in
+:mod:`rag.store.records`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import os
-import re
-import signal
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import chromadb
 from chromadb.api import ClientAPI
 from chromadb.api.types import EmbeddingFunction
 
 from rag.config import DEFAULT_COLLECTION, Settings
 from rag.ingest.types import ChunkRecord
 from rag.models import Chunk
+from rag.store.client import (
+    EmbeddingMismatch,
+    StoreError,
+    StoreUnavailable,
+    is_unreachable,
+    list_knowledge_bases,
+    make_client,
+    server_address,
+    test_hook_after_batch,
+    translate_unreachable,
+    unreachable_message,
+    validate_collection_name,
+)
 from rag.store.embeddings import embedding_identity, make_embedding_function
+from rag.store.records import (
+    COMPLETE_KEY,
+    PAGE_SIZE,
+    RECORDS_FLAG,
+    DocumentInfo,
+    add_legacy_records,
+    document_lines,
+    to_chunk,
+)
 
-_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,61}[a-zA-Z0-9]$")
-PAGE_SIZE = 2000  # rows per Chroma get(); keeps memory flat on large collections
-
-
-class StoreError(Exception):
-    """A knowledge-base operation was refused; the message says what to do."""
-
-
-class EmbeddingMismatch(StoreError):
-    """The collection was built with another embedding model than the one asked for."""
-
-
-class StoreUnavailable(StoreError):
-    """The Chroma server cannot be reached (not running, killed, wrong host or port).
-
-    The message is one line naming the server and what to do.
-    """
-
-    reports: list = []
-    """The FileReports of an ingest batch it interrupted (set by rag.ingest.pipeline.ingest_files)."""
-
-
-COMPLETE_KEY = "doc_chunks"
-"""Chunk metadata key of the completion record: set on a document's first chunk, last."""
-RECORDS_FLAG = "completion_records"
-"""Collection metadata flag: the collection's documents carry completion records (collections
-made before them are given records for the documents they hold, once, on first open)."""
-
-_CONNECTION_ERRORS: tuple[type[BaseException], ...] | None = None
-
-
-def _connection_errors() -> tuple[type[BaseException], ...]:
-    global _CONNECTION_ERRORS
-    if _CONNECTION_ERRORS is None:
-        import httpx
-
-        _CONNECTION_ERRORS = (httpx.TransportError, ConnectionError)
-    return _CONNECTION_ERRORS
-
-
-def server_address(client: ClientAPI) -> str | None:
-    """``http://host:port`` of the Chroma server behind ``client``, or None when embedded."""
-    try:
-        cs = client.get_settings()
-    except Exception:
-        return None
-    if "FastAPI" not in str(getattr(cs, "chroma_api_impl", "")) or not cs.chroma_server_host:
-        return None
-    scheme = "https" if getattr(cs, "chroma_server_ssl_enabled", False) else "http"
-    return f"{scheme}://{cs.chroma_server_host}:{cs.chroma_server_http_port}"
-
-
-def unreachable_message(where: str) -> str:
-    """The one line shown when the Chroma server at ``where`` cannot be reached."""
-    return (f"cannot reach the Chroma server at {where}: is `chroma run` running there? "
-            "Start it, or unset CHROMA_HOST to use the local store")
-
-
-def is_unreachable(error: BaseException) -> bool:
-    """True when ``error`` (or an exception it was raised from) is a lost connection to Chroma."""
-    seen = 0
-    exc: BaseException | None = error
-    while exc is not None and seen < 10:
-        if isinstance(exc, _connection_errors()):
-            return True
-        text = str(exc)
-        if type(exc).__module__.startswith("chromadb") and (
-                "Could not connect to" in text or "Connection refused" in text):
-            return True
-        exc = exc.__cause__ or exc.__context__
-        seen += 1
-    return False
-
-
-def _translate_unreachable(method):
-    """Turn a lost connection to the Chroma server inside ``method`` into StoreUnavailable."""
-
-    @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
-        try:
-            return method(self, *args, **kwargs)
-        except StoreError:
-            raise
-        except Exception as exc:
-            if is_unreachable(exc):
-                raise StoreUnavailable(unreachable_message(
-                    server_address(self.client) or "the configured host")) from None
-            raise
-    return wrapper
-
-
-def _test_hook_after_batch() -> None:
-    """Test hook (inert unless its environment variables are set), called after every upsert batch.
-
-    ``RETRACE_TEST_KILL_AFTER_BATCHES=N`` makes the process SIGKILL itself after its N-th batch;
-    ``RETRACE_TEST_HOLD_AFTER_BATCHES=N`` with ``RETRACE_TEST_HOLD_FILE=PATH`` creates ``PATH.ready`` after
-    the N-th batch and waits until ``PATH.go`` exists. Both make crash tests deterministic without sleeps.
-    """
-    kill_at = os.environ.get("RETRACE_TEST_KILL_AFTER_BATCHES")
-    hold_at = os.environ.get("RETRACE_TEST_HOLD_AFTER_BATCHES")
-    if not kill_at and not hold_at:
-        return
-    global _BATCHES
-    _BATCHES += 1
-    if kill_at and int(kill_at) == _BATCHES:
-        os.kill(os.getpid(), signal.SIGKILL)
-    if hold_at and int(hold_at) == _BATCHES:
-        path = os.environ["RETRACE_TEST_HOLD_FILE"]
-        open(path + ".ready", "w").close()
-        deadline = time.monotonic() + 120
-        while not os.path.exists(path + ".go") and time.monotonic() < deadline:
-            time.sleep(0.01)
-
-
-_BATCHES = 0
-
-
-def make_client(settings: Settings) -> ClientAPI:
-    """A Chroma client.
-
-    ``HttpClient`` when ``settings.chroma_host`` is set, else an embedded ``PersistentClient`` under
-    ``settings.data_dir / "chroma"``. Telemetry is off.
-
-    Raises StoreUnavailable when the server cannot be reached.
-    """
-    chroma_settings = chromadb.config.Settings(anonymized_telemetry=False, allow_reset=False)
-    if settings.chroma_host:
-        try:
-            return chromadb.HttpClient(host=settings.chroma_host, port=settings.chroma_port,
-                                       settings=chroma_settings)
-        except Exception as exc:
-            if is_unreachable(exc) or "Could not connect" in str(exc):
-                raise StoreUnavailable(unreachable_message(
-                    f"http://{settings.chroma_host}:{settings.chroma_port}")) from None
-            raise
-    path = settings.data_dir / "chroma"
-    path.mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=str(path), settings=chroma_settings)
-
-
-def validate_collection_name(name: str) -> str:
-    """Return ``name`` if Chroma accepts it (3-63 chars of letters, digits, ``._-``); else ValueError."""
-    if not _NAME.match(name or "") or ".." in name:
-        raise ValueError(
-            f"invalid knowledge base name {name!r}: use 3-63 letters, digits, '.', '_' or '-', "
-            "starting and ending with a letter or digit")
-    return name
-
-
-@dataclass(frozen=True)
-class DocumentInfo:
-    """One stored document.
-
-    ``pages`` counts all pages of the file; ``chunks`` those stored.
-
-    ``status`` is ``complete`` (its completion record is stored: every chunk is there) or
-    ``incomplete`` (chunks without a completion record: an interrupted ingest, left out of
-    retrieval; ingesting the same file again repairs it).
-    """
-
-    doc_sha: str
-    source: str
-    pages: int
-    chunks: int
-    size_bytes: int
-    added_at: float
-    """UNIX time in seconds."""
-    status: str = "complete"
-
-    @property
-    def complete(self) -> bool:
-        """True when every chunk of the document is stored and its completion record written."""
-        return self.status == "complete"
+__all__ = [  # the store's public names, importable from here as before the split
+    "COMPLETE_KEY", "PAGE_SIZE", "RECORDS_FLAG", "DocumentInfo", "EmbeddingMismatch", "KnowledgeBase",
+    "StoreError", "StoreUnavailable", "document_lines", "is_unreachable", "list_knowledge_bases",
+    "make_client", "open_knowledge_base", "server_address", "unreachable_message", "validate_collection_name",
+]
 
 
 class KnowledgeBase:
@@ -230,7 +70,7 @@ class KnowledgeBase:
         self._complete_cache: tuple | None = None
 
     @property
-    @_translate_unreachable
+    @translate_unreachable
     def collection(self):
         """The Chroma collection, created on first use.
 
@@ -260,7 +100,7 @@ class KnowledgeBase:
                     f"'{ident}'. Re-index it: delete the knowledge base and ingest its files "
                     "again with the current embedding model, or switch back to the old one.")
             if not (col.metadata or {}).get(RECORDS_FLAG):
-                _add_legacy_records(col)
+                add_legacy_records(col)
             self._collection = col
         return self._collection
 
@@ -274,12 +114,12 @@ class KnowledgeBase:
         return "another model"
 
     # -- state ---------------------------------------------------------------------------
-    @_translate_unreachable
+    @translate_unreachable
     def count(self) -> int:
         """Number of stored chunks (those of incomplete documents included)."""
         return self.collection.count()
 
-    @_translate_unreachable
+    @translate_unreachable
     def revision(self) -> int:
         """A counter raised on every add or delete (0 for a new knowledge base)."""
         _ = self.collection  # created (and its embedding checked) on first use
@@ -298,7 +138,7 @@ class KnowledgeBase:
         meta.setdefault("embedding", embedding_identity(self.embedding_function))
         col.modify(metadata=meta)
 
-    @_translate_unreachable
+    @translate_unreachable
     def complete_documents(self) -> dict[str, int]:
         """doc_sha -> chunk count of every complete document (one completion record each).
 
@@ -320,7 +160,7 @@ class KnowledgeBase:
         self._complete_cache = (key, out)
         return out
 
-    @_translate_unreachable
+    @translate_unreachable
     def document_status(self, doc_sha: str) -> str:
         """``complete``.
 
@@ -349,7 +189,7 @@ class KnowledgeBase:
         """Write a document's completion record: the last write of every document."""
         self.collection.update(ids=[first_id], metadatas=[{COMPLETE_KEY: n_chunks}])
 
-    @_translate_unreachable
+    @translate_unreachable
     def add_document(self, chunks: list[ChunkRecord], *, pages: int, size_bytes: int,
                      batch_size: int = 256, embeddings: list | None = None) -> int:
         """Store all ``chunks`` of one document, then its completion record.
@@ -379,7 +219,7 @@ class KnowledgeBase:
                     metadatas=[{**c.metadata, "pages": pages, "size_bytes": size_bytes,
                                 "added_at": now} for c in part],
                     **kwargs)
-                _test_hook_after_batch()
+                test_hook_after_batch()
             self._mark_complete(chunks[0].id, len(chunks))
         except BaseException:
             # e.g. the server is gone: the missing record marks it incomplete
@@ -389,7 +229,7 @@ class KnowledgeBase:
         self._bump()
         return len(chunks)
 
-    @_translate_unreachable
+    @translate_unreachable
     def add_documents(self, documents: Iterable[tuple[list[ChunkRecord], int, int]], *,
                       batch_size: int = 1024) -> int:
         """Store many documents at once, each given as ``(chunks, pages, size_bytes)``.
@@ -422,7 +262,7 @@ class KnowledgeBase:
                     documents=[c.text for c, _, _ in part],
                     metadatas=[{**c.metadata, "pages": p, "size_bytes": b, "added_at": now}
                                for c, p, b in part])
-                _test_hook_after_batch()
+                test_hook_after_batch()
                 finished = [sha for sha, last in last_row.items()
                             if done <= last < start + len(part)]
                 if finished:
@@ -443,7 +283,7 @@ class KnowledgeBase:
         self._bump()
         return len(rows)
 
-    @_translate_unreachable
+    @translate_unreachable
     def delete_document(self, doc_sha: str) -> int:
         """Delete every chunk of a document, complete or not; returns how many were deleted (0 if unknown).
 
@@ -476,10 +316,10 @@ class KnowledgeBase:
                 return
             for cid, text, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=False):
                 if complete is None or (meta or {}).get("doc_sha") in complete:
-                    yield _to_chunk(cid, text, meta)
+                    yield to_chunk(cid, text, meta)
             offset += len(got["ids"])
 
-    @_translate_unreachable
+    @translate_unreachable
     def documents(self) -> list[DocumentInfo]:
         """The stored documents, newest first, each ``complete`` or ``incomplete``."""
         docs: dict[str, dict] = {}
@@ -505,7 +345,7 @@ class KnowledgeBase:
                  for sha, d in docs.items()]
         return sorted(infos, key=lambda d: (-d.added_at, d.source))
 
-    @_translate_unreachable
+    @translate_unreachable
     def _get_page(self, **kwargs) -> dict:
         return self.collection.get(**kwargs)
 
@@ -513,18 +353,18 @@ class KnowledgeBase:
         """All chunks of one document in reading order (by chunk index)."""
         return sorted(self.iter_chunks(where={"doc_sha": doc_sha}), key=lambda c: c.index)
 
-    @_translate_unreachable
+    @translate_unreachable
     def get_chunks(self, ids: Iterable[str]) -> list[Chunk]:
         """The chunks with these ids, in the given order (unknown ids are left out)."""
         ids = list(ids)
         if not ids:
             return []
         got = self.collection.get(ids=ids, include=["documents", "metadatas"])
-        by_id = {cid: _to_chunk(cid, t, m)
+        by_id = {cid: to_chunk(cid, t, m)
                  for cid, t, m in zip(got["ids"], got["documents"], got["metadatas"], strict=False)}
         return [by_id[i] for i in ids if i in by_id]
 
-    @_translate_unreachable
+    @translate_unreachable
     def query(self, text: str, k: int) -> list[Chunk]:
         """Dense retrieval: the ``k`` nearest chunks of complete documents to ``text``, best first.
 
@@ -538,7 +378,7 @@ class KnowledgeBase:
         while True:
             got = self.collection.query(query_texts=[text], n_results=want,
                                         include=["documents", "metadatas", "distances"])
-            hits = [_to_chunk(cid, t, m, score=1.0 - float(d))
+            hits = [to_chunk(cid, t, m, score=1.0 - float(d))
                     for cid, t, m, d in zip(got["ids"][0], got["documents"][0],
                                             got["metadatas"][0], got["distances"][0], strict=False)
                     if (m or {}).get("doc_sha") in complete]
@@ -547,76 +387,9 @@ class KnowledgeBase:
             want = min(n, want * 4)  # chunks of incomplete documents took some places
 
 
-def _add_legacy_records(col) -> None:
-    """Give a collection made before completion records existed a record for each document it holds.
-
-    (they were reported as indexed before, so they are trusted), then flag it.
-    """
-    first: dict[str, tuple[int, str]] = {}
-    counts: dict[str, int] = {}
-    offset = 0
-    while True:
-        got = col.get(limit=PAGE_SIZE, offset=offset, include=["metadatas"])
-        if not got["ids"]:
-            break
-        for cid, meta in zip(got["ids"], got["metadatas"], strict=False):
-            sha = str((meta or {}).get("doc_sha", ""))
-            idx = int((meta or {}).get("chunk_index", 0))
-            counts[sha] = counts.get(sha, 0) + 1
-            if sha not in first or idx < first[sha][0]:
-                first[sha] = (idx, cid)
-        offset += len(got["ids"])
-    shas = list(first)
-    for start in range(0, len(shas), 1000):
-        part = shas[start:start + 1000]
-        col.update(ids=[first[s][1] for s in part],
-                   metadatas=[{COMPLETE_KEY: counts[s]} for s in part])
-    meta = dict(col.metadata or {})
-    meta[RECORDS_FLAG] = 1
-    meta["revision"] = int(meta.get("revision", 0)) + 1
-    col.modify(metadata=meta)
-
-
-def document_lines(kb: KnowledgeBase, docs: list[DocumentInfo] | None = None) -> list[str]:
-    """One line per stored document for a listing (``python -m rag kb show``), newest first.
-
-    Status, pages, chunks, file name and sha256 prefix; an incomplete document says how to repair it. ``docs``
-    defaults to ``kb.documents()``. Raises StoreUnavailable when the server cannot be reached.
-    """
-    lines = []
-    for d in kb.documents() if docs is None else docs:
-        mark = "ok        " if d.complete else "INCOMPLETE"
-        fix = "" if d.complete else "  (interrupted ingest: ingest the same file again to repair it)"
-        lines.append(f"{mark} {d.pages:>5} pages {d.chunks:>6} chunks  {d.source}  "
-                     f"{d.doc_sha[:12]}{fix}")
-    return lines
-
-
-def _to_chunk(cid: str, text: str, meta: dict, score: float = 0.0) -> Chunk:
-    meta = meta or {}
-    return Chunk(id=cid, text=text or "", source=str(meta.get("source", "?")),
-                 page=int(meta.get("page", 0)), index=int(meta.get("chunk_index", 0)),
-                 doc_sha=str(meta.get("doc_sha", "")), score=round(score, 4))
-
-
 def open_knowledge_base(settings: Settings, name: str = DEFAULT_COLLECTION,
                         embedding_function: EmbeddingFunction | None = None,
                         client: ClientAPI | None = None) -> KnowledgeBase:
     """Open (creating on first write) the knowledge base ``name`` for ``settings``."""
     ef = embedding_function or make_embedding_function(settings)
     return KnowledgeBase(client or make_client(settings), name, ef, data_dir=settings.data_dir)
-
-
-def list_knowledge_bases(client: ClientAPI) -> list[str]:
-    """Names of the knowledge bases (collections) on ``client``, sorted.
-
-    Raises StoreUnavailable when the server cannot be reached.
-    """
-    try:
-        cols = client.list_collections()
-    except Exception as exc:
-        if is_unreachable(exc):
-            raise StoreUnavailable(unreachable_message(
-                server_address(client) or "the configured host")) from None
-        raise
-    return sorted(c if isinstance(c, str) else c.name for c in cols)

@@ -12,6 +12,7 @@ import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
 from chromadb.utils.embedding_functions import register_embedding_function
 
+from rag.secrets import remember, scrub
 from rag.text import terms
 
 HASHING_NAME = "retrace-hashing"
@@ -112,8 +113,6 @@ class OpenAICompatibleEmbeddingFunction(EmbeddingFunction[Documents]):
         from langchain_openai import OpenAIEmbeddings
         from pydantic import SecretStr
 
-        from rag.secrets import remember
-
         remember(api_key)
         self.model = model
         self.base_url = base_url
@@ -132,8 +131,8 @@ class OpenAICompatibleEmbeddingFunction(EmbeddingFunction[Documents]):
         try:
             vectors = self._client.embed_documents(list(input))
         except Exception as exc:
+            # lazy: an import cycle (rag.engines.llm -> engines.local -> store.bm25 -> store.chroma -> here)
             from rag.engines.llm import describe_error
-            from rag.secrets import scrub
 
             where = self.base_url or "api.openai.com"
             # from None: the client's error may echo the key (a 401 body); a chained

@@ -10,7 +10,7 @@ import pypdf
 import pytest
 from pypdf.errors import DependencyError
 
-from rag.ingest import loaders
+from rag.ingest import pdf as pdf_loader
 from rag.ingest.errors import (
     CorruptFile,
     EmptyFile,
@@ -289,7 +289,7 @@ def test_garbage_named_pdf_is_corrupt() -> None:
 @pytest.fixture
 def pypdf_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """PDFium refuses every file, so the pypdf fallback reads it."""
-    monkeypatch.setattr(loaders, "_open_pdfium", lambda data, password: None)
+    monkeypatch.setattr(pdf_loader, "_open_pdfium", lambda data, password: None)
 
 
 def test_missing_cryptography_during_decrypt(monkeypatch: pytest.MonkeyPatch, pypdf_only: None) -> None:

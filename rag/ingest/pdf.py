@@ -1,0 +1,332 @@
+"""PDF files: text by pypdfium2 (PDFium) page by page, OCR for pages without a text layer, pypdf as fallback.
+
+A page with no text layer, or too little text for its area while an image covers most of it, is
+rendered and read by OCR (:mod:`rag.ingest.ocr`). pypdf takes over when PDFium cannot open a file
+(damaged files PDFium refuses, encryption it does not support, a PDF opened by an empty owner
+password) and gives the messages for corrupt and encrypted files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import re
+import threading
+from collections.abc import Callable, Iterable
+
+import pypdf
+from pypdf.errors import DependencyError
+
+from rag.ingest import ocr as ocr_engine  # called as ocr_engine.ocr_page: a replaced ocr_page is used
+from rag.ingest.errors import (
+    CorruptFile,
+    IngestError,
+    MissingDependency,
+    NoExtractableText,
+    PasswordRequired,
+    WrongPassword,
+)
+from rag.ingest.text import LoadedDocument, _short_reason, normalize_text
+from rag.ingest.types import Page
+
+log = logging.getLogger(__name__)
+
+PageCallback = Callable[[int, int, bool], None]
+"""``on_page(done, total, ocr)``: after each PDF page, the pages done so far and the page count
+(1-based counts), and whether that page was read by OCR."""
+
+
+def _missing_crypto(exc: DependencyError) -> MissingDependency:
+    return MissingDependency(
+        "this PDF needs a library that is not installed "
+        f"({_short_reason(exc)}); for encrypted (AES) PDFs run: pip install cryptography"
+    )
+
+
+def _load_pdf(filename: str, data: bytes, password: str | None, *, ocr: bool = True,
+              on_page: PageCallback | None = None) -> LoadedDocument:
+    pdf = _open_pdfium(data, password)
+    if pdf is None:  # PDFium cannot open it: pypdf gives the error, or the text
+        reader = open_pdf(data, password)
+        page_count = len(reader.pages)
+        pages, warnings = extract_pages(reader, range(1, page_count + 1), on_page=on_page)
+        return assemble_pdf(filename, pages, page_count, warnings,
+                            hint="scanned? PDFium cannot render this file for OCR" if ocr else None)
+    with _PDFIUM_LOCK:
+        try:
+            page_count = len(pdf)
+            pages, warnings = extract_pages_pdfium(pdf, range(1, page_count + 1), ocr=ocr,
+                                                   on_page=on_page,
+                                                   fallback=_PypdfPages(data, password))
+        finally:
+            pdf.close()
+    return assemble_pdf(filename, pages, page_count, warnings, ocr=ocr)
+
+
+def _load_pdf_range(data: bytes, password: str | None, first: int, last: int, *, ocr: bool = True,
+                    on_page: PageCallback | None = None) -> tuple[list[Page], list[str]]:
+    """Pages ``first..last``.
+
+    (1-based, inclusive) of a PDF that PDFium opens, as :func:`extract_pages_pdfium` gives them (for worker
+    processes). Raises :class:`CorruptFile` when PDFium cannot open it.
+    """
+    pdf = _open_pdfium(data, password)
+    if pdf is None:
+        raise CorruptFile("corrupt or unreadable PDF: PDFium cannot open it")
+    with _PDFIUM_LOCK:
+        try:
+            return extract_pages_pdfium(pdf, range(first, last + 1), ocr=ocr, on_page=on_page,
+                                        fallback=_PypdfPages(data, password))
+        finally:
+            pdf.close()
+
+
+_PDFIUM_LOCK = threading.RLock()
+"""PDFium is not thread-safe: every call into it, from any thread, holds this lock."""
+
+# Right-to-left scripts (Hebrew, Arabic, Syriac, Thaana, NKo, Samaritan, presentation forms).
+_RTL = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]")
+
+
+class _PypdfPages:
+    """pypdf's text of single pages of a PDF, opened on first use.
+
+    PDFium returns right-to-left scripts in visual (reversed) order, pypdf in logical order.
+    """
+
+    def __init__(self, data: bytes, password: str | None) -> None:
+        self._data, self._password = data, password
+        self._reader: pypdf.PdfReader | None = None
+
+    def __call__(self, number: int) -> str:
+        if self._reader is None:
+            self._reader = open_pdf(self._data, self._password)
+        pages, _ = extract_pages(self._reader, [number])
+        return pages[0].text if pages else ""
+
+
+MIN_TEXT_CHARS = 50
+"""A page with fewer characters than this in its text layer is "too little text" for OCR."""
+MIN_CHARS_PER_SQ_INCH = 5.0
+"""A page whose text layer has fewer characters per square inch (A4 has 96.7) is too sparse."""
+MIN_IMAGE_COVER = 0.5
+"""OCR a page with some text only when images cover at least this share of it (a scan)."""
+
+
+def _open_pdfium(data: bytes, password: str | None):
+    """The ``pypdfium2.PdfDocument`` of ``data``, or None when PDFium cannot open it.
+
+    (damaged, encrypted without a password it accepts, unsupported security handler): the caller then hands
+    the file to pypdf. A password that fails on a file that opens without one is ignored, as in
+    :func:`open_pdf`.
+    """
+    import pypdfium2 as pdfium
+
+    with _PDFIUM_LOCK:
+        for attempt in ((password, None) if password else (None,)):
+            try:
+                return pdfium.PdfDocument(data, password=attempt)
+            except pdfium.PdfiumError as exc:
+                log.debug("PDFium cannot open the file (password %s): %s",
+                          "given" if attempt else "none", exc)
+                if getattr(exc, "err_code", None) != pdfium.raw.FPDF_ERR_PASSWORD:
+                    return None
+            except Exception as exc:  # anything else from the binding: pypdf decides
+                log.debug("PDFium failed to open the file: %s", exc)
+                return None
+    return None
+
+
+def _image_cover(page) -> float:
+    """Share (0-1) of ``page``'s area covered by image objects (bounding boxes, summed, capped)."""
+    import pypdfium2 as pdfium
+
+    width, height = page.get_size()
+    area = max(width * height, 1e-9)
+    covered = 0.0
+    for obj in page.get_objects(filter=(pdfium.raw.FPDF_PAGEOBJ_IMAGE,), max_depth=3):
+        left, bottom, right, top = obj.get_bounds()
+        w = max(0.0, min(right, width) - max(left, 0.0))
+        h = max(0.0, min(top, height) - max(bottom, 0.0))
+        covered += w * h
+    return min(1.0, covered / area)
+
+
+def needs_ocr(text: str, width_pt: float, height_pt: float,
+              image_cover: float | Callable[[], float]) -> bool:
+    """Whether a page whose text layer is ``text``.
+
+    (normalised), of ``width_pt`` x ``height_pt`` points with images covering ``image_cover`` (0-1) of it,
+    should be read by OCR: it has no text and some image (10% of the page or more), or images cover at least
+    :data:`MIN_IMAGE_COVER` of it and its text is under :data:`MIN_TEXT_CHARS` characters or
+    :data:`MIN_CHARS_PER_SQ_INCH` per square inch. A page with no image is never OCR'd (a blank page or one
+    drawn with vector graphics has nothing to read). ``image_cover`` may be a function, called only when the
+    text alone does not settle it (it walks the page's objects, which is slow on text-heavy pages).
+    """
+    chars = len(text)
+    sq_inches = (width_pt / 72.0) * (height_pt / 72.0)
+    if chars >= MIN_TEXT_CHARS and chars >= MIN_CHARS_PER_SQ_INCH * sq_inches:
+        return False
+    cover = image_cover() if callable(image_cover) else image_cover
+    return cover >= (0.1 if chars == 0 else MIN_IMAGE_COVER)
+
+
+def _text_layer(page, number: int, fallback: Callable[[int], str] | None) -> str:
+    """Normalised text layer of a ``pypdfium2.PdfPage`` (page ``number``, 1-based).
+
+    A page in a right-to-left script comes from ``fallback(number)`` (pypdf) when that gives text.
+    """
+    textpage = page.get_textpage()
+    try:
+        text = normalize_text(textpage.get_text_range())
+    finally:
+        textpage.close()
+    if fallback is not None and _RTL.search(text):
+        with contextlib.suppress(IngestError):  # keep PDFium's text
+            text = fallback(number) or text
+    return text
+
+
+def _maybe_ocr(page, number: int, text: str, warnings: list[str]) -> tuple[str, bool]:
+    """``(text, ocr)`` of a page whose text layer is ``text``.
+
+    OCR's text when the page :func:`needs_ocr` and OCR reads more, else ``text``. A failed OCR adds to
+    ``warnings``. Raises :class:`MissingDependency` when rapidocr is missing.
+    """
+    width, height = page.get_size()
+    if not needs_ocr(text, width, height, lambda: _image_cover(page)):
+        return text, False
+    try:
+        read = normalize_text(ocr_engine.ocr_page(page))
+    except IngestError:
+        raise
+    except Exception as exc:
+        warnings.append(f"page {number}: OCR failed: {_short_reason(exc)}")
+        return text, False
+    return (read, True) if len(read) > len(text) else (text, False)
+
+
+def extract_pages_pdfium(pdf, numbers: Iterable[int], *, ocr: bool = True,
+                         on_page: PageCallback | None = None,
+                         fallback: Callable[[int], str] | None = None
+                         ) -> tuple[list[Page], list[str]]:
+    """Normalised text of the pages ``numbers`` (1-based) of an open ``pypdfium2.PdfDocument``.
+
+    The pages that have text, in order, and one-line warnings (a page whose extraction or OCR failed; one bad
+    page never loses the whole file). With ``ocr``, pages that :func:`needs_ocr` are read by OCR too, and
+    OCR's text replaces the text layer's when it is longer (the page is then marked ``ocr=True``). A page in a
+    right-to-left script is taken from ``fallback(number)`` (pypdf) when that gives text. Call with
+    :data:`_PDFIUM_LOCK` held. Raises :class:`MissingDependency` when OCR is needed but rapidocr is not
+    installed.
+    """
+    numbers = list(numbers)
+    pages: list[Page] = []
+    warnings: list[str] = []
+    for done, number in enumerate(numbers, start=1):
+        used_ocr = False
+        page = None
+        try:
+            page = pdf[number - 1]
+            text = _text_layer(page, number, fallback)
+            if ocr:
+                text, used_ocr = _maybe_ocr(page, number, text, warnings)
+        except IngestError:
+            raise
+        except Exception as exc:
+            warnings.append(f"page {number}: text extraction failed: {_short_reason(exc)}")
+            text = ""
+        finally:
+            if page is not None:
+                page.close()
+        if text:
+            pages.append(Page(number=number, text=text, ocr=used_ocr))
+        if on_page:
+            on_page(done, len(numbers), used_ocr)
+    return pages, warnings
+
+
+def quiet_pypdf_logging() -> None:
+    """Keep pypdf's warnings ("invalid pdf header", "EOF marker not found", font notes) in the log.
+
+    With no handler configured anywhere, Python's last-resort handler would print each one on stderr. A
+    NullHandler on the ``pypdf`` logger stops that; records still propagate to any handler the application
+    configures. Idempotent.
+    """
+    logger = logging.getLogger("pypdf")
+    if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+        logger.addHandler(logging.NullHandler())
+
+
+def open_pdf(data: bytes, password: str | None = None) -> pypdf.PdfReader:
+    """Open (and decrypt) a PDF from its bytes.
+
+    Raises :class:`CorruptFile`, :class:`PasswordRequired`, :class:`WrongPassword` or
+    :class:`MissingDependency`, as :func:`load_document` documents.
+    """
+    quiet_pypdf_logging()
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data))
+        # A password that fails on a file that opens without one (empty user or owner
+        # password) is not an error: a batch-wide password must not break such files.
+        if reader.is_encrypted and not reader.decrypt(password or "") and not (
+                password and reader.decrypt("")):
+            if not password:
+                raise PasswordRequired("encrypted: password required")
+            raise WrongPassword("wrong password")
+        len(reader.pages)  # a broken page tree fails here, not in the page loop
+    except DependencyError as exc:
+        raise _missing_crypto(exc) from exc
+    except (PasswordRequired, WrongPassword):
+        raise
+    except Exception as exc:  # pypdf raises many types on broken files (PdfReadError, ValueError, ...)
+        raise CorruptFile(f"corrupt or unreadable PDF: {_short_reason(exc)}") from exc
+    return reader
+
+
+def extract_pages(reader: pypdf.PdfReader, numbers: Iterable[int], *,
+                  on_page: PageCallback | None = None) -> tuple[list[Page], list[str]]:
+    """Normalised text of the pages ``numbers`` (1-based) of an opened PDF.
+
+    The pages that have text, in order, and one warning per page whose extraction failed (one bad page must
+    not lose the whole file). Raises :class:`MissingDependency` (AES without ``cryptography``).
+    """
+    numbers = list(numbers)
+    pages: list[Page] = []
+    warnings: list[str] = []
+    for done, number in enumerate(numbers, start=1):
+        try:
+            raw = reader.pages[number - 1].extract_text() or ""
+        except DependencyError as exc:
+            raise _missing_crypto(exc) from exc
+        except Exception as exc:
+            warnings.append(f"page {number}: text extraction failed: {_short_reason(exc)}")
+            raw = ""
+        text = normalize_text(raw)
+        if text:
+            pages.append(Page(number=number, text=text))
+        if on_page:
+            on_page(done, len(numbers), False)
+    return pages, warnings
+
+
+def assemble_pdf(filename: str, pages: list[Page], page_count: int,
+                 warnings: list[str], *, ocr: bool = False, hint: str | None = None) -> LoadedDocument:
+    """The :class:`LoadedDocument` of a PDF from its extracted ``pages`` (in page order).
+
+    ``ocr`` says whether OCR was tried on pages without text, which changes the advice given about pages with
+    no text (``hint`` replaces it).
+
+    Raises :class:`NoExtractableText` when no page has text.
+    """
+    hint = hint or ("no text found by OCR either" if ocr else "scanned? turn OCR on")
+    if not pages:
+        noun = "page" if page_count == 1 else "pages"
+        raise NoExtractableText(f"no extractable text ({page_count} {noun}; {hint})")
+    warnings = list(warnings)
+    empty = page_count - len(pages)
+    if empty:
+        warnings.append(f"{empty} of {page_count} pages have no extractable text ({hint})")
+    return LoadedDocument(filename=filename, pages=pages, page_count=page_count, warnings=warnings,
+                          ocr_pages=tuple(p.number for p in pages if p.ocr))
+

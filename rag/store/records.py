@@ -1,0 +1,110 @@
+"""Completion records and document listings of a knowledge base (:mod:`rag.store.chroma`).
+
+Crash safety: a document counts as indexed only once its *completion record* is stored. The
+record is the metadata key ``doc_chunks`` (the document's chunk count) set on the document's
+first chunk by a metadata-only update issued after every chunk has been upserted. It lives in
+the collection itself, so an embedded store and a Chroma server (``CHROMA_HOST``), every client
+of that server and any data directory see the same state, and deleting the collection deletes
+the records with it. A document whose chunks are stored without that record (an ingest killed
+with SIGKILL, or a Chroma server that died mid-write) is *incomplete*: :meth:`KnowledgeBase.has_document` is
+false for it, :meth:`KnowledgeBase.documents` lists it with ``status="incomplete"``, BM25 and
+dense retrieval leave its chunks out, and the next ingest of the same bytes deletes and
+re-stores it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rag.models import Chunk
+
+if TYPE_CHECKING:  # only for annotations: rag.store.chroma imports this module
+    from rag.store.chroma import KnowledgeBase
+
+PAGE_SIZE = 2000  # rows per Chroma get(); keeps memory flat on large collections
+
+COMPLETE_KEY = "doc_chunks"
+"""Chunk metadata key of the completion record: set on a document's first chunk, last."""
+RECORDS_FLAG = "completion_records"
+"""Collection metadata flag: the collection's documents carry completion records (collections
+made before them are given records for the documents they hold, once, on first open)."""
+
+
+@dataclass(frozen=True)
+class DocumentInfo:
+    """One stored document.
+
+    ``pages`` counts all pages of the file; ``chunks`` those stored.
+
+    ``status`` is ``complete`` (its completion record is stored: every chunk is there) or
+    ``incomplete`` (chunks without a completion record: an interrupted ingest, left out of
+    retrieval; ingesting the same file again repairs it).
+    """
+
+    doc_sha: str
+    source: str
+    pages: int
+    chunks: int
+    size_bytes: int
+    added_at: float
+    """UNIX time in seconds."""
+    status: str = "complete"
+
+    @property
+    def complete(self) -> bool:
+        """True when every chunk of the document is stored and its completion record written."""
+        return self.status == "complete"
+
+
+def add_legacy_records(col) -> None:
+    """Give a collection made before completion records existed a record for each document it holds.
+
+    (they were reported as indexed before, so they are trusted), then flag it.
+    """
+    first: dict[str, tuple[int, str]] = {}
+    counts: dict[str, int] = {}
+    offset = 0
+    while True:
+        got = col.get(limit=PAGE_SIZE, offset=offset, include=["metadatas"])
+        if not got["ids"]:
+            break
+        for cid, meta in zip(got["ids"], got["metadatas"], strict=False):
+            sha = str((meta or {}).get("doc_sha", ""))
+            idx = int((meta or {}).get("chunk_index", 0))
+            counts[sha] = counts.get(sha, 0) + 1
+            if sha not in first or idx < first[sha][0]:
+                first[sha] = (idx, cid)
+        offset += len(got["ids"])
+    shas = list(first)
+    for start in range(0, len(shas), 1000):
+        part = shas[start:start + 1000]
+        col.update(ids=[first[s][1] for s in part],
+                   metadatas=[{COMPLETE_KEY: counts[s]} for s in part])
+    meta = dict(col.metadata or {})
+    meta[RECORDS_FLAG] = 1
+    meta["revision"] = int(meta.get("revision", 0)) + 1
+    col.modify(metadata=meta)
+
+
+def document_lines(kb: KnowledgeBase, docs: list[DocumentInfo] | None = None) -> list[str]:
+    """One line per stored document for a listing (``python -m rag kb show``), newest first.
+
+    Status, pages, chunks, file name and sha256 prefix; an incomplete document says how to repair it. ``docs``
+    defaults to ``kb.documents()``. Raises StoreUnavailable when the server cannot be reached.
+    """
+    lines = []
+    for d in kb.documents() if docs is None else docs:
+        mark = "ok        " if d.complete else "INCOMPLETE"
+        fix = "" if d.complete else "  (interrupted ingest: ingest the same file again to repair it)"
+        lines.append(f"{mark} {d.pages:>5} pages {d.chunks:>6} chunks  {d.source}  "
+                     f"{d.doc_sha[:12]}{fix}")
+    return lines
+
+
+def to_chunk(cid: str, text: str, meta: dict, score: float = 0.0) -> Chunk:
+    """A :class:`Chunk` from one Chroma row (id, document text, metadata); ``score`` rounded to 4 places."""
+    meta = meta or {}
+    return Chunk(id=cid, text=text or "", source=str(meta.get("source", "?")),
+                 page=int(meta.get("page", 0)), index=int(meta.get("chunk_index", 0)),
+                 doc_sha=str(meta.get("doc_sha", "")), score=round(score, 4))
