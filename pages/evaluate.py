@@ -6,11 +6,10 @@ from pages import _session, _ui
 from pages._ui import safe
 from rag.config import PRESETS, PRESETS_HELP, preset_label
 from rag.eval import parse_items, run_eval
-from rag.models import source_label
 from rag.run import make_context
 from rag.samples import SAMPLES_DIR
 from rag.trace import charts
-from rag.trace.export import EVAL_COLUMNS, eval_cell, evaluation_html, evaluation_json
+from rag.trace.export import EVAL_COLUMNS, eval_cell, eval_citations, evaluation_html, evaluation_json
 
 SAMPLE_SET = SAMPLES_DIR / "eval" / "sample-questions.jsonl"
 SAMPLE, UPLOAD = "Sample questions (about the sample documents)", "Upload a question set (JSONL)"
@@ -90,14 +89,8 @@ right.plotly_chart(charts.hits_figure(by_label), width="stretch", key="ev_hits",
 st.subheader("Every question")
 
 
-def first_citation(item: dict) -> str:
-    """Where the run's first citation points, or nothing when it cited none."""
-    cited = item["citations"][:1]
-    return source_label(cited[0]["source"], cited[0].get("page", 0)) if cited else ""
-
-
 rows = [{"id": i["id"], "pipeline": preset_label(i["preset"]), "question": i["question"],
-         "ended in": i["end"], "first citation": first_citation(i), "run": i["run_id"]}
+         "ended in": i["end"], "first citation": eval_citations(i, 1), "run": i["run_id"]}
         for i in result["items"]]
 picked = st.dataframe(rows, hide_index=True, width="stretch", key="ev_items", on_select="rerun",
                       selection_mode="single-row", column_config={"run": None})

@@ -15,8 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag.bench.data import answer_hit as hit
-from rag.bench.data import percentile
+from rag.bench.data import answer_hit, percentile
 from rag.config import PRESETS, preset_options
 from rag.engines.local import LocalEngine
 from rag.models import Chunk, Turn
@@ -132,11 +131,6 @@ def load_items(path: Path | str) -> list[EvalItem]:
     path = Path(path)
     with open(path, encoding="utf-8") as f:
         return parse_items(f, name=path.name)
-
-
-def answer_hit(answer: str, gold: Sequence[str]) -> bool:
-    """SQuAD-normalised containment (see :func:`rag.bench.data.answer_hit`)."""
-    return hit(answer, gold)
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import ChainMap
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from langgraph.runtime import Runtime
 
@@ -51,7 +51,8 @@ def record(state: GraphState, runtime: Runtime[RunContext], node: str, started: 
     update = dict(update)
     route = None
     if decide is not None:
-        decision = decide(ChainMap(update, dict(state)), runtime.context.options)
+        # A TypedDict is a plain dict at run time; the view reads it in place, no copy per node.
+        decision = decide(ChainMap(update, cast(dict, state)), runtime.context.options)
         update["route"] = decision
         route = decision.as_route()
     fallbacks = [m.fallback for m in metas if m.fallback]

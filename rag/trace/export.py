@@ -282,8 +282,9 @@ def eval_cell(key: str, value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _first_citations(item: Mapping) -> str:
-    cited = item.get("citations", [])[:3]
+def eval_citations(item: Mapping, limit: int = 3) -> str:
+    """The first ``limit`` citations of an evaluation item (``rag eval``'s shape), as ``file.pdf p.3; …``."""
+    cited = item.get("citations", [])[:limit]
     return "; ".join(source_label(c.get("source", ""), c.get("page", 0)) for c in cited)
 
 
@@ -304,7 +305,7 @@ def evaluation_html(result: Mapping, *, title: str = "Retrace evaluation",
     items = "".join(
         f"<tr><td>{_e(i.get('id', ''))}</td><td>{_e(preset_label(i.get('preset', '')))}</td>"
         f"<td>{_e(i.get('question', ''))}</td><td>{_e(i.get('end', ''))}</td>"
-        f"<td>{_e(_first_citations(i))}</td>"
+        f"<td>{_e(eval_citations(i))}</td>"
         f"<td class=\"muted\">{_e(i.get('run_id', ''))}</td></tr>" for i in result.get("items", []))
     body = (f"<h1>{_e(title)}</h1><p class=\"muted\">{len(result.get('items', []))} runs over "
             f"{len(presets)} pipeline(s).</p><table><tr><th>Pipeline</th>{head}</tr>{rows}</table>"
