@@ -2,21 +2,21 @@
 
 import streamlit as st
 
-from pages import _session
-from pages._ui import code, safe
+from app_pages import _session
+from app_pages._ui import code, safe
 
 # A page icon of our own: without one, the browser would fetch each page's Material icon as
 # its favicon from fonts.gstatic.com, and the app makes no request to an outside host.
 st.set_page_config(page_title="Retrace", page_icon="🔁", layout="wide")
 
 pg = st.navigation([
-    st.Page("pages/documents.py", title="Documents", icon=":material/description:"),
-    st.Page("pages/chat.py", title="Chat", icon=":material/chat:", default=True),
-    st.Page("pages/trace.py", title="Trace", icon=":material/account_tree:"),
-    st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
-    st.Page("pages/evaluate.py", title="Evaluate", icon=":material/fact_check:"),
-    st.Page("pages/insights.py", title="Insights", icon=":material/insights:"),
-    st.Page("pages/settings.py", title="Settings", icon=":material/settings:"),
+    st.Page("app_pages/documents.py", title="Documents", icon=":material/description:"),
+    st.Page("app_pages/chat.py", title="Chat", icon=":material/chat:", default=True),
+    st.Page("app_pages/trace.py", title="Trace", icon=":material/account_tree:"),
+    st.Page("app_pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
+    st.Page("app_pages/evaluate.py", title="Evaluate", icon=":material/fact_check:"),
+    st.Page("app_pages/insights.py", title="Insights", icon=":material/insights:"),
+    st.Page("app_pages/settings.py", title="Settings", icon=":material/settings:"),
 ])
 
 try:

@@ -99,7 +99,7 @@ def test_the_checker_sees_what_gfm_links():
 
 def test_hostile_file_name_on_the_documents_page(data_dir):
     at = AppTest.from_file(APP, default_timeout=60).run()
-    at.switch_page("pages/documents.py").run()
+    at.switch_page("app_pages/documents.py").run()
     at.file_uploader(key="docs_uploader").set_value(
         [(HOSTILE_NAME, b"# Notes\n\nTungsten is a metal.\n", "text/markdown")]).run()
     at.button(key="docs_index").click().run()
@@ -108,7 +108,7 @@ def test_hostile_file_name_on_the_documents_page(data_dir):
     assert f"{HOSTILE_NAME}: ingested 1 page, 1 chunks" in assert_nothing_live(at)  # as written
 
     at = AppTest.from_file(APP, default_timeout=60).run()  # a later visitor
-    at.switch_page("pages/documents.py").run()
+    at.switch_page("app_pages/documents.py").run()
     assert not at.exception, at.exception
     assert_nothing_live(at)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import streamlit as st
 from chromadb.api import ClientAPI
 
-from pages._ui import safe
+from app_pages._ui import safe
 from rag.config import DEFAULT_COLLECTION, Settings
 from rag.history import DB_NAME, RunStore
 from rag.models import Run
@@ -91,7 +91,7 @@ def engine_label(s: Settings) -> str:
     """The active engine in words.
 
     For example ``Offline engine (no keys)`` (plain text: it holds a base URL, so render it through
-    :func:`pages._ui.safe`).
+    :func:`app_pages._ui.safe`).
     """
     if s.engine_name == "local":
         return ENGINE_OFFLINE
@@ -204,7 +204,7 @@ def keep(run: Run, *, comparison_id: str | None = None) -> str | None:
 def open_trace(run_id: str) -> None:
     """Show the run ``run_id`` on the Trace page (switches page; does not return)."""
     st.session_state["trace_run_id"] = run_id
-    st.switch_page("pages/trace.py")
+    st.switch_page("app_pages/trace.py")
 
 
 @st.cache_resource(show_spinner=False)

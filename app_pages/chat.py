@@ -3,8 +3,8 @@
 import streamlit as st
 from pydantic import ValidationError
 
-from pages import _session, _ui
-from pages._ui import safe
+from app_pages import _session, _ui
+from app_pages._ui import safe
 from rag.config import Options, preset_label
 from rag.models import Run
 from rag.run import make_context, run_question
