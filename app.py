@@ -9,15 +9,28 @@ from app_pages._ui import code, safe
 # its favicon from fonts.gstatic.com, and the app makes no request to an outside host.
 st.set_page_config(page_title="Retrace", page_icon="🔁", layout="wide")
 
+CHAT = st.Page("app_pages/chat.py", title="Chat", icon=":material/chat:")
+
+
+def _home() -> None:
+    """The app's root URL: the Chat page, under its own address (/chat)."""
+    st.switch_page(CHAT)
+
+
+# The default page is served at the root and has no other address, so Chat is not the default:
+# a hidden root page sends the browser on to /chat, and loading /chat directly works too.
 pg = st.navigation([
     st.Page("app_pages/documents.py", title="Documents", icon=":material/description:"),
-    st.Page("app_pages/chat.py", title="Chat", icon=":material/chat:", default=True),
+    CHAT,
     st.Page("app_pages/trace.py", title="Trace", icon=":material/account_tree:"),
     st.Page("app_pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
     st.Page("app_pages/evaluate.py", title="Evaluate", icon=":material/fact_check:"),
     st.Page("app_pages/insights.py", title="Insights", icon=":material/insights:"),
     st.Page("app_pages/settings.py", title="Settings", icon=":material/settings:"),
+    st.Page(_home, title="Retrace", url_path="", default=True, visibility="hidden"),
 ])
+if pg.url_path == "":  # the root: on to /chat before drawing anything
+    _home()
 
 try:
     settings = _session.settings()
