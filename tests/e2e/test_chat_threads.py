@@ -155,3 +155,21 @@ def test_markers_regenerate_and_feedback(data_dir):
     other.button(key=f"chat_t_{summary.id}").click().run()
     assert other.feedback(key=f"chat_fb_{first.id}").proto.disabled
     assert not [b for b in other.button if b.key and b.key.startswith("chat_regen_")]
+
+
+def test_insights_show_feedback_per_pipeline(data_dir, runs):
+    store = RunStore(data_dir / "runs.sqlite")
+    for r in (runs["answered"], runs["naive"], runs["rewritten"]):
+        store.save(r, "gina")
+    at = open_app("gina")
+    at.switch_page("app_pages/insights.py").run()
+    assert not at.exception, at.exception
+    assert any("has a thumbs up or down yet" in plain(c.value) for c in at.main.caption)
+    store.set_feedback(runs["answered"].id, "gina", 1)
+    store.set_feedback(runs["naive"].id, "gina", 0)
+    at.run()
+    assert not at.exception, at.exception
+    table = at.dataframe[-1].value
+    rows = {r["pipeline"]: (r["rated"], r["up"], r["down"]) for r in table.to_dict("records")}
+    assert rows["Naive RAG"] == (1, 0, 1), rows
+    assert sum(up for _, up, _ in rows.values()) == 1 and sum(n for n, _, _ in rows.values()) == 2
