@@ -58,6 +58,7 @@ with st.sidebar:
     if current not in names:
         names = sorted({*names, current})
     st.selectbox("Knowledge base", names, key=_session.KB_NAME)
+    _session.remember_browser()  # this browser keeps its conversations across refreshes
     if settings.chroma_host:
         st.caption(safe(f"Chroma server: {settings.chroma_host}:{settings.chroma_port}"))
     else:
