@@ -182,7 +182,8 @@ def session_id() -> str:
             saved = st.context.cookies.get(SESSION_COOKIE) or ""
         except Exception:  # no browser (AppTest, bare mode): a new id
             saved = ""
-        sid = saved if _SESSION_ID_FORM.fullmatch(saved) else _secrets.token_hex(8)
+        sid = (saved if isinstance(saved, str) and _SESSION_ID_FORM.fullmatch(saved)
+               else _secrets.token_hex(8))
         st.session_state[SESSION_ID] = sid
     return sid
 
@@ -197,6 +198,8 @@ def remember_browser() -> None:
     try:
         held = st.context.cookies.get(SESSION_COOKIE)
     except Exception:
+        return
+    if held is not None and not isinstance(held, str):  # no browser (AppTest): nothing to write to
         return
     if held != sid and _SESSION_ID_FORM.fullmatch(sid) and not st.session_state.get("_cookie_written"):
         st.session_state["_cookie_written"] = True
