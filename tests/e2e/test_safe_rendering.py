@@ -152,7 +152,7 @@ def test_hostile_web_result_on_the_chat_and_trace_pages(hostile_tavily, data_dir
     assert HOSTILE_URL in shown and f"[1] {HOSTILE_URL} (web)" in shown  # as written
     assert any("Tungsten boils at 5,930 degrees Celsius [1]. ![y](" in s for s in shown)
     # the link to a web result is a link button to the URL as given, never Markdown
-    assert [b.proto.url for b in at.get("link_button")] == [HOSTILE_URL]
+    assert {b.proto.url for b in at.get("link_button")} == {HOSTILE_URL}  # sources and [n] markers
 
     at.button(key=f"chat_trace_{run.id}").click().run()
     assert not at.exception, at.exception
