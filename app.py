@@ -2,22 +2,35 @@
 
 import streamlit as st
 
-from pages import _session
-from pages._ui import code, safe
+from app_pages import _session
+from app_pages._ui import code, safe
 
 # A page icon of our own: without one, the browser would fetch each page's Material icon as
 # its favicon from fonts.gstatic.com, and the app makes no request to an outside host.
 st.set_page_config(page_title="Retrace", page_icon="🔁", layout="wide")
 
+CHAT = st.Page("app_pages/chat.py", title="Chat", icon=":material/chat:")
+
+
+def _home() -> None:
+    """The app's root URL: the Chat page, under its own address (/chat)."""
+    st.switch_page(CHAT)
+
+
+# The default page is served at the root and has no other address, so Chat is not the default:
+# a hidden root page sends the browser on to /chat, and loading /chat directly works too.
 pg = st.navigation([
-    st.Page("pages/documents.py", title="Documents", icon=":material/description:"),
-    st.Page("pages/chat.py", title="Chat", icon=":material/chat:", default=True),
-    st.Page("pages/trace.py", title="Trace", icon=":material/account_tree:"),
-    st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
-    st.Page("pages/evaluate.py", title="Evaluate", icon=":material/fact_check:"),
-    st.Page("pages/insights.py", title="Insights", icon=":material/insights:"),
-    st.Page("pages/settings.py", title="Settings", icon=":material/settings:"),
+    st.Page("app_pages/documents.py", title="Documents", icon=":material/description:"),
+    CHAT,
+    st.Page("app_pages/trace.py", title="Trace", icon=":material/account_tree:"),
+    st.Page("app_pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
+    st.Page("app_pages/evaluate.py", title="Evaluate", icon=":material/fact_check:"),
+    st.Page("app_pages/insights.py", title="Insights", icon=":material/insights:"),
+    st.Page("app_pages/settings.py", title="Settings", icon=":material/settings:"),
+    st.Page(_home, title="Retrace", url_path="", default=True, visibility="hidden"),
 ])
+if pg.url_path == "":  # the root: on to /chat before drawing anything
+    _home()
 
 try:
     settings = _session.settings()
@@ -45,6 +58,7 @@ with st.sidebar:
     if current not in names:
         names = sorted({*names, current})
     st.selectbox("Knowledge base", names, key=_session.KB_NAME)
+    _session.remember_browser()  # this browser keeps its conversations across refreshes
     if settings.chroma_host:
         st.caption(safe(f"Chroma server: {settings.chroma_host}:{settings.chroma_port}"))
     else:

@@ -62,6 +62,20 @@ CREATE TABLE IF NOT EXISTS thread_runs (
 CREATE INDEX IF NOT EXISTS thread_runs_by_turn ON thread_runs (thread_id, turn, created_at);
 """
 
+_MIGRATIONS = (
+    # (table, column, definition): columns added since the first schema. A database made before
+    # them gets them on open (their rows hold NULL), so old histories stay readable.
+    ("runs", "feedback", "INTEGER"),
+)
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    for table, column, definition in _MIGRATIONS:
+        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        if column not in have:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+
+
 class RunOwnedElsewhere(PermissionError):
     """The run (or thread) belongs to another session: it may be read, not changed or deleted."""
 
@@ -80,6 +94,7 @@ class Database:
         try:
             with self._db() as db:
                 db.executescript(_SCHEMA)
+                _migrate(db)
         except sqlite3.Error as exc:
             raise OSError(f"cannot open the run history {self.path}: {exc}") from None
 

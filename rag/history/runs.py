@@ -20,6 +20,11 @@ from rag.history.threads import ThreadStore
 from rag.models import Comparison, Run
 from rag.trace.story import stop_kind
 
+_COLUMNS = ("session_id", "created_at", "question", "engine", "stop_kind", "preset", "knowledge_base",
+            "comparison_id", "steps", "llm_calls", "duration_ms", "data")
+FEEDBACK_UP, FEEDBACK_DOWN = 1, 0
+"""A run's feedback as ``st.feedback("thumbs")`` gives it: 1 thumbs up, 0 thumbs down."""
+
 
 @dataclass(frozen=True)
 class RunSummary:
@@ -109,10 +114,12 @@ class RunStore(ThreadStore):
             row = db.execute("SELECT session_id FROM runs WHERE id = ?", (run.id,)).fetchone()
             if row is not None and row["session_id"] != session_id:
                 raise RunOwnedElsewhere(f"run {run.id} belongs to another session")
+            # An upsert, not INSERT OR REPLACE: saving a run again keeps its feedback.
             db.execute(
-                "INSERT OR REPLACE INTO runs (id, session_id, created_at, question, engine, "
+                "INSERT INTO runs (id, session_id, created_at, question, engine, "
                 "stop_kind, preset, knowledge_base, comparison_id, steps, llm_calls, duration_ms, "
-                "data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+                + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS),
                 (run.id, session_id, run.created_at, run.question, run.engine, stop_kind(run),
                  preset_of(run.options), run.knowledge_base, comparison_id, len(run.events),
                  run.llm_calls, run.duration_ms, run.model_dump_json()))
@@ -213,6 +220,40 @@ class RunStore(ThreadStore):
                 return db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
             return db.execute("SELECT COUNT(*) FROM runs WHERE session_id = ?",
                               (session_id,)).fetchone()[0]
+
+    # ----------------------------------------------------------------- feedback
+
+    def set_feedback(self, run_id: str, session_id: str, value: int | None) -> bool:
+        """Save a user's thumbs up (1) or down (0) on their run ``run_id``; None clears it.
+
+        Returns False when there is no such run; raises RunOwnedElsewhere when another session owns
+        it, ValueError for a value other than 0, 1 or None.
+        """
+        if value not in (FEEDBACK_UP, FEEDBACK_DOWN, None):
+            raise ValueError(f"feedback must be 1 (up), 0 (down) or None, got {value!r}")
+        with self._db() as db:
+            row = db.execute("SELECT session_id FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                return False
+            if row["session_id"] != session_id:
+                raise RunOwnedElsewhere(f"run {run_id} belongs to another session; "
+                                        "a session may rate only its own runs")
+            db.execute("UPDATE runs SET feedback = ? WHERE id = ?", (value, run_id))
+        return True
+
+    def feedback(self, run_ids: Iterable[str] | None = None) -> dict[str, int]:
+        """Run id -> feedback (1 up, 0 down) of the rated runs among ``run_ids`` (every run when None)."""
+        with self._db() as db:
+            if run_ids is None:
+                rows = db.execute("SELECT id, feedback FROM runs WHERE feedback IS NOT NULL").fetchall()
+            else:
+                ids = builtins.list(dict.fromkeys(run_ids))
+                rows = []
+                for i in range(0, len(ids), 500):  # SQLite's bound-parameter limit
+                    part = ids[i:i + 500]
+                    rows += db.execute(f"SELECT id, feedback FROM runs WHERE feedback IS NOT NULL "
+                                       f"AND id IN ({', '.join('?' * len(part))})", part).fetchall()
+        return {r["id"]: int(r["feedback"]) for r in rows}
 
     # ----------------------------------------------------------------- comparisons
 

@@ -150,3 +150,22 @@ def by_pipeline(runs: Sequence[Run], prices: Mapping[str, Price] | None = None) 
                      "llm_calls": ins.llm_calls_per_question, "tokens": ins.tokens_per_question,
                      "p50_ms": ins.latency_p50_ms})
     return rows
+
+
+def feedback_by_pipeline(runs: Sequence[Run], feedback: Mapping[str, int]) -> list[dict]:
+    """Users' thumbs per pipeline (preset name, or ``Custom``), most rated first.
+
+    ``feedback`` maps run id -> 1 (thumbs up) or 0 (thumbs down), as
+    :meth:`rag.history.RunStore.feedback` returns it; unrated runs count in ``runs`` only. Keys: ``pipeline``,
+    ``runs``, ``rated``, ``up``, ``down``, ``up_rate`` (up over rated, a fraction; None when none is rated).
+    """
+    groups: dict[str, list[Run]] = {}
+    for r in runs:
+        groups.setdefault(preset_label(preset_of(r.options)), []).append(r)
+    rows = []
+    for name, group in groups.items():
+        votes = [feedback[r.id] for r in group if r.id in feedback]
+        up = sum(1 for v in votes if v == 1)
+        rows.append({"pipeline": name, "runs": len(group), "rated": len(votes), "up": up,
+                     "down": len(votes) - up, "up_rate": up / len(votes) if votes else None})
+    return sorted(rows, key=lambda row: (-row["rated"], -row["runs"], row["pipeline"]))

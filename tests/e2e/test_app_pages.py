@@ -54,7 +54,7 @@ def test_sidebar_shows_engine_and_data_dir(data_dir):
 
 def test_documents_index_password_retry_scanned_and_delete(data_dir):
     at = open_app()
-    at.switch_page("pages/documents.py").run()
+    at.switch_page("app_pages/documents.py").run()
     assert not at.exception
     assert [m.value for m in at.metric] == ["0", "0"]
 
@@ -168,8 +168,8 @@ def test_presets_set_the_toggles_and_survive_page_switches(data_dir):
     at.toggle(key="chat_w_rewriting").set_value(True).run()
     assert any("Custom" in c.value for c in at.sidebar.caption)
 
-    at.switch_page("pages/documents.py").run()
-    at.switch_page("pages/chat.py").run()
+    at.switch_page("app_pages/documents.py").run()
+    at.switch_page("app_pages/chat.py").run()
     assert not at.exception, at.exception
     assert at.selectbox(key="chat_w_preset").value == "self-rag"
     assert state()["rewriting"] is True and state()["web_fallback"] is False

@@ -112,7 +112,7 @@ def test_hostile_names_and_urls_make_no_request(app, planted, hostile_web, brows
 
     # Documents: upload a file under the hostile name and index it; then a later visitor.
     # (The app is opened at its root first: until app.py has run st.navigation once, Streamlit
-    # serves /documents as a bare pages/documents.py, without the app's sidebar.)
+    # serves /documents as a bare app_pages/documents.py, without the app's sidebar.)
     page.goto(app.url)
     page.get_by_role("heading", name="Chat").wait_for()
     page.goto(f"{app.url}/documents")

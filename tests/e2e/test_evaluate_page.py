@@ -16,7 +16,7 @@ def test_evaluate_samples_table_charts_rows_into_trace_and_report(data_dir):
     kb = open_knowledge_base(Settings.from_env({}, data_dir=data_dir))
     load_samples(kb)
     at = AppTest.from_file(APP, default_timeout=120).run()
-    at.switch_page("pages/evaluate.py").run()
+    at.switch_page("app_pages/evaluate.py").run()
     assert not at.exception, at.exception
     assert any("8 question(s); 3 marked unanswerable" in c.value for c in at.caption)
     at.multiselect(key="ev_w_presets").set_value(["naive", "full"])
@@ -50,14 +50,14 @@ def test_evaluate_samples_table_charts_rows_into_trace_and_report(data_dir):
     store = RunStore(data_dir / "runs.sqlite")
     assert all(store.get(i["run_id"]) is not None for i in result["items"])
     at.session_state["trace_run_id"] = result["items"][-1]["run_id"]
-    at.switch_page("pages/trace.py").run()
+    at.switch_page("app_pages/trace.py").run()
     assert not at.exception, at.exception
     assert any(result["items"][-1]["question"] in m.value.replace("\\", "") for m in at.markdown)
 
 
 def test_a_bad_question_set_is_one_line(data_dir):
     at = AppTest.from_file(APP, default_timeout=60).run()
-    at.switch_page("pages/evaluate.py").run()
+    at.switch_page("app_pages/evaluate.py").run()
     at.radio(key="ev_w_source").set_value("Upload a question set (JSONL)").run()
     assert not at.exception, at.exception
     assert at.button(key="ev_run").disabled

@@ -99,7 +99,7 @@ def test_the_checker_sees_what_gfm_links():
 
 def test_hostile_file_name_on_the_documents_page(data_dir):
     at = AppTest.from_file(APP, default_timeout=60).run()
-    at.switch_page("pages/documents.py").run()
+    at.switch_page("app_pages/documents.py").run()
     at.file_uploader(key="docs_uploader").set_value(
         [(HOSTILE_NAME, b"# Notes\n\nTungsten is a metal.\n", "text/markdown")]).run()
     at.button(key="docs_index").click().run()
@@ -108,7 +108,7 @@ def test_hostile_file_name_on_the_documents_page(data_dir):
     assert f"{HOSTILE_NAME}: ingested 1 page, 1 chunks" in assert_nothing_live(at)  # as written
 
     at = AppTest.from_file(APP, default_timeout=60).run()  # a later visitor
-    at.switch_page("pages/documents.py").run()
+    at.switch_page("app_pages/documents.py").run()
     assert not at.exception, at.exception
     assert_nothing_live(at)
 
@@ -152,7 +152,7 @@ def test_hostile_web_result_on_the_chat_and_trace_pages(hostile_tavily, data_dir
     assert HOSTILE_URL in shown and f"[1] {HOSTILE_URL} (web)" in shown  # as written
     assert any("Tungsten boils at 5,930 degrees Celsius [1]. ![y](" in s for s in shown)
     # the link to a web result is a link button to the URL as given, never Markdown
-    assert [b.proto.url for b in at.get("link_button")] == [HOSTILE_URL]
+    assert {b.proto.url for b in at.get("link_button")} == {HOSTILE_URL}  # sources and [n] markers
 
     at.button(key=f"chat_trace_{run.id}").click().run()
     assert not at.exception, at.exception

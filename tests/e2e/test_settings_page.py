@@ -28,7 +28,7 @@ def plain(text: str) -> str:
 
 def settings_page() -> AppTest:
     at = AppTest.from_file(APP, default_timeout=60).run()
-    at.switch_page("pages/settings.py").run()
+    at.switch_page("app_pages/settings.py").run()
     assert not at.exception, at.exception
     return at
 
@@ -62,9 +62,9 @@ def test_session_keys_run_the_llm_engine_and_stay_in_the_session(data_dir, fake,
     assert fake.headers[-1]["authorization"] == f"Bearer {KEY}"
 
     # the same session asks a question: every judgment goes to the server
-    at.switch_page("pages/documents.py").run()
-    at.switch_page("pages/chat.py").run()
-    from pages import _session
+    at.switch_page("app_pages/documents.py").run()
+    at.switch_page("app_pages/chat.py").run()
+    from app_pages import _session
     from rag.ingest.pipeline import ingest_files
 
     # index through the session's own knowledge base (OpenAI-compatible embeddings)

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pages._ui import safe as md_escape
+from app_pages._ui import safe as md_escape
 from rag.config import preset_options
 from rag.models import Run
 from rag.run import make_context, run_question
 from rag.trace import story
 from tests.run_fixtures import ABSENT, QUESTION, WEAK_QUESTION
 
-PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "trace.py")
+PAGE = str(Path(__file__).resolve().parents[2] / "app_pages" / "trace.py")
 
 
 @pytest.fixture(scope="module")

@@ -154,7 +154,7 @@ def test_server_killed_mid_ingest_is_one_line_and_the_document_is_repaired(serve
         assert not at.exception, at.exception
         side = [e.value for e in at.sidebar.error]
         assert len(side) == 1 and side[0].startswith("cannot reach the Chroma server"), side
-        for page in (None, "pages/documents.py"):
+        for page in (None, "app_pages/documents.py"):
             if page:
                 at.switch_page(page).run()
                 assert not at.exception, at.exception

@@ -97,7 +97,7 @@ def test_documents_page_shows_an_incomplete_document(tmp_path, monkeypatch):
     st.cache_resource.clear()
     try:
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
-        at.switch_page("pages/documents.py").run()
+        at.switch_page("app_pages/documents.py").run()
         assert not at.exception, at.exception
         table = at.dataframe[0].value
         status = dict(zip(table["File"], table["Status"], strict=True))

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from pages import _session
-from pages._ui import safe
+from app_pages import _session
+from app_pages._ui import safe
 from rag import health
 
 st.title("Settings")

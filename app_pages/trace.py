@@ -6,8 +6,8 @@ delete runs from the history.
 
 import streamlit as st
 
-from pages import _session, _ui
-from pages._ui import safe
+from app_pages import _session, _ui
+from app_pages._ui import safe
 from rag.history import RunOwnedElsewhere, merge_summaries
 from rag.trace import charts as figures
 from rag.trace import story

@@ -3,8 +3,8 @@
 import streamlit as st
 from pydantic import ValidationError
 
-from pages import _session, _ui
-from pages._ui import safe
+from app_pages import _conversation, _session, _ui
+from app_pages._ui import safe
 from rag.config import Options, preset_label
 from rag.models import Run
 from rag.run import make_context, run_question
@@ -119,15 +119,17 @@ else:
                f"{preset_label(chosen['preset'])} pipeline.")
 
 
-def show_run(run: Run) -> None:
+def show_run(run: Run, *, turn: int | None = None, rating: int | None = None) -> None:
     """Show one answer of the conversation.
 
-    How the question was understood, the answer, why the run stopped, its sources, its
-    collapsed step log, and a way into its trace.
+    How the question was understood, the answer with a control per ``[n]`` marker, why the run stopped,
+    its sources, its collapsed step log, a way into its trace, feedback, and Regenerate (for ``turn`` of
+    this session's thread).
     """
     if run.standalone_question and run.standalone_question != run.question:
         st.caption(f"Understood as: {safe(run.standalone_question)}")
     _ui.answer(run)
+    _conversation.markers(run)
     st.caption(safe(run.stop_reason))
     if run.citations:
         st.markdown("**Sources**")
@@ -137,6 +139,7 @@ def show_run(run: Run) -> None:
             st.markdown(_ui.event_line(e))
     if st.button("Open trace", key=f"chat_trace_{run.id}", icon=":material/account_tree:"):
         _session.open_trace(run.id)
+    _conversation.actions(run, thread_id=thread_id, turn=turn, rating=rating, read_only=read_only)
 
 
 thread = None
@@ -145,11 +148,20 @@ if thread_id:
         thread = _session.store().get_thread(thread_id)
     except Exception as exc:
         st.warning(f"The conversation could not be read: {safe(exc)}")
+regenerating = st.session_state.pop(_conversation.REGENERATE, None)
+rated = _conversation.ratings(thread)
 for turn in thread.turns if thread else []:
     with st.chat_message("user"):
         st.markdown(safe(turn.run.question, multiline=True))
     with st.chat_message("assistant"):
-        show_run(turn.run)
+        again = thread is not None and regenerating == (thread.id, turn.turn) and not read_only
+        n = len(turn.runs) + int(again)
+        for i, sibling in enumerate(turn.runs, 1):  # every answer of the turn stays visible
+            _conversation.sibling_caption(sibling, i, n)
+            show_run(sibling, turn=turn.turn, rating=rated.get(sibling.id))
+        if again and thread and (new_run := _conversation.regenerate(thread, turn.turn, options, kb)):
+            _conversation.sibling_caption(new_run, n, n)
+            show_run(new_run, turn=turn.turn)
 
 for msg in [m for m in messages if not m.get("in_thread")]:
     with st.chat_message(msg["role"]):
@@ -197,13 +209,13 @@ if question := st.chat_input("Ask about your documents", disabled=read_only):
         else:
             if problem := _session.keep(run):  # in this session and in the run history
                 st.warning(safe(problem))
-            new_thread = False
+            new_thread, turn_no = False, None
             try:
                 store = _session.store()
                 if thread is None:
                     thread_id = store.create_thread(_session.session_id(), knowledge_base=kb_name).id
                     st.session_state["chat_thread"] = thread_id
-                store.add_turn(thread_id, _session.session_id(), run)
+                turn_no = store.add_turn(thread_id, _session.session_id(), run)
                 new_thread = thread is None
                 # now a turn of the thread, which shows it: not shown again from here
                 messages[-1]["in_thread"] = True
@@ -212,6 +224,6 @@ if question := st.chat_input("Ask about your documents", disabled=read_only):
             except Exception as exc:  # the answer stays on screen and in this session
                 st.warning(f"The turn could not be saved to the conversation: {safe(exc)}")
                 messages.append({"role": "assistant", "content": run.answer, "run_id": run.id})
-            show_run(run)
+            show_run(run, turn=turn_no)
             if not problem and new_thread:
                 st.rerun()  # list the new conversation in the sidebar

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from pages import _session, _ui
-from pages._ui import safe
+from app_pages import _session, _ui
+from app_pages._ui import safe
 from rag.config import (
     MAX_PIPELINES,
     PRESETS,

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from pages import _session, _ui
-from pages._ui import safe
+from app_pages import _session, _ui
+from app_pages._ui import safe
 from rag.config import PRESETS, PRESETS_HELP, preset_label
 from rag.eval import parse_items, run_eval
 from rag.run import make_context

@@ -6,8 +6,8 @@ latency, LLM calls and tokens).
 
 import streamlit as st
 
-from pages import _session
-from pages._ui import safe
+from app_pages import _session
+from app_pages._ui import safe
 from rag.config import preset_label, preset_of
 from rag.trace import charts as figures
 from rag.trace import insights
@@ -101,3 +101,21 @@ st.dataframe(insights.by_pipeline(runs, prices), hide_index=True, width="stretch
                  "p50_ms": st.column_config.NumberColumn("Latency p50 (ms)", format="%.0f")})
 st.plotly_chart(figures.latency_figure(ins.latencies_ms, ins.latency_p50_ms, ins.latency_p95_ms),
                 width="stretch", key="ins_latency", config={"displaylogo": False})
+
+st.markdown("**Feedback by pipeline**")
+try:
+    thumbs = _session.store().feedback(r.id for r in runs)
+except Exception as exc:  # the rest of the page stands without it
+    st.caption(f"Feedback is unavailable: {safe(exc)}")
+    thumbs = {}
+if thumbs:
+    st.dataframe(insights.feedback_by_pipeline(runs, thumbs), hide_index=True, width="stretch",
+                 column_config={
+                     "pipeline": st.column_config.TextColumn("Pipeline"),
+                     "runs": st.column_config.NumberColumn("Runs"),
+                     "rated": st.column_config.NumberColumn("Rated"),
+                     "up": st.column_config.NumberColumn("Thumbs up"),
+                     "down": st.column_config.NumberColumn("Thumbs down"),
+                     "up_rate": st.column_config.NumberColumn("Share up", format="percent")})
+else:
+    st.caption("No answer in these runs has a thumbs up or down yet: rate answers on the Chat page.")

@@ -4,8 +4,8 @@ import math
 
 import streamlit as st
 
-from pages import _session, _ui
-from pages._ui import safe
+from app_pages import _session, _ui
+from app_pages._ui import safe
 from rag.ingest.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, MIN_CHUNK_SIZE
 from rag.ingest.pipeline import ChunkSettings, FileReport, ingest_files
 from rag.store.chroma import StoreError

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import secrets as _secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,7 +20,7 @@ from pathlib import Path
 import streamlit as st
 from chromadb.api import ClientAPI
 
-from pages._ui import safe
+from app_pages._ui import safe
 from rag.config import DEFAULT_COLLECTION, Settings
 from rag.history import DB_NAME, RunStore
 from rag.models import Run
@@ -34,6 +35,9 @@ SESSION_KEYS = "settings_session"
 only: never written to disk, os.environ, a trace, a log or an export)."""
 SESSION_ID = "session_id"
 """Session-state key of this browser session's random id (its runs are "my runs")."""
+SESSION_COOKIE = "retrace_session"
+"""The browser cookie that holds :data:`SESSION_ID` across refreshes and server restarts."""
+_SESSION_ID_FORM = re.compile(r"[0-9a-f]{16}")
 RUNS = "runs"
 """Session-state key of this session's runs (run id -> Run, oldest first)."""
 KB_NAME = "kb_name"
@@ -91,7 +95,7 @@ def engine_label(s: Settings) -> str:
     """The active engine in words.
 
     For example ``Offline engine (no keys)`` (plain text: it holds a base URL, so render it through
-    :func:`pages._ui.safe`).
+    :func:`app_pages._ui.safe`).
     """
     if s.engine_name == "local":
         return ENGINE_OFFLINE
@@ -166,8 +170,41 @@ def stop_on_store_error(name: str) -> Iterator[None]:
 
 # -- this session's runs and the history ----------------------------------------------------
 def session_id() -> str:
-    """This browser session's id: random, made once per session, never shared."""
-    return st.session_state.setdefault(SESSION_ID, _secrets.token_hex(8))
+    """This browser's session id: random, made once per browser, never shared.
+
+    Kept in the browser's cookie :data:`SESSION_COOKIE` (see :func:`remember_browser`), so a page refresh or
+    a server restart keeps the session's runs and conversations; another browser (or a private window) has
+    its own.
+    """
+    sid = st.session_state.get(SESSION_ID)
+    if sid is None:
+        try:
+            saved = st.context.cookies.get(SESSION_COOKIE) or ""
+        except Exception:  # no browser (AppTest, bare mode): a new id
+            saved = ""
+        sid = (saved if isinstance(saved, str) and _SESSION_ID_FORM.fullmatch(saved)
+               else _secrets.token_hex(8))
+        st.session_state[SESSION_ID] = sid
+    return sid
+
+
+def remember_browser() -> None:
+    """Write this session's id to the browser's cookie, when the browser does not hold it yet.
+
+    A first-party cookie on this server's path only, written by a script of ours (the id is 16 hex digits,
+    never data); the app makes no other use of cookies.
+    """
+    sid = session_id()
+    try:
+        held = st.context.cookies.get(SESSION_COOKIE)
+    except Exception:
+        return
+    if held is not None and not isinstance(held, str):  # no browser (AppTest): nothing to write to
+        return
+    if held != sid and _SESSION_ID_FORM.fullmatch(sid) and not st.session_state.get("_cookie_written"):
+        st.session_state["_cookie_written"] = True
+        st.html(f"<script>document.cookie = '{SESSION_COOKIE}={sid}; path=/; max-age=31536000; "
+                "SameSite=Strict';</script>", unsafe_allow_javascript=True)
 
 
 def runs() -> dict[str, Run]:
@@ -204,7 +241,7 @@ def keep(run: Run, *, comparison_id: str | None = None) -> str | None:
 def open_trace(run_id: str) -> None:
     """Show the run ``run_id`` on the Trace page (switches page; does not return)."""
     st.session_state["trace_run_id"] = run_id
-    st.switch_page("pages/trace.py")
+    st.switch_page("app_pages/trace.py")
 
 
 @st.cache_resource(show_spinner=False)
