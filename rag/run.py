@@ -28,7 +28,7 @@ def make_context(settings: Settings, kb, *, web=None, engine=None) -> RunContext
         engine = make_engine(settings, kb)
     if web is None:
         web = make_web_search(settings)
-    return RunContext(engine=engine, kb=kb, web=web)
+    return RunContext(engine=engine, kb=kb, web=web, deadline_s=settings.run_deadline_s)
 
 
 def run_question(question: str, context: RunContext, options: Options | None = None, *,
@@ -47,12 +47,20 @@ def run_question(question: str, context: RunContext, options: Options | None = N
     the run used. An error inside the graph does not raise: the Run records it in
     ``error`` and ``stop_reason``, keeping the events so far. No key appears anywhere in the
     Run (:func:`scrub_run`). Raises ValueError for an empty question.
+
+    Every run ends within its time budget (Options.deadline_s, else the context's, from
+    RAG_RUN_DEADLINE_S) plus the last step: LLM calls share the time left, and once the budget is spent
+    the run ends with the answer it has (with a caveat), a fast answer from what was retrieved, or an
+    abstention, its stop reason saying ``time budget (60 s) spent``.
     """
     question = (question or "").strip()
     if not question:
         raise ValueError("the question is empty")
     options = options or Options()
     context = replace(context, options=options)
+    deadline = time.monotonic() + context.budget_s()
+    bind = getattr(context.engine, "with_deadline", None)  # the LLM engine's calls share the budget
+    context = replace(context, deadline=deadline, engine=bind(deadline) if callable(bind) else context.engine)
     events: list[TraceEvent] = []
     final: dict = {}
     started = time.perf_counter()
