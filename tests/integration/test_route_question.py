@@ -19,7 +19,7 @@ from rag.engines.local import LocalEngine
 from rag.graph.prefetch import RETRIEVAL_CACHE
 from rag.ingest.pipeline import ingest_files
 from rag.models import RetrieveDetail, RewriteDetail, RouteDetail
-from rag.run import make_context, run_comparison, run_question
+from rag.run import make_context, run_comparison, run_live, run_question
 from rag.store.bm25 import lexical_stats
 from rag.store.chroma import open_knowledge_base
 from rag.trace import flow, views
@@ -304,3 +304,40 @@ def test_a_timeout_reason_states_the_real_wait_with_retries(papers_kb, black_hol
                      grade.meta.fallback or "")
     assert m, grade.meta.fallback
     assert abs(float(m.group(1)) - waited) < 0.5 and waited >= 3 * 0.5 + 0.5 + 1.0 - 0.1
+
+
+# -- the chat's live clock ------------------------------------------------------------------
+def test_run_live_yields_the_elapsed_time_events_and_tokens_then_the_run(papers_kb, fake, tmp_path):
+    def slow(kind, body):
+        reply = default_script(kind, body)
+        return Reply(delay_s=0.3, content=reply.content) if kind == "RouteQuery" else reply
+
+    fake.script = slow
+    ctx = make_context(_llm_settings(fake, tmp_path / "llm"), papers_kb)
+    items = list(run_live(QUESTION, ctx, preset_options("full"), tick_s=0.05))
+    kinds = [k for k, _ in items]
+    assert kinds[-1] == "run" and kinds.count("run") == 1
+    ticks = [v for k, v in items if k == "tick"]
+    assert len(ticks) >= 3 and ticks == sorted(ticks) and ticks[0] < 0.3 <= ticks[-1]
+    run = items[-1][1]
+    assert [e.node for k, e in items if k == "event"] == run.path
+    assert "".join(t for k, t in items if k == "token").strip() == run.answer
+    with pytest.raises(ValueError, match="empty"):
+        list(run_live("  ", ctx))
+
+
+# -- bench latency ------------------------------------------------------------------------------
+def test_bench_latency_reports_each_preset_as_a_ratio_to_naive(tmp_path):
+    from rag.bench.latency import format_latency, run_latency
+
+    results = run_latency(delay_ms=50, questions=1, repeats=1, presets=("full", "naive"),
+                          data_dir=tmp_path / "bench")
+    assert [r.preset for r in results] == ["naive", "full"]
+    naive, full = results
+    assert naive.wall_p50_vs_naive == 1.0 and naive.llm_calls_mean == 1
+    assert full.llm_calls_mean > naive.llm_calls_mean and full.wall_ms_p50 > naive.wall_ms_p50
+    assert full.paths and full.paths[0].startswith("route_question")
+    table = format_latency(results, 50)
+    assert "full" in table and "Full p50" in table and "x naive" in table
+    with pytest.raises(ValueError, match="unknown preset"):
+        run_latency(presets=("fast",), data_dir=tmp_path / "bench")
