@@ -341,3 +341,15 @@ def test_bench_latency_reports_each_preset_as_a_ratio_to_naive(tmp_path):
     assert "full" in table and "Full p50" in table and "x naive" in table
     with pytest.raises(ValueError, match="unknown preset"):
         run_latency(presets=("fast",), data_dir=tmp_path / "bench")
+
+
+def test_cli_ask_takes_a_deadline_and_turns_routing_off(papers_kb, cli):
+    data = str(papers_kb.settings.data_dir)
+    out = cli("ask", QUESTION, "--deadline", "0.001", "--json", "--data-dir", data,
+              "--collection", papers_kb.name)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert "time budget (0.001 s) spent" in result["stop_reason"]
+    off = cli("ask", HELLO, "--no-routing", "--json", "--data-dir", data, "--collection", papers_kb.name)
+    assert off.returncode == 0, off.stderr
+    assert "route_question" not in json.loads(off.stdout)["path"]
