@@ -19,7 +19,14 @@ from rag.engines.base import Answer, CallMeta, RelevanceGrade
 from rag.graph import routing
 from rag.graph.context import RunContext
 from rag.graph.events import Clock, record
-from rag.graph.prefetch import Prefetch, Speculation, is_llm, prefetch, retrieve_cached, speculative_evidence
+from rag.graph.prefetch import (
+    Prefetch,
+    Speculation,
+    is_llm,
+    prefetch,
+    retrieve_cached,
+    speculate_while_grading,
+)
 from rag.graph.state import GraphState
 from rag.models import (
     Chunk,
@@ -189,7 +196,7 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
         by_query.setdefault(asked[c.id], []).append(c)
     graded: dict[str, RelevanceGrade] = {}
     partial = bool(state.get("sub_queries"))  # each passage may answer only its hop
-    speculation = _speculate(state, runtime.context, chunks)
+    speculation = speculate_while_grading(state, runtime.context, chunks)
     for q, group in by_query.items():
         graded.update({c.id: g for c, g in
                        zip(group, runtime.context.engine.grade(q, group, partial=partial), strict=False)})
@@ -220,26 +227,6 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                    f"{n_rel} of {len(chunks)} chunks relevant; {len(documents)} in evidence",
                    detail, {"verdicts": verdicts, "documents": documents, "speculation": speculation},
                    [g.meta for g in grades], routing.decide_after_grading)
-
-
-def _speculate(state: GraphState, ctx: RunContext, chunks: list[Chunk]) -> Speculation | None:
-    """The speculative answer generate may use.
-
-    The one routing started, or (LLM engine, first grading of a question not decomposed) one started now
-    from the evidence grading keeps if every chunk passes. It runs while the chunks are graded; generate
-    uses it only when the evidence is exactly that.
-    """
-    o = ctx.options
-    question = state["question"]
-    guess = speculative_evidence(state.get("documents", []), chunks, o.top_k)
-    spec = state.get("speculation")
-    if isinstance(spec, Speculation) and spec.accepts(question, guess):
-        return spec
-    first = not state.get("rewrites") and not state.get("documents") and not state.get("generations")
-    if not (is_llm(ctx) and first and chunks and not state.get("sub_queries")):
-        return None
-    history = list(state.get("history") or []) if o.use_history else []
-    return Speculation(ctx, question, guess, history)
 
 
 def _regrade_other_hops(engine, sub_queries: list[str], by_query: dict[str, list[Chunk]],

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -191,3 +191,24 @@ def prefetch(ctx: RunContext, question: str, mode: str, *, grade: bool,
         if grades is not None:
             out.metas = [g.meta.model_copy(update={"fallback": None}) for g in grades.result()]
     return out
+
+
+def speculate_while_grading(state: Mapping[str, Any], ctx: RunContext,
+                            chunks: list[Chunk]) -> Speculation | None:
+    """The speculative answer generate may use.
+
+    The one routing started, or (LLM engine, first grading of a question not decomposed) one started now
+    from the evidence grading keeps if every chunk passes. It runs while the chunks are graded; generate
+    uses it only when the evidence is exactly that.
+    """
+    o = ctx.options
+    question = state["question"]
+    guess = speculative_evidence(state.get("documents", []), chunks, o.top_k)
+    spec = state.get("speculation")
+    if isinstance(spec, Speculation) and spec.accepts(question, guess):
+        return spec
+    first = not state.get("rewrites") and not state.get("documents") and not state.get("generations")
+    if not (is_llm(ctx) and first and chunks and not state.get("sub_queries")):
+        return None
+    history = list(state.get("history") or []) if o.use_history else []
+    return Speculation(ctx, question, guess, history)
