@@ -1,5 +1,7 @@
 """Chat page: ask questions of the knowledge base and watch the graph decide, live."""
 
+import time
+
 import streamlit as st
 from pydantic import ValidationError
 
@@ -7,7 +9,7 @@ from app_pages import _conversation, _session, _ui
 from app_pages._ui import safe
 from rag.config import Options, preset_label
 from rag.models import Run
-from rag.run import make_context, run_question
+from rag.run import make_context, run_live
 from rag.samples import load_samples
 from rag.store.chroma import StoreError
 
@@ -194,9 +196,16 @@ if question := st.chat_input("Ask about your documents", disabled=read_only):
                 answer_box.markdown(safe("".join(streamed), multiline=True) + note)
 
             history = thread.history() if thread else []
-            run = run_question(question, context, options, history=history,
-                               on_event=lambda e: status.markdown(_ui.event_line(e)),
-                               on_token=show_tokens)
+            started = time.monotonic()
+            for kind, item in run_live(question, context, options, history=history):
+                if kind == "event":
+                    status.markdown(_ui.event_line(item))
+                elif kind == "token":
+                    show_tokens(item)
+                elif kind == "run":
+                    run = item
+                if kind != "run":  # the elapsed time, live, while the run goes on
+                    status.update(label=f"Running the graph… {time.monotonic() - started:.1f} s")
             answer_box.empty()
             status.update(label=safe(run.stop_reason) or "Done",
                           state="error" if run.error else "complete", expanded=False)

@@ -38,7 +38,10 @@ class Settings:
     llm_timeout_s: float = 20.0
     """Per-call timeout of the LLM engine, in seconds."""
     llm_max_retries: int = 2
-    """Retries (with exponential backoff) on 429, 5xx and connection errors."""
+    """Retries (with exponential backoff) on 429, 5xx, timeouts and connection errors, all within the
+    run's time budget."""
+    run_deadline_s: float = 60.0
+    """Time budget of one run, in seconds (Options.deadline_s overrides it per run)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides) -> Settings:
@@ -46,8 +49,8 @@ class Settings:
 
         Reads RAG_DATA_DIR, CHROMA_HOST, CHROMA_PORT, RAG_MAX_UPLOAD_MB, OPENAI_API_KEY,
         OPENAI_BASE_URL, RAG_GRADER_MODEL, RAG_GENERATOR_MODEL, RAG_EMBEDDING_MODEL,
-        TAVILY_API_KEY, TAVILY_API_BASE_URL, RAG_LLM_TIMEOUT_S, RAG_LLM_MAX_RETRIES.
-        Raises ValueError on a malformed number.
+        TAVILY_API_KEY, TAVILY_API_BASE_URL, RAG_LLM_TIMEOUT_S, RAG_LLM_MAX_RETRIES,
+        RAG_RUN_DEADLINE_S. Raises ValueError on a malformed number or a deadline <= 0.
         """
         env = os.environ if env is None else env
 
@@ -78,7 +81,10 @@ class Settings:
             tavily_api_base_url=get("TAVILY_API_BASE_URL"),
             llm_timeout_s=number("RAG_LLM_TIMEOUT_S", 20.0, float),
             llm_max_retries=number("RAG_LLM_MAX_RETRIES", 2, int),
+            run_deadline_s=number("RAG_RUN_DEADLINE_S", 60.0, float),
         )
+        if values["run_deadline_s"] <= 0:
+            raise ValueError(f"RAG_RUN_DEADLINE_S must be > 0, got {values['run_deadline_s']!r}")
         values.update({k: v for k, v in overrides.items() if v is not None})
         if "data_dir" in overrides and overrides["data_dir"] is not None:
             values["data_dir"] = Path(overrides["data_dir"])
@@ -150,6 +156,15 @@ class Options(BaseModel):
     BM25 is the default because it measures best (``python -m rag bench retrieval``: recall@6
     on HotpotQA 0.53 all / 0.97 any, against 0.495 / 0.96 hybrid and 0.40 / 0.925 dense with
     the offline embeddings, which are lexical too)."""
+    routing: bool = True
+    """Route the question first (route_question): where to look (the knowledge base, the web, or
+    nowhere for a greeting) and how to retrieve (bm25 for keyword-like questions, dense or hybrid
+    for conceptual ones when the embeddings are semantic). With routing on, a first correction may
+    also retry with another retrieval mode (``switch_retriever``) before it rewrites the query."""
+    deadline_s: float | None = Field(None, gt=0, le=3600)
+    """Time budget of the run in seconds; None takes Settings.run_deadline_s (RAG_RUN_DEADLINE_S,
+    default 60). When spent, the run ends at once with the best answer it has (with a caveat) or a
+    fast answer from what was retrieved."""
 
     @model_validator(mode="after")
     def _check(self) -> Options:
@@ -161,20 +176,24 @@ class Options(BaseModel):
     def recursion_limit(self) -> int:
         """A LangGraph recursion limit that no legal path can reach: every loop is budgeted."""
         # Each rewrite cycle is at most rewrite, retrieve, grade, generate, 2 checks (6 steps);
-        # plus one web search cycle, decompose_query, and the fixed head and tail.
-        return 13 + 8 * (self.max_rewrites + 2)
+        # plus one web search cycle, contextualize_question, route_question, decompose_query,
+        # the fixed head and tail, and the short way out when the time budget is spent.
+        return 16 + 8 * (self.max_rewrites + 2)
 
 
 PRESETS: dict[str, tuple[str, dict]] = {
     "naive": ("Naive RAG", dict(grading=False, rewriting=False, web_fallback=False,
-                                grounding_check=False, answer_check=False, decomposition=False)),
+                                grounding_check=False, answer_check=False, decomposition=False,
+                                routing=False)),
     "crag": ("Corrective RAG (CRAG)", dict(grading=True, rewriting=True, web_fallback=True,
                                            grounding_check=False, answer_check=False,
-                                           decomposition=False)),
+                                           decomposition=False, routing=False)),
     "self-rag": ("Self-RAG", dict(grading=True, rewriting=False, web_fallback=False,
-                                  grounding_check=True, answer_check=True, decomposition=False)),
+                                  grounding_check=True, answer_check=True, decomposition=False,
+                                  routing=False)),
     "full": ("Full", dict(grading=True, rewriting=True, web_fallback=True,
-                          grounding_check=True, answer_check=True, decomposition=True)),
+                          grounding_check=True, answer_check=True, decomposition=True,
+                          routing=True)),
 }
 """Preset key -> (display name, toggles). Naive RAG is everything off; Full is everything on."""
 
@@ -195,6 +214,8 @@ TOGGLES: tuple[str, ...] = tuple(PRESETS["full"][1])
 """The switches a custom pipeline turns on or off: those the presets set (grading, rewriting,
 web_fallback, grounding_check, answer_check, …)."""
 TOGGLE_LABELS: dict[str, tuple[str, str]] = {
+    "routing": ("Route the question", "Choose where to look (the documents, the web, or no retrieval "
+                                      "for a greeting) and how to retrieve (BM25, dense or hybrid)."),
     "decomposition": ("Decompose the question", "Split multi-hop and comparison questions into "
                                                 "sub-questions, each retrieved on its own."),
     "grading": ("Grade chunks", "Grade every retrieved chunk for relevance."),

@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validat
 from rag.config import DEFAULT_COLLECTION, Options
 
 CONTEXTUALIZE_QUESTION = "contextualize_question"
+ROUTE_QUESTION = "route_question"
+REPLY_DIRECTLY = "reply_directly"
 DECOMPOSE_QUERY = "decompose_query"
 RETRIEVE = "retrieve"
 GRADE_DOCUMENTS = "grade_documents"
@@ -26,10 +28,11 @@ FINALIZE = "finalize"
 FINALIZE_WITH_CAVEAT = "finalize_with_caveat"
 FALLBACK = "fallback"
 
-NODE_ORDER = (CONTEXTUALIZE_QUESTION, DECOMPOSE_QUERY, RETRIEVE, GRADE_DOCUMENTS, REWRITE_QUERY, WEB_SEARCH,
-              GENERATE, CHECK_GROUNDING, GRADE_ANSWER, FINALIZE, FINALIZE_WITH_CAVEAT, FALLBACK)
+NODE_ORDER = (CONTEXTUALIZE_QUESTION, ROUTE_QUESTION, DECOMPOSE_QUERY, RETRIEVE, GRADE_DOCUMENTS,
+              REWRITE_QUERY, WEB_SEARCH, GENERATE, CHECK_GROUNDING, GRADE_ANSWER, FINALIZE,
+              FINALIZE_WITH_CAVEAT, FALLBACK, REPLY_DIRECTLY)
 """Every node, in the order a run meets them first."""
-TERMINALS = (FINALIZE, FINALIZE_WITH_CAVEAT, FALLBACK)
+TERMINALS = (FINALIZE, FINALIZE_WITH_CAVEAT, FALLBACK, REPLY_DIRECTLY)
 """The nodes that end a run."""
 
 
@@ -172,6 +175,23 @@ class ContextualizeDetail(NodeDetail):
     reasoning: str = ""
 
 
+class RouteDetail(NodeDetail):
+    """route_question: where to look, how to retrieve, and why in plain words."""
+
+    datasource: str = "kb"
+    """``kb`` (the knowledge base), ``web`` or ``none`` (no retrieval: a greeting or a question
+    about the chat itself)."""
+    retrieval_mode: str = ""
+    """The retrieval mode chosen for the knowledge base (``bm25``, ``dense``, ``hybrid``)."""
+    hops: str = ""
+    """``one`` when the router finds a one-hop question (decomposition is skipped), else empty."""
+    reasoning: str = ""
+    missing_terms: list[str] = Field(default_factory=list)
+    """Question words the knowledge base never uses (from its term statistics)."""
+    prefetched: bool = False
+    """True when the first hop was retrieved and graded during routing (overlapped)."""
+
+
 class DecomposeDetail(NodeDetail):
     """decompose_query: the plan for a multi-hop or comparison question."""
 
@@ -181,6 +201,8 @@ class DecomposeDetail(NodeDetail):
     reasoning: str = ""
     first_hop: list[ChunkView] = Field(default_factory=list)
     """The chunks a first retrieval for the whole question returned."""
+    overlapped: bool = False
+    """True when the plan was made in the same round as the first hop's grading."""
 
 
 class RetrieveDetail(NodeDetail):
@@ -191,7 +213,9 @@ class RetrieveDetail(NodeDetail):
     mode: str = "bm25"
     chunks: list[ChunkView] = Field(default_factory=list)
     sub_queries: list[SubQueryHits] = Field(default_factory=list)
-    """Per sub-question hits, when the question was decomposed."""
+    """Per sub-question hits, when the question was decomposed (retrieved in parallel)."""
+    cached: bool = False
+    """True when the chunks came from the retrieval cache (same question, KB revision, mode, top_k)."""
     repeated: bool = False
     """After a rewrite: the same chunks as an earlier retrieve of this run."""
 
@@ -220,6 +244,10 @@ class RewriteDetail(NodeDetail):
     budget: int = 0
     """Options.max_rewrites."""
     ungrounded_claims: list[str] = Field(default_factory=list)
+    mode: str = ""
+    """The retrieval mode the next retrieve uses (changed by the ``switch_retriever`` strategy)."""
+    from_mode: str = ""
+    """The retrieval mode used before this correction."""
 
 
 class WebSearchDetail(NodeDetail):
@@ -237,6 +265,8 @@ class GenerateDetail(NodeDetail):
     evidence: list[ChunkView] = Field(default_factory=list)
     citations: list[CitationRef] = Field(default_factory=list)
     weak_evidence: bool = False
+    speculative: bool = False
+    """True when the answer was generated while grade_documents ran, from exactly this evidence."""
 
 
 class GroundingDetail(NodeDetail):
@@ -254,6 +284,8 @@ class AnswerCheckDetail(NodeDetail):
 
     useful: bool = False
     reasoning: str = ""
+    concurrent: bool = False
+    """True when it ran in the same round as check_grounding (started together)."""
 
 
 class EndDetail(NodeDetail):
@@ -262,10 +294,12 @@ class EndDetail(NodeDetail):
     stop_reason: str = ""
     caveat: str = ""
     """The caveat put before the answer (finalize_with_caveat only)."""
+    out_of_time: bool = False
+    """True when the run ended because its time budget was spent."""
 
 
 DETAIL_TYPES: dict[str, type[NodeDetail]] = {
-    CONTEXTUALIZE_QUESTION: ContextualizeDetail,
+    CONTEXTUALIZE_QUESTION: ContextualizeDetail, ROUTE_QUESTION: RouteDetail, REPLY_DIRECTLY: EndDetail,
     DECOMPOSE_QUERY: DecomposeDetail, RETRIEVE: RetrieveDetail, GRADE_DOCUMENTS: GradeDetail,
     REWRITE_QUERY: RewriteDetail, WEB_SEARCH: WebSearchDetail, GENERATE: GenerateDetail,
     CHECK_GROUNDING: GroundingDetail, GRADE_ANSWER: AnswerCheckDetail, FINALIZE: EndDetail,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +30,7 @@ def make_context(settings: Settings, kb, *, web=None, engine=None) -> RunContext
         engine = make_engine(settings, kb)
     if web is None:
         web = make_web_search(settings)
-    return RunContext(engine=engine, kb=kb, web=web)
+    return RunContext(engine=engine, kb=kb, web=web, deadline_s=settings.run_deadline_s)
 
 
 def run_question(question: str, context: RunContext, options: Options | None = None, *,
@@ -47,12 +49,20 @@ def run_question(question: str, context: RunContext, options: Options | None = N
     the run used. An error inside the graph does not raise: the Run records it in
     ``error`` and ``stop_reason``, keeping the events so far. No key appears anywhere in the
     Run (:func:`scrub_run`). Raises ValueError for an empty question.
+
+    Every run ends within its time budget (Options.deadline_s, else the context's, from
+    RAG_RUN_DEADLINE_S) plus the last step: LLM calls share the time left, and once the budget is spent
+    the run ends with the answer it has (with a caveat), a fast answer from what was retrieved, or an
+    abstention, its stop reason saying ``time budget (60 s) spent``.
     """
     question = (question or "").strip()
     if not question:
         raise ValueError("the question is empty")
     options = options or Options()
     context = replace(context, options=options)
+    deadline = time.monotonic() + context.budget_s()
+    bind = getattr(context.engine, "with_deadline", None)  # the LLM engine's calls share the budget
+    context = replace(context, deadline=deadline, engine=bind(deadline) if callable(bind) else context.engine)
     events: list[TraceEvent] = []
     final: dict = {}
     started = time.perf_counter()
@@ -98,6 +108,41 @@ def run_question(question: str, context: RunContext, options: Options | None = N
         run.citations = list(final.get("citations", []))
         run.stop_reason = final.get("stop_reason", "")
     return scrub_run(run)
+
+
+def run_live(question: str, context: RunContext, options: Options | None = None, *,
+             history: Sequence[Turn] = (), tick_s: float = 0.25) -> Iterator[tuple[str, Any]]:
+    """Run ``question`` in a worker thread and yield its progress in the caller's thread.
+
+    Yields ``("tick", elapsed_s)`` at least every ``tick_s`` seconds while the run goes on (elapsed
+    seconds since the start, for a live clock), ``("event", TraceEvent)`` as each node finishes,
+    ``("token", text)`` as the answer streams, and last ``("run", Run)``. A UI that may only be
+    updated from its own thread (Streamlit) shows all of it from this loop. Raises what
+    :func:`run_question` raises (ValueError for an empty question).
+    """
+    items: queue.Queue[tuple[str, Any]] = queue.Queue()
+
+    def work() -> None:
+        try:
+            items.put(("run", run_question(question, context, options, history=history,
+                                           on_event=lambda e: items.put(("event", e)),
+                                           on_token=lambda t: items.put(("token", t)))))
+        except BaseException as exc:  # handed to the caller's thread, raised there
+            items.put(("raise", exc))
+
+    started = time.monotonic()
+    threading.Thread(target=work, daemon=True, name="retrace-run").start()
+    while True:
+        try:
+            kind, item = items.get(timeout=tick_s)
+        except queue.Empty:
+            yield "tick", time.monotonic() - started
+            continue
+        if kind == "raise":
+            raise item
+        yield kind, item
+        if kind == "run":
+            return
 
 
 def scrub_run(run: Run) -> Run:

@@ -23,7 +23,7 @@ HELP = "ask a question through the graph"
 
 _SWITCHES = (("no_grading", "grading"), ("no_rewrite", "rewriting"), ("no_web", "web_fallback"),
              ("no_grounding", "grounding_check"), ("no_answer_check", "answer_check"),
-             ("no_decomposition", "decomposition"))
+             ("no_decomposition", "decomposition"), ("no_routing", "routing"))
 """``--no-X`` flag (as an args attribute) -> the Options toggle it turns off."""
 
 
@@ -78,6 +78,8 @@ def _options(args: argparse.Namespace) -> Options:
         overrides["top_k"] = args.top_k
     if args.no_history:
         overrides["use_history"] = False
+    if args.deadline:
+        overrides["deadline_s"] = args.deadline
     return preset_options(args.preset, **overrides)
 
 
@@ -105,6 +107,8 @@ def register(commands, shared: SharedArgs) -> None:
                    help="ask as the next turn of conversation ID (created if new; see 'threads list')")
     p.add_argument("--no-history", action="store_true",
                    help="do not use the thread's earlier turns (no contextualize_question)")
-    for flag in ("grading", "rewrite", "web", "grounding", "answer-check", "decomposition"):
+    for flag in ("grading", "rewrite", "web", "grounding", "answer-check", "decomposition", "routing"):
         p.add_argument(f"--no-{flag}", action="store_true")
+    p.add_argument("--deadline", type=float, metavar="S",
+                   help="time budget of the run in seconds (default: RAG_RUN_DEADLINE_S, 60)")
     p.set_defaults(func=cmd_ask)

@@ -1,4 +1,4 @@
-"""``python -m rag bench qa|retrieval|ingest|scale|grader``.
+"""``python -m rag bench qa|retrieval|ingest|scale|grader|latency``.
 
 Run the benchmarks of :mod:`rag.bench`
 with a progress bar on stderr, then print a table (or JSON with ``--json``, the table then on
@@ -13,7 +13,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from tqdm import tqdm
@@ -30,6 +30,7 @@ from rag.bench.data import (
     shared_data_dir,
 )
 from rag.bench.ingest import bench_ingest
+from rag.bench.latency import format_latency, run_latency
 from rag.bench.qa import QaRun, run_qa, summarize_qa
 from rag.bench.retrieval import retrieval_recall
 from rag.bench.scale import bench_scale, fill_store
@@ -40,7 +41,7 @@ from rag.eval import grader_accuracy
 from rag.store.chroma import KnowledgeBase, open_knowledge_base
 
 POSITION = 50
-HELP = "benchmarks on real data (qa, retrieval, ingest, scale, grader)"
+HELP = "benchmarks on real data (qa, retrieval, ingest, scale, grader, latency)"
 
 # -- shared by the benchmarks ----------------------------------------------------------------
 def _bar(desc: str, total: int | None = None) -> tqdm:
@@ -208,6 +209,27 @@ def cmd_bench_grader(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- bench latency ---------------------------------------------------------------------------
+def cmd_bench_latency(args: argparse.Namespace) -> int:
+    """``bench latency``: wall time per preset against a local model server with a fixed delay per call.
+
+    Prints p50/p95 wall time, time to first token and LLM calls, each as a ratio to naive (JSON with
+    ``--json``). Returns 0.
+
+    Raises:
+        ValueError: an unknown preset, or fewer than 1 question or repeat.
+    """
+    presets = [p.strip() for p in args.presets.split(",") if p.strip()]
+    with _bar("latency", None) as bar:
+        bar.unit = "run"
+        results = run_latency(args.delay_ms, args.questions, args.repeats, presets,
+                              Path(args.data_dir) if args.data_dir else None, on_progress=_progress(bar))
+    payload = {"delay_ms": args.delay_ms, "questions": args.questions, "repeats": args.repeats,
+               "presets": [asdict(r) for r in results]}
+    _emit(args, payload, format_latency(results, args.delay_ms))
+    return 0
+
+
 # -- bench retrieval -------------------------------------------------------------------------
 def cmd_bench_retrieval(args: argparse.Namespace) -> int:
     """``bench retrieval``: recall@k of each mode alone; the first is the baseline. Returns 0."""
@@ -351,6 +373,16 @@ def register(commands, shared: SharedArgs) -> None:
                         f"character error rate (default: c02-22 and linn in ${SHARED_DATA_ENV}/"
                         "tricky-pdfs; give none to skip)")
     p.set_defaults(func=cmd_bench_ingest)
+
+    p = bsub.add_parser("latency", help="wall time per preset against a model server with a fixed delay",
+                        parents=[shared.json])
+    p.add_argument("--delay-ms", type=float, default=300, help="delay per model call in ms (default 300)")
+    p.add_argument("--questions", type=int, default=5, help="questions per preset (default 5)")
+    p.add_argument("--repeats", type=int, default=3, help="runs of each question (default 3)")
+    p.add_argument("--presets", default="naive,crag,self-rag,full",
+                   help="comma-separated presets; naive always runs first as the baseline")
+    p.add_argument("--data-dir", help="where the sample knowledge base is built (default: a temp dir)")
+    p.set_defaults(func=cmd_bench_latency)
 
     shared_hotpotqa = f"${SHARED_DATA_ENV}/hotpotqa, ${SHARED_DATA_ENV} defaulting to ../shared/data"
     p = bsub.add_parser("scale", help="retrieval latency in a store of many chunks", parents=stores)

@@ -128,6 +128,27 @@ class StandaloneQuestion(Judgment):
         return self
 
 
+Datasource = Literal["kb", "web", "none"]
+RouteMode = Literal["bm25", "dense", "hybrid", "default"]
+
+
+class RouteQuery(Judgment):
+    """Where to look for the answer and how to retrieve it.
+
+    Adaptive routing (Jeong et al. 2024) and routing by query type.
+    """
+
+    datasource: Datasource = Field(
+        description="kb: the knowledge base covers the question; web: it needs facts the knowledge base "
+                    "lacks (recent events, topics it never mentions); none: a greeting, thanks, or a "
+                    "question about this chat itself, which needs no retrieval.")
+    retrieval_mode: RouteMode = Field(
+        description="bm25 for keyword-like questions (error messages, codes, exact names, numbers); dense "
+                    "or hybrid for conceptual questions when the embeddings are semantic; default when "
+                    "neither fits.")
+    reasoning: str = Field(description="One or two plain sentences: why.")
+
+
 class Engine(Protocol):
     """Makes every judgment of the graph. Implementations: LocalEngine (offline), LLMEngine."""
 
@@ -170,6 +191,21 @@ class Engine(Protocol):
 
     def decompose(self, question: str, first_hop: Sequence[Chunk]) -> Decomposition:
         """Sub-questions for ``question``, given the chunks a first retrieval returned."""
+
+    def route(self, question: str, *, sources: Sequence[str] = (), web_available: bool = False,
+              semantic: bool = False, default_mode: str = "bm25", lacking: Sequence[str] = ()) -> RouteQuery:
+        """Where to look and how to retrieve.
+
+        ``sources``: document names of the knowledge base; ``semantic``: its embeddings are semantic (not
+        the offline hashing ones); ``lacking``: names in the question no passage of the knowledge base
+        mentions.
+        """
+
+    def reply(self, question: str, on_token: Callable[[str], None] | None = None) -> Answer:
+        """A plain reply with no retrieval, for a greeting or a question about the chat itself."""
+
+    def missing_terms(self, question: str) -> tuple[list[str], float]:
+        """(question words the knowledge base never uses, their share of the question's IDF weight)."""
 
     def contextualize(self, question: str, history: Sequence[Turn]) -> StandaloneQuestion:
         """``question``.

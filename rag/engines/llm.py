@@ -12,13 +12,15 @@ API's usage fields, never from a local tokenizer.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import re
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from rag.engines import prompts
 from rag.engines.base import (
@@ -32,6 +34,7 @@ from rag.engines.base import (
     RewrittenQuery,
     StandaloneQuestion,
 )
+from rag.engines.llm_router import LLMRouterMixin
 from rag.engines.local import LocalEngine
 from rag.models import Chunk, Turn, Verdict
 from rag.secrets import remember, scrub
@@ -83,15 +86,22 @@ class GradeCache:
 _DEFAULT_CACHE = GradeCache()
 
 
-def describe_error(exc: BaseException, timeout_s: float) -> str:
+def describe_error(exc: BaseException | None, timeout_s: float, *, waited_s: float | None = None,
+                   attempts: int = 1) -> str:
     """A short plain-words reason for a failed LLM call, e.g. ``timeout after 20 s``.
 
-    Never holds a key (:func:`rag.secrets.scrub`).
+    With retries it states the real wait: ``timeout after 61.2 s (3 attempts of 20 s)``. ``exc`` None
+    means no attempt could be made: the run's time budget was spent. Never holds a key
+    (:func:`rag.secrets.scrub`).
     """
     import openai
     from pydantic import ValidationError
 
+    if exc is None:
+        return TIME_SPENT + (f" after waiting {waited_s:.1f} s" if waited_s else "")
     if isinstance(exc, openai.APITimeoutError):
+        if attempts > 1 and waited_s is not None:
+            return f"timeout after {waited_s:.1f} s ({attempts} attempts of {timeout_s:g} s)"
         return f"timeout after {timeout_s:g} s"
     if isinstance(exc, openai.RateLimitError):
         return "rate limited (429) after retries"
@@ -104,6 +114,29 @@ def describe_error(exc: BaseException, timeout_s: float) -> str:
     return scrub(f"{type(exc).__name__}: {scrub(exc)}")[:120]
 
 
+TIME_SPENT = "time budget spent"
+"""How a fallback reason begins when the run's time budget left no room for a call."""
+
+
+def _retryable(exc: BaseException) -> bool:
+    """429, 5xx, timeouts and connection errors are worth another attempt (as openai-python retries)."""
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError | openai.RateLimitError):
+        return True
+    return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
+
+
+class CallFailed(Exception):
+    """Every attempt of an LLM call failed, or the time budget left no room for one."""
+
+    def __init__(self, reason: str, attempts: int) -> None:
+        """``reason`` in plain words (:func:`describe_error`); ``attempts`` made (0: none)."""
+        super().__init__(reason)
+        self.reason = reason
+        self.attempts = attempts
+
+
 def _usage(message) -> tuple[int, int]:
     usage = getattr(message, "usage_metadata", None) or {}
     return int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
@@ -114,13 +147,16 @@ def _sources(chunks: Sequence[Chunk]) -> str:
                      for i, c in enumerate(chunks, 1))
 
 
-class LLMEngine:
+class LLMEngine(LLMRouterMixin):
     """Judgments by chat models.
 
     ``grader_model`` grades chunks and answers; ``generator_model`` generates, rewrites and checks grounding.
     ``fallback`` (the offline engine over the same knowledge base) answers for any step whose call fails.
 
     Raises nothing from its judgment methods: failures become fallbacks recorded in meta.
+    Retries (``max_retries``, exponential backoff from 0.5 s) are made here, not by the client, so that
+    every attempt fits in the run's time budget (:meth:`with_deadline`): each attempt waits at most
+    min(``timeout_s``, time left), and none starts once the budget is spent.
     """
 
     name = "openai"
@@ -135,8 +171,11 @@ class LLMEngine:
             raise ValueError("the LLM engine needs OPENAI_API_KEY (or a key typed in Settings)")
         remember(settings.openai_api_key)
         self.fallback = fallback
-        self.cache = cache or _DEFAULT_CACHE
+        self.cache = cache if cache is not None else _DEFAULT_CACHE  # an empty cache is falsy
         self.timeout_s = timeout_s
+        self.max_retries = max(0, max_retries)
+        self.deadline: float | None = None
+        """``time.monotonic()`` by which every call must end (set by :meth:`with_deadline`)."""
         self.max_concurrency = max_concurrency
         self.endpoint = settings.openai_base_url or "https://api.openai.com/v1"
         self.models = {"grader": settings.grader_model, "generator": settings.generator_model}
@@ -144,7 +183,7 @@ class LLMEngine:
         def chat(model: str, **kw):
             return ChatOpenAI(model=model, api_key=SecretStr(settings.openai_api_key),
                               base_url=settings.openai_base_url, timeout=timeout_s,
-                              max_retries=max_retries, temperature=0, **kw)
+                              max_retries=0, temperature=0, **kw)
 
         self._grader = chat(settings.grader_model)
         self._generator = chat(settings.generator_model, stream_usage=True)
@@ -154,13 +193,77 @@ class LLMEngine:
         return f"LLMEngine(models={self.models}, endpoint={self.endpoint!r})"
 
     # -- plumbing -------------------------------------------------------------------------
+    def with_deadline(self, deadline: float | None) -> LLMEngine:
+        """A twin of this engine (same clients and cache) whose calls all end by ``deadline``.
+
+        ``deadline`` is a ``time.monotonic()`` value (None: no deadline). One twin per run, so runs in
+        parallel keep their own budgets.
+        """
+        twin = copy.copy(self)
+        twin.deadline = deadline
+        return twin
+
+    def remaining_s(self) -> float | None:
+        """Seconds left before the deadline (None without one; may be negative)."""
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    @staticmethod
+    def _bounded(llm, timeout: float):
+        """``llm`` whose requests time out after ``timeout`` seconds, with no client retries.
+
+        The HTTP client is shared; only its options differ.
+        """
+        root = llm.root_client.with_options(timeout=timeout, max_retries=0)
+        return llm.model_copy(update={"root_client": root, "client": root.chat.completions})
+
+    def _attempt(self, llm, call: Callable, *, retry_if: Callable[[], bool] = lambda: True):
+        """``call(bounded_llm)`` with retries inside the time budget.
+
+        Returns (result, attempts). Raises CallFailed with the real wait when every attempt failed or
+        the budget left no room for one.
+        """
+        started = time.monotonic()
+        attempts, last, timeout = 0, None, self.timeout_s
+        while True:
+            left = self.remaining_s()
+            if left is not None and left < 0.05:
+                break
+            timeout = self.timeout_s if left is None else max(0.05, min(self.timeout_s, left))
+            attempts += 1
+            try:
+                return call(self._bounded(llm, timeout)), attempts
+            except Exception as exc:  # every failure mode falls back; the reason is kept
+                last = exc
+            if attempts > self.max_retries or not _retryable(last) or not retry_if():
+                break
+            pause = 0.5 * 2 ** (attempts - 1)
+            left = self.remaining_s()
+            if left is not None and pause >= left:
+                break
+            time.sleep(pause)
+        waited = time.monotonic() - started
+        if last is None:
+            raise CallFailed(describe_error(None, timeout), 0)
+        raise CallFailed(describe_error(last, timeout, waited_s=waited, attempts=attempts), attempts)
+
+    def _plain(self, llm, messages: list) -> tuple[Any, str | None]:
+        """(message, None) or (None, reason): one plain chat call inside the time budget."""
+        try:
+            message, _ = self._attempt(llm, lambda bounded: bounded.invoke(messages))
+        except CallFailed as failed:
+            return None, failed.reason
+        return message, None
+
     def _structured(self, llm, schema: type[Judgment], system: str, user: str):
         """(record, None) or (None, reason). The record's meta carries calls and tokens."""
-        runnable = llm.with_structured_output(schema, method="json_schema", include_raw=True)
+        def call(bounded):
+            runnable = bounded.with_structured_output(schema, method="json_schema", include_raw=True)
+            return runnable.invoke([("system", system), ("user", user)])
+
         try:
-            out = runnable.invoke([("system", system), ("user", user)])
-        except Exception as exc:  # every failure mode falls back; the reason is kept
-            return None, describe_error(exc, self.timeout_s)
+            out, _ = self._attempt(llm, call)
+        except CallFailed as failed:
+            return None, failed.reason
         prompt_t, completion_t = _usage(out.get("raw"))
         parsed = out.get("parsed")
         if out.get("parsing_error") is not None or parsed is None:
@@ -176,14 +279,16 @@ class LLMEngine:
     @staticmethod
     def _fell_back(record: J, role: str, to: str, reason: str) -> J:
         """``record`` (an offline judgment) marked as ``role``'s fallback to ``to`` for ``reason``."""
-        return record.with_meta(llm_calls=1, fallback=scrub(f"{role} fell back to {to}: {reason}"))
+        made = 0 if reason.startswith(TIME_SPENT) else 1  # no call when none was tried
+        return record.with_meta(llm_calls=made, fallback=scrub(f"{role} fell back to {to}: {reason}"))
 
     # -- grade_documents --------------------------------------------------------------------
     def _grade_one(self, question: str, chunk: Chunk, partial: bool = False) -> RelevanceGrade:
         key = self.cache.key(question, chunk, self.models["grader"], self.endpoint) + (partial,)
         cached = self.cache.get(key)
         if cached is not None:
-            return cached.model_copy().with_meta(llm_calls=0, cached=True)
+            return cached.model_copy().with_meta(llm_calls=0, prompt_tokens=0, completion_tokens=0,
+                                                 cached=True)
         system = prompts.GRADER_SYSTEM + (prompts.GRADER_PARTIAL if partial else "")
         grade, error = self._structured(
             self._grader, RelevanceGrade, system,
@@ -254,18 +359,25 @@ class LLMEngine:
             messages = [("system", prompts.GENERATOR_SYSTEM),
                         ("user", prompts.GENERATOR_USER.format(question=prompts.fence(question),
                                                                sources=_sources(chunks)))]
-        text, final = "", None
-        try:
-            for piece in self._generator.stream(messages):
+        streamed: list[str] = []
+
+        def call(bounded):
+            text, final = "", None
+            for piece in bounded.stream(messages):
                 final = piece if final is None else final + piece
                 if piece.content:
                     text += piece.content
+                    streamed.append(piece.content)
                     if on_token is not None:
                         on_token(piece.content)
-        except Exception as exc:
+            return text, final
+
+        try:
+            # A retry after text was shown would repeat it: retry only before the first token.
+            (text, final), _ = self._attempt(self._generator, call, retry_if=lambda: not streamed)
+        except CallFailed as failed:
             local = self.fallback.generate(question, chunks)
-            return self._fell_back(local, "generator", "extractive",
-                                   describe_error(exc, self.timeout_s))
+            return self._fell_back(local, "generator", "extractive", failed.reason)
         prompt_t, completion_t = _usage(final)
         used: dict[int, str] = {}
         for group in _CITE.findall(text):

@@ -48,6 +48,7 @@ from rag.engines.grading import (
 )
 from rag.engines.lexical import DEMONYMS, QUESTION_STEMS, Constraint, constraints, entities
 from rag.engines.rewriting import RewritingMixin
+from rag.engines.router import RouterMixin
 from rag.store.bm25 import LexicalStats
 
 __all__ = [
@@ -59,13 +60,14 @@ __all__ = [
 ]
 
 
-class LocalEngine(DecompositionMixin, RewritingMixin, ExtractionMixin, CheckingMixin, ContextualizeMixin):
+class LocalEngine(DecompositionMixin, RewritingMixin, ExtractionMixin, CheckingMixin, ContextualizeMixin,
+                  RouterMixin):
     """Offline judgments over corpus statistics ``stats`` (document frequencies of the KB).
 
     Each node's judgment lives in its own module: grading (grade_documents), rewriting
     (rewrite_query), extraction (generate), checks (check_grounding, grade_answer) and
-    decomposition (decompose_query) and contextualization (contextualize_question), over the shared
-    lexical core.
+    decomposition (decompose_query), contextualization (contextualize_question) and routing
+    (route_question, reply_directly), over the shared lexical core.
     """
 
     name = "local"

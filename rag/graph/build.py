@@ -12,14 +12,15 @@ from functools import lru_cache
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from rag.graph import endings, nodes, routing
+from rag.graph import checks, endings, nodes, route, routing
 from rag.graph.context import RunContext
 from rag.graph.state import GraphState, InputState
 from rag.models import TERMINALS
 
-NODES = (nodes.contextualize_question, nodes.decompose_query, nodes.retrieve, nodes.grade_documents,
-         nodes.rewrite_query, nodes.web_search, nodes.generate, nodes.check_grounding, nodes.grade_answer,
-         endings.finalize, endings.finalize_with_caveat, endings.fallback)
+NODES = (nodes.contextualize_question, route.route_question, nodes.decompose_query, nodes.retrieve,
+         nodes.grade_documents, nodes.rewrite_query, nodes.web_search, nodes.generate, checks.check_grounding,
+         checks.grade_answer, endings.finalize, endings.finalize_with_caveat, endings.fallback,
+         route.reply_directly)
 """Every node function; each is registered under its own name."""
 
 

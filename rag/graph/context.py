@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,10 +16,15 @@ from rag.store.retrieval import retrieve as retrieve_chunks
 Retriever = Callable[[Any, str, int, RetrievalMode], list[Chunk]]
 """``retriever(kb, query, k, mode) -> chunks``, best first."""
 
+DEFAULT_DEADLINE_S = 60.0
+"""The time budget of a run, in seconds, when neither Options nor Settings give one."""
+OUT_OF_TIME_SLACK_S = 0.25
+"""Seconds before the deadline from which the run counts as out of time."""
+
 
 @dataclass(frozen=True)
 class RunContext:
-    """The engine, the knowledge base, the web client and the run's Options.
+    """The engine, the knowledge base, the web client, the run's Options and its deadline.
 
     Options live here, not in the graph state, because they never change during a run
     (the react-agent template's ``context_schema`` pattern).
@@ -31,3 +37,23 @@ class RunContext:
     """A web search client (``search(query) -> list[Chunk]``), or None when not configured."""
     retriever: Retriever = field(default=retrieve_chunks)
     options: Options = field(default_factory=Options)
+    deadline_s: float = DEFAULT_DEADLINE_S
+    """The default time budget of a run in seconds (Settings.run_deadline_s); Options.deadline_s wins."""
+    deadline: float | None = None
+    """``time.monotonic()`` by which the run must end; set by run_question for each run."""
+
+    def budget_s(self) -> float:
+        """This run's time budget in seconds."""
+        return self.options.deadline_s or self.deadline_s
+
+    def remaining_s(self) -> float | None:
+        """Seconds left in the run's time budget (None when no deadline is set; may be negative)."""
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def out_of_time(self) -> bool:
+        """True once the run's time budget is spent.
+
+        Within OUT_OF_TIME_SLACK_S: an LLM call cut to the time left returns just before the deadline.
+        """
+        left = self.remaining_s()
+        return left is not None and left <= OUT_OF_TIME_SLACK_S

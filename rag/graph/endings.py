@@ -9,7 +9,7 @@ from rag.graph import routing
 from rag.graph.context import RunContext
 from rag.graph.events import Clock, record
 from rag.graph.state import GraphState
-from rag.models import AnswerCheckDetail, EndDetail, GroundingDetail
+from rag.models import AnswerCheckDetail, EndDetail, GroundingDetail, RouteDetail
 
 NO_ANSWER = "I could not find an answer to this question in the knowledge base."
 """What fallback answers, followed by why in brackets."""
@@ -44,6 +44,8 @@ def finalize_with_caveat(state: GraphState, runtime: Runtime[RunContext]) -> dic
     started = Clock.start()
     o = runtime.context.options
     why = []
+    if state.get("out_of_time"):
+        why.append(f"time budget ({runtime.context.budget_s():g} s) spent")
     if o.rewriting and state.get("rewrites", 0) >= o.max_rewrites:
         why.append(f"the rewrite budget ({o.max_rewrites}) was spent")
     if state.get("weak_evidence"):
@@ -73,8 +75,22 @@ def finalize_with_caveat(state: GraphState, runtime: Runtime[RunContext]) -> dic
     caveat = "Caveat: " + (" and ".join(why) if why else "evidence is limited") + "."
     final = f"{caveat}\n\n{state.get('answer', '')}"
     return record(state, runtime, "finalize_with_caveat", started, reason,
-                   EndDetail(stop_reason=reason, caveat=caveat),
+                   EndDetail(stop_reason=reason, caveat=caveat, out_of_time=bool(state.get("out_of_time"))),
                    {"final_answer": final, "stop_reason": reason})
+
+
+def _outside(state: GraphState) -> list[str]:
+    """Why a question the router sent to the web got no answer.
+
+    What the knowledge base lacks, and why the web was not searched.
+    """
+    lacks = next((e.detail.missing_terms for e in reversed(state.get("events", []))
+                  if isinstance(e.detail, RouteDetail)), [])
+    why = ["the question is outside the knowledge base"
+           + (f" (it never mentions {', '.join(repr(w) for w in lacks[:4])})" if lacks else "")]
+    if not state.get("web_searches"):
+        why.append("no web search is configured" if not state.get("web_available") else "web search is off")
+    return why
 
 
 def fallback(state: GraphState, runtime: Runtime[RunContext]) -> dict:
@@ -82,7 +98,11 @@ def fallback(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     started = Clock.start()
     o = runtime.context.options
     why = []
-    if not state.get("retrieved") and not state.get("events", [])[:1]:
+    if state.get("out_of_time"):
+        why.append(f"time budget ({runtime.context.budget_s():g} s) spent")
+    if state.get("datasource") == "web" and not state.get("documents"):
+        why += _outside(state)
+    elif not state.get("retrieved") and not state.get("events", [])[:1]:
         why.append("nothing was retrieved")
     elif not state.get("retrieved"):
         why.append("the knowledge base returned no chunks")
@@ -97,6 +117,7 @@ def fallback(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     if state.get("web_note"):
         why.append(f"web search {state['web_note']}")
     reason = "No answer: " + ("; ".join(why) if why else "no evidence")
-    return record(state, runtime, "fallback", started, reason, EndDetail(stop_reason=reason),
+    return record(state, runtime, "fallback", started, reason,
+                  EndDetail(stop_reason=reason, out_of_time=bool(state.get("out_of_time"))),
                    {"final_answer": f"{NO_ANSWER} ({'; '.join(why) or 'no evidence'}.)",
                     "stop_reason": reason, "citations": []})

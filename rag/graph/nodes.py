@@ -10,15 +10,25 @@ Counters rise only in the node that acts (rewrite_query, web_search, generate); 
 
 from __future__ import annotations
 
+import inspect
+from concurrent.futures import ThreadPoolExecutor
+
 from langgraph.runtime import Runtime
 
-from rag.engines.base import Answer, AnswerCitation, RelevanceGrade
+from rag.engines.base import Answer, CallMeta, RelevanceGrade
 from rag.graph import routing
 from rag.graph.context import RunContext
 from rag.graph.events import Clock, record
+from rag.graph.prefetch import (
+    Prefetch,
+    Speculation,
+    is_llm,
+    prefetch,
+    retrieve_cached,
+    speculate_while_grading,
+)
 from rag.graph.state import GraphState
 from rag.models import (
-    AnswerCheckDetail,
     Chunk,
     ChunkView,
     Citation,
@@ -28,7 +38,6 @@ from rag.models import (
     GenerateDetail,
     GradedChunk,
     GradeDetail,
-    GroundingDetail,
     RetrieveDetail,
     RewriteDetail,
     SubQueryHits,
@@ -66,17 +75,29 @@ def decompose_query(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     A first retrieval for the question shows the engine the bridge entities.
     """
     started = Clock.start()
-    o = runtime.context.options
+    ctx = runtime.context
+    o = ctx.options
     question = state["question"]
-    first_hop = runtime.context.retriever(runtime.context.kb, question, o.top_k, o.retrieval)
-    plan = runtime.context.engine.decompose(question, first_hop)
+    mode = routing.current_mode(state, o)
+    pre = state.get("prefetch")
+    metas: list[CallMeta]
+    if isinstance(pre, Prefetch) and pre.question == question and pre.mode == mode and pre.plan is not None:
+        overlapped = True
+        # its calls were counted by route_question; its fallback, if any, is reported here
+        plan, first_hop, metas = pre.plan, pre.first_hop, [CallMeta(fallback=pre.plan.meta.fallback)]
+    else:
+        # the LLM engine grades the first hop in the same round as the plan (the grades are cached)
+        pre = prefetch(ctx, question, mode, grade=o.grading and is_llm(ctx))
+        overlapped = is_llm(ctx) and o.grading
+        assert pre.plan is not None
+        plan, first_hop, metas = pre.plan, pre.first_hop, [pre.plan.meta, *pre.metas]
     subs = list(plan.sub_questions) if plan.kind != "single" else []
     summary = (f"{plan.kind}: {len(subs)} sub-questions" if subs
                else "single-hop: no sub-questions needed")
     detail = DecomposeDetail(kind=plan.kind, sub_questions=subs, reasoning=plan.reasoning,
-                             first_hop=[ChunkView.of(c) for c in first_hop])
-    return record(state, runtime, "decompose_query", started, summary, detail, {"sub_queries": subs},
-                   [plan.meta], routing.decide_after_decompose)
+                             first_hop=[ChunkView.of(c) for c in first_hop], overlapped=overlapped)
+    return record(state, runtime, "decompose_query", started, summary, detail,
+                  {"sub_queries": subs, "prefetch": None}, metas, routing.decide_after_decompose)
 
 
 def _interleave(lists: list[list[Chunk]], shares: list[int] | None = None) -> list[Chunk]:
@@ -98,13 +119,24 @@ def _interleave(lists: list[list[Chunk]], shares: list[int] | None = None) -> li
 
 
 def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
-    """Fetch the top_k chunks for the current query, or top_k for each sub-question."""
+    """Fetch the top_k chunks for the current query, or top_k for each sub-question (in parallel).
+
+    With the mode the router or a switch chose (else Options.retrieval); an identical query over the same
+    knowledge-base revision comes from the retrieval cache (``cached``).
+    """
     started = Clock.start()
-    o = runtime.context.options
+    ctx = runtime.context
+    o = ctx.options
+    mode = routing.current_mode(state, o)
     query = state.get("query") or state["question"]
     queries = state.get("sub_queries") or [query]
-    per_query = [runtime.context.retriever(runtime.context.kb, q, o.top_k, o.retrieval)
-                 for q in queries]
+    if len(queries) > 1:
+        with ThreadPoolExecutor(max_workers=min(4, len(queries)), thread_name_prefix="retrieve") as pool:
+            results = list(pool.map(lambda q: retrieve_cached(ctx, q, mode), queries))
+    else:
+        results = [retrieve_cached(ctx, queries[0], mode)]
+    per_query = [found for found, _ in results]
+    cached = all(hit for _, hit in results)
     chunks = _interleave(per_query)
     query_of: dict[str, str] = {}
     for q, found in zip(queries, per_query, strict=False):
@@ -121,15 +153,16 @@ def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     best = f"; best {chunks[0].label()} ({chunks[0].score:.2f})" if chunks else ""
     if repeated:
         best += "; the same chunks as before"
-    detail = RetrieveDetail(query=query, top_k=o.top_k, mode=o.retrieval,
+    detail = RetrieveDetail(query=query, top_k=o.top_k, mode=mode, cached=cached,
                             chunks=[ChunkView.of(c) for c in chunks], repeated=repeated)
+    how = f"{mode}{', cached' if cached else ''}"
     if len(queries) > 1:
         detail.sub_queries = [SubQueryHits(query=q, chunks=[c.id for c in found])
                               for q, found in zip(queries, per_query, strict=False)]
-        summary = (f"Retrieved {len(chunks)} chunks for {len(queries)} sub-questions"
+        summary = (f"Retrieved {len(chunks)} chunks ({how}) for {len(queries)} sub-questions"
                    f"{best}")
     else:
-        summary = f"Retrieved {len(chunks)} chunks for '{query[:80]}'{best}"
+        summary = f"Retrieved {len(chunks)} chunks ({how}) for '{query[:80]}'{best}"
     return record(state, runtime, "retrieve", started, summary, detail, update,
                    decide=routing.decide_after_retrieve)
 
@@ -163,6 +196,7 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
         by_query.setdefault(asked[c.id], []).append(c)
     graded: dict[str, RelevanceGrade] = {}
     partial = bool(state.get("sub_queries"))  # each passage may answer only its hop
+    speculation = speculate_while_grading(state, runtime.context, chunks)
     for q, group in by_query.items():
         graded.update({c.id: g for c, g in
                        zip(group, runtime.context.engine.grade(q, group, partial=partial), strict=False)})
@@ -191,7 +225,7 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                               fallback=g.meta.fallback) for c, g in zip(chunks, grades, strict=False)])
     return record(state, runtime, "grade_documents", started,
                    f"{n_rel} of {len(chunks)} chunks relevant; {len(documents)} in evidence",
-                   detail, {"verdicts": verdicts, "documents": documents},
+                   detail, {"verdicts": verdicts, "documents": documents, "speculation": speculation},
                    [g.meta for g in grades], routing.decide_after_grading)
 
 
@@ -219,27 +253,60 @@ def _regrade_other_hops(engine, sub_queries: list[str], by_query: dict[str, list
 def rewrite_query(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     """Rewrite the query from the failed chunks and their grade reasons.
 
-    Or from the ungrounded claims after a failed grounding check.
+    Or from the ungrounded claims after a failed grounding check. With routing on, the first correction
+    after weak grading retries the same query with another retrieval mode instead (strategy
+    ``switch_retriever``, :func:`rag.graph.routing.switch_to`); it counts against the same rewrite budget.
     """
     started = Clock.start()
     o = runtime.context.options
     rewrites = state.get("rewrites", 0) + 1
+    old_mode = routing.current_mode(state, o)
+    if new_mode := routing.switch_to(state, o):
+        return _switch_retriever(state, runtime, started, rewrites, old_mode, new_mode)
     last_attempt = max((v.attempt for v in state.get("verdicts", [])), default=0)
     verdicts = [v for v in state.get("verdicts", []) if v.attempt == last_attempt]
-    previous = [e.detail.query for e in state.get("events", []) if isinstance(e.detail, RetrieveDetail)]
+    previous = list(dict.fromkeys(e.detail.query for e in state.get("events", [])
+                                  if isinstance(e.detail, RetrieveDetail)))
     claims = state.get("ungrounded_claims", []) if state.get("grounded") is False else []
     result = runtime.context.engine.rewrite(
         state["question"], state.get("query") or state["question"], verdicts=verdicts,
         chunks=state.get("retrieved", []), ungrounded_claims=claims, previous_queries=previous)
     detail = RewriteDetail(from_query=state.get("query"), query=result.query, strategy=result.strategy,
                            reasoning=result.reasoning, rewrite=rewrites, budget=o.max_rewrites,
-                           ungrounded_claims=list(claims))
+                           ungrounded_claims=list(claims), mode=old_mode, from_mode=old_mode)
     # Clearing the last verdicts makes the next answer re-earn its checks.
     return record(state, runtime, "rewrite_query", started,
                    f"Rewrite {rewrites} of {o.max_rewrites} ({result.strategy}): '{result.query[:80]}'",
                    detail, {"query": result.query, "rewrites": rewrites, "grounded": None,
-                            "useful": None, "ungrounded_claims": [], "sub_queries": []},
+                            "useful": None, "ungrounded_claims": [], "sub_queries": [],
+                            "last_strategy": result.strategy},
                    [result.meta], routing.decide_after_rewrite)
+
+
+def _switch_retriever(state: GraphState, runtime: Runtime[RunContext], started: Clock, rewrites: int,
+                      old_mode: str, new_mode: str) -> dict:
+    """The ``switch_retriever`` correction: the same query, retrieved again with ``new_mode``."""
+    o = runtime.context.options
+    n = len(state.get("documents", []))
+    query = state.get("query") or state["question"]
+    detail = RewriteDetail(from_query=query, query=query, strategy="switch_retriever",
+                           reasoning=(f"{old_mode} retrieval found {n} relevant chunk(s) ({o.min_relevant} "
+                                      f"wanted); retrying the same query with {new_mode} retrieval before "
+                                      f"rewriting it."),
+                           rewrite=rewrites, budget=o.max_rewrites, mode=new_mode, from_mode=old_mode)
+    return record(state, runtime, "rewrite_query", started,
+                  f"Correction {rewrites} of {o.max_rewrites} (switch_retriever): {old_mode} -> {new_mode} "
+                  f"retrieval", detail,
+                  {"retrieval_mode": new_mode, "mode_switched": True, "rewrites": rewrites,
+                   "last_strategy": "switch_retriever", "sub_queries": []},
+                  decide=routing.decide_after_rewrite)
+
+
+def _search_web(web, query: str, left: float | None) -> list[Chunk]:
+    """``web.search(query)``, with its timeout cut to the time left when the client takes one."""
+    if left is not None and "timeout_s" in inspect.signature(web.search).parameters:
+        return web.search(query, timeout_s=max(0.5, left))
+    return web.search(query)
 
 
 def web_search(state: GraphState, runtime: Runtime[RunContext]) -> dict:
@@ -253,12 +320,15 @@ def web_search(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     web = runtime.context.web
     query = state["question"]
     documents = list(state.get("documents", []))
+    left = runtime.context.remaining_s()
     if web is None:
         note = "skipped: no web search configured"
         results: list[Chunk] = []
+    elif left is not None and left < 0.5:
+        note, results = "skipped: time budget spent", []
     else:
         try:
-            results = web.search(query)
+            results = _search_web(web, query, left)
             note = f"{len(results)} web results"
         except WebSearchError as exc:
             results, note = [], f"failed: {exc}"
@@ -271,16 +341,35 @@ def web_search(state: GraphState, runtime: Runtime[RunContext]) -> dict:
 
 
 def generate(state: GraphState, runtime: Runtime[RunContext]) -> dict:
-    """Write a cited answer from the evidence (the retrieved chunks when grading is off)."""
+    """Write a cited answer from the evidence (the retrieved chunks when grading is off).
+
+    A speculative answer started while grade_documents ran is used when it was generated from exactly
+    this evidence (``speculative``); its tokens stream on as they come. Once the time budget is spent, a
+    fast answer is made from the retrieved chunks when grading kept none.
+    """
     started = Clock.start()
     o = runtime.context.options
     documents = state.get("documents", [])
+    if not documents and state.get("out_of_time"):
+        documents = state.get("retrieved", [])[:o.top_k]  # a fast answer from ungraded chunks
+
+    def on_token(text: str) -> None:
+        runtime.stream_writer({"kind": "token", "text": text})
+
     # The answer text streams to the UI (custom stream mode) while the checks still wait.
-    history = state.get("history") if o.use_history else None
-    answer: Answer = runtime.context.engine.generate(
-        state["question"], documents,
-        on_token=lambda text: runtime.stream_writer({"kind": "token", "text": text}),
-        **({"history": history} if history else {}))
+    spec = state.get("speculation")
+    answer: Answer | None = None
+    spent: list[CallMeta] = []
+    if isinstance(spec, Speculation):
+        if spec.accepts(state["question"], documents):
+            answer = spec.replay(on_token)
+        else:
+            spent.append(spec.discarded_meta())
+    speculative = answer is not None
+    if answer is None:
+        history = state.get("history") if o.use_history else None
+        answer = runtime.context.engine.generate(state["question"], documents, on_token=on_token,
+                                                 **({"history": history} if history else {}))
     by_id = {c.id: c for c in documents}
     citations = [Citation(n=a.n, chunk_id=a.chunk_id, source=by_id[a.chunk_id].source,
                           page=by_id[a.chunk_id].page, origin=by_id[a.chunk_id].origin,
@@ -288,41 +377,12 @@ def generate(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                  for a in answer.citations if a.chunk_id in by_id]
     weak = o.grading and len(documents) < o.min_relevant
     detail = GenerateDetail(answer=answer.text, evidence=[ChunkView.of(c) for c in documents],
-                            weak_evidence=weak,
+                            weak_evidence=weak, speculative=speculative,
                             citations=[CitationRef(n=c.n, chunk_id=c.chunk_id, source=c.source, page=c.page)
                                        for c in citations])
     return record(state, runtime, "generate", started,
                    f"Answer of {len(answer.text.split())} words citing {len(citations)} chunks",
                    detail, {"answer": answer.text, "citations": citations, "weak_evidence": weak,
                             "generations": state.get("generations", 0) + 1,
-                            "answered_with": [c.id for c in documents]}, [answer.meta],
-                   routing.decide_after_generate)
-
-
-def _answer_record(state: GraphState) -> Answer:
-    return Answer(text=state.get("answer", ""),
-                  citations=[AnswerCitation(n=c.n, chunk_id=c.chunk_id)
-                             for c in state.get("citations", [])])
-
-
-def check_grounding(state: GraphState, runtime: Runtime[RunContext]) -> dict:
-    """Check that each claim of the answer is supported by the chunks it cites (Self-RAG IsSup)."""
-    started = Clock.start()
-    result = runtime.context.engine.check_grounding(_answer_record(state), state.get("documents", []))
-    verdict = "grounded" if result.grounded else f"{len(result.ungrounded_claims)} ungrounded claim(s)"
-    return record(state, runtime, "check_grounding", started,
-                   f"{verdict} (confidence {result.confidence:.2f})",
-                   GroundingDetail(grounded=result.grounded, ungrounded_claims=list(result.ungrounded_claims),
-                                   confidence=result.confidence, reasoning=result.reasoning),
-                   {"grounded": result.grounded, "ungrounded_claims": result.ungrounded_claims},
-                   [result.meta], routing.decide_after_grounding)
-
-
-def grade_answer(state: GraphState, runtime: Runtime[RunContext]) -> dict:
-    """Check that the answer addresses the question (Self-RAG IsUse)."""
-    started = Clock.start()
-    result = runtime.context.engine.grade_answer(state["question"], _answer_record(state))
-    return record(state, runtime, "grade_answer", started,
-                   "useful" if result.useful else "not useful",
-                   AnswerCheckDetail(useful=result.useful, reasoning=result.reasoning),
-                   {"useful": result.useful}, [result.meta], routing.decide_after_answer_check)
+                            "answered_with": [c.id for c in documents], "speculation": None},
+                   [answer.meta, *spent], routing.decide_after_generate)

@@ -23,8 +23,10 @@ from rag.models import (
     GENERATE,
     GRADE_ANSWER,
     GRADE_DOCUMENTS,
+    REPLY_DIRECTLY,
     RETRIEVE,
     REWRITE_QUERY,
+    ROUTE_QUESTION,
     WEB_SEARCH,
 )
 
@@ -40,17 +42,19 @@ class Decision(NamedTuple):
         return {"to": self.to, "why": self.why}
 
 
-START_TARGETS = (CONTEXTUALIZE_QUESTION, DECOMPOSE_QUERY, RETRIEVE)
+START_TARGETS = (CONTEXTUALIZE_QUESTION, ROUTE_QUESTION, DECOMPOSE_QUERY, RETRIEVE)
 TARGETS: dict[str, tuple[str, ...]] = {
-    CONTEXTUALIZE_QUESTION: (DECOMPOSE_QUERY, RETRIEVE),
-    RETRIEVE: (GRADE_DOCUMENTS, GENERATE, FALLBACK),
+    CONTEXTUALIZE_QUESTION: (ROUTE_QUESTION, DECOMPOSE_QUERY, RETRIEVE, FALLBACK),
+    ROUTE_QUESTION: (DECOMPOSE_QUERY, RETRIEVE, WEB_SEARCH, REPLY_DIRECTLY, FALLBACK),
+    RETRIEVE: (GRADE_DOCUMENTS, GENERATE, FINALIZE_WITH_CAVEAT, FALLBACK),
     GRADE_DOCUMENTS: (GENERATE, REWRITE_QUERY, WEB_SEARCH, FINALIZE_WITH_CAVEAT, FALLBACK),
     WEB_SEARCH: (GENERATE, FINALIZE_WITH_CAVEAT, FALLBACK),
     GENERATE: (CHECK_GROUNDING, GRADE_ANSWER, FINALIZE, FINALIZE_WITH_CAVEAT, FALLBACK),
     CHECK_GROUNDING: (GRADE_ANSWER, REWRITE_QUERY, FINALIZE, FINALIZE_WITH_CAVEAT),
     GRADE_ANSWER: (WEB_SEARCH, REWRITE_QUERY, FINALIZE, FINALIZE_WITH_CAVEAT),
 }
-"""Node -> every node its decider may choose: the conditional edges of the graph."""
+"""Node -> every node its decider may choose: the conditional edges of the graph (including the short
+way out when the time budget is spent, :func:`decide_out_of_time`)."""
 FIXED: dict[str, str] = {DECOMPOSE_QUERY: RETRIEVE, REWRITE_QUERY: RETRIEVE}
 """Nodes that always go to the same next node."""
 
@@ -86,26 +90,90 @@ def _finish(state: State, o: Options, why: str) -> Decision:
     return Decision(FINALIZE, why)
 
 
+MODE_FALLBACK = {"bm25": "hybrid", "dense": "bm25", "hybrid": "bm25"}
+"""Retrieval mode -> the mode a ``switch_retriever`` correction tries next."""
+
+
+def current_mode(state: State, o: Options) -> str:
+    """The mode the next retrieve uses: the router's or a switch's choice, else Options.retrieval."""
+    return state.get("retrieval_mode") or o.retrieval
+
+
+def switch_to(state: State, o: Options) -> str | None:
+    """The mode a first correction after weak grading retries with (``switch_retriever``), or None.
+
+    Only with routing on, before any rewrite, once per run, when the last retrieval found chunks but
+    too few relevant ones.
+    """
+    if not o.routing or state.get("rewrites", 0) or state.get("mode_switched"):
+        return None
+    if state.get("grounded") is False or state.get("useful") is False or not state.get("retrieved"):
+        return None
+    return MODE_FALLBACK.get(current_mode(state, o))
+
+
 def decide_start(o: Options, history: Sequence[object] = ()) -> Decision:
     """The first node.
 
-    Contextualize_question when the thread has earlier turns and chat history is on; else decompose_query when
-    decomposition is on; else retrieve.
+    Contextualize_question when the thread has earlier turns and chat history is on; else route_question
+    when routing is on; else decompose_query when decomposition is on; else retrieve.
     """
     if history and o.use_history:
         n = len(history)
         return Decision(CONTEXTUALIZE_QUESTION,
                         f"the thread has {n} earlier turn{'s' if n != 1 else ''} and chat history is on")
+    if o.routing:
+        return Decision(ROUTE_QUESTION, "routing is on")
     if o.decomposition:
         return Decision(DECOMPOSE_QUERY, "decomposition is on")
     return Decision(RETRIEVE, "decomposition is off")
 
 
 def decide_after_contextualize(state: State, o: Options) -> Decision:
-    """Then as a first question would: decompose_query when decomposition is on, else retrieve."""
+    """Then as a first question would: route_question, decompose_query or retrieve, whichever is on first."""
+    if o.routing:
+        return Decision(ROUTE_QUESTION, "route the standalone question")
     if o.decomposition:
         return Decision(DECOMPOSE_QUERY, "decompose the standalone question")
     return Decision(RETRIEVE, "retrieve for the standalone question")
+
+
+def decide_after_route(state: State, o: Options) -> Decision:
+    """Where the router sends the question.
+
+    No retrieval: reply directly. The web: search it when configured and web fallback is on, else
+    abstain honestly. The knowledge base: decompose (when on and the question is not one-hop) or retrieve.
+    """
+    source = state.get("datasource", "kb")
+    if source == "none":
+        return Decision(REPLY_DIRECTLY, "no retrieval needed")
+    if source == "web":
+        if state.get("web_available") and o.web_fallback:
+            return Decision(WEB_SEARCH, "outside the knowledge base; searching the web")
+        why = "web search is off" if state.get("web_available") else "no web search is configured"
+        return Decision(FALLBACK, f"outside the knowledge base and {why}")
+    mode = current_mode(state, o)
+    if o.decomposition and not state.get("one_hop"):
+        return Decision(DECOMPOSE_QUERY, f"knowledge base ({mode}); decomposition is on")
+    if o.decomposition:
+        return Decision(RETRIEVE, f"knowledge base, {mode} retrieval; one-hop, so no decomposition")
+    return Decision(RETRIEVE, f"knowledge base, {mode} retrieval")
+
+
+def decide_out_of_time(state: State, o: Options, budget_s: float) -> Decision:
+    """The time budget is spent: end now.
+
+    With the answer there is (with a caveat); else a fast answer from what was retrieved (retrieving
+    first when nothing was); else abstain.
+    """
+    spent = f"time budget ({budget_s:g} s) spent"
+    if state.get("answer") and state.get("citations"):
+        return Decision(FINALIZE_WITH_CAVEAT, f"{spent}; keeping the answer so far")
+    if not state.get("generations") and (state.get("documents") or state.get("retrieved")):
+        return Decision(GENERATE, f"{spent}; a fast answer from the chunks retrieved")
+    if "retrieved" not in state and state.get("datasource", "kb") == "kb":
+        return Decision(RETRIEVE, f"{spent}; one fast retrieval for a fast answer")
+    return Decision(FALLBACK, f"{spent}; no answer yet")
 
 
 def decide_after_decompose(state: State, o: Options) -> Decision:
@@ -138,6 +206,9 @@ def decide_after_grading(state: State, o: Options) -> Decision:
             return Decision(WEB_SEARCH, "the knowledge base returned no chunks; trying web search")
         return Decision(FALLBACK, "the knowledge base returned no chunks")
     if _can_rewrite(state, o):
+        if mode := switch_to(state, o):
+            return Decision(REWRITE_QUERY, f"{short}; correction {rewrites + 1} of {o.max_rewrites}: "
+                                           f"switch to {mode} retrieval")
         return Decision(REWRITE_QUERY, f"{short}; rewrite {rewrites + 1} of {o.max_rewrites}")
     if state.get("repeated_retrieval") and o.rewriting:
         why = "the rewrite retrieved the same chunks again, so rewriting stops early"
@@ -154,7 +225,9 @@ def decide_after_grading(state: State, o: Options) -> Decision:
 
 
 def decide_after_rewrite(state: State, o: Options) -> Decision:
-    """Always retrieve again, with the new query."""
+    """Always retrieve again, with the new query (or the new mode)."""
+    if state.get("last_strategy") == "switch_retriever":
+        return Decision(RETRIEVE, f"retrieve again with {current_mode(state, o)}")
     return Decision(RETRIEVE, "retrieve with the new query")
 
 

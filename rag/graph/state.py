@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from typing import Annotated, NotRequired, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
 from rag.graph.routing import Decision
 from rag.models import Chunk, Citation, TraceEvent, Turn, Verdict
@@ -31,6 +31,30 @@ class GraphState(InputState, total=False):
 
     original_question: str
     """What the user typed, set by contextualize_question (absent when it did not run)."""
+    datasource: str
+    """Where route_question decided to look: ``kb``, ``web`` or ``none``."""
+    web_available: bool
+    """Whether a web search client is configured (recorded by route_question for its decider)."""
+    retrieval_mode: str
+    """The retrieval mode chosen by route_question or a switch_retriever correction (unset:
+    Options.retrieval)."""
+    one_hop: bool
+    """True when route_question found a one-hop question (decomposition is skipped)."""
+    mode_switched: bool
+    """True once a switch_retriever correction ran."""
+    last_strategy: str
+    """The strategy of the last rewrite_query (``switch_retriever``, ``expand_terms``, …)."""
+    prefetch: Any
+    """What route_question did in its own round (:class:`rag.graph.prefetch.Prefetch`): the first hop,
+    its plan, and a speculative answer; decompose_query and generate reuse what still holds."""
+    speculation: Any
+    """An answer generated while grading ran (:class:`rag.graph.prefetch.Speculation`); generate uses it
+    when grading kept exactly the evidence it was generated from."""
+    answer_grade: Any
+    """grade_answer's verdict made in the same round as check_grounding
+    (:class:`rag.graph.checks.ConcurrentCheck`)."""
+    out_of_time: bool
+    """True once the run's time budget was found spent."""
     query: str
     """The current retrieval query; rewrite_query replaces it."""
     sub_queries: list[str]

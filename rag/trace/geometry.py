@@ -16,7 +16,7 @@ START = "__start__"
 END = "__end__"
 Point = tuple[float, float]
 """(x, y) in data units."""
-MARKERS = {START: (-0.95, 0.0), END: (8.45, -0.6)}
+MARKERS = {START: (-2.45, 0.0), END: (8.45, -0.6)}
 """Where the start and end markers sit, in data units (nodes sit where rag.trace.views places them)."""
 EXTRA_ROW_Y = -2.4
 """Nodes with no hand-placed position go in a row below, left to right."""

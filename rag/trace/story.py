@@ -41,13 +41,14 @@ STOP_KINDS: dict[str, str] = {
 def stop_kind(run: Run) -> str:
     """How ``run`` ended.
 
-    ``answered`` (finalize), ``caveat`` (finalize_with_caveat), ``abstained`` (fallback), ``error``, or
+    ``answered`` (finalize, reply_directly), ``caveat`` (finalize_with_caveat), ``abstained`` (fallback),
+    ``error``, or
     ``unfinished`` (no terminal node).
     """
     if run.error:
         return ERROR
     last = run.path[-1] if run.path else None
-    return {"finalize": ANSWERED, "finalize_with_caveat": CAVEAT,
+    return {"finalize": ANSWERED, "finalize_with_caveat": CAVEAT, "reply_directly": ANSWERED,
             "fallback": ABSTAINED}.get(last or "", UNFINISHED)
 
 

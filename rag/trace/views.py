@@ -21,8 +21,10 @@ from rag.models import (
     GENERATE,
     GRADE_ANSWER,
     GRADE_DOCUMENTS,
+    REPLY_DIRECTLY,
     RETRIEVE,
     REWRITE_QUERY,
+    ROUTE_QUESTION,
     WEB_SEARCH,
     AnswerCheckDetail,
     ContextualizeDetail,
@@ -34,6 +36,7 @@ from rag.models import (
     NodeDetail,
     RetrieveDetail,
     RewriteDetail,
+    RouteDetail,
     TraceEvent,
     WebSearchDetail,
     source_label,
@@ -89,7 +92,32 @@ def _retrieve_lines(d: NodeDetail) -> list[str]:
     assert isinstance(d, RetrieveDetail)
     best = ", ".join(f"{c.label()} ({c.score:.2f})" for c in d.chunks[:3])
     return [f"query: {short(d.query)}",
-            f"{len(d.chunks)} chunks (top_k {d.top_k})" + (f"; best: {best}" if best else "")]
+            f"{len(d.chunks)} chunks ({d.mode}, top_k {d.top_k}{', cached' if d.cached else ''})"
+            + (f"; best: {best}" if best else "")]
+
+
+_WHERE = {"kb": "knowledge base", "web": "web", "none": "no retrieval"}
+
+
+def _route_status(d: NodeDetail, min_relevant: int) -> str:
+    return OK if isinstance(d, RouteDetail) and d.datasource == "kb" else VISITED
+
+
+def _route_lines(d: NodeDetail) -> list[str]:
+    assert isinstance(d, RouteDetail)
+    out = [f"datasource: {_WHERE.get(d.datasource, d.datasource)}"
+           + (f"; retrieval: {d.retrieval_mode}" if d.retrieval_mode else "")
+           + ("; one-hop (no decomposition)" if d.hops == "one" else "")
+           + ("; first hop prefetched" if d.prefetched else "")]
+    if d.missing_terms:
+        out.append("not in the knowledge base: " + short(", ".join(d.missing_terms), 100))
+    return out + ([f"why: {short(d.reasoning)}"] if d.reasoning else [])
+
+
+def _route_items(d: NodeDetail) -> list[str]:
+    assert isinstance(d, RouteDetail)
+    return [_WHERE.get(d.datasource, d.datasource) + (f" · {d.retrieval_mode}" if d.retrieval_mode else "")
+            + f" · {d.reasoning}"]
 
 
 def _grade_status(d: NodeDetail, min_relevant: int) -> str:
@@ -111,6 +139,8 @@ def _grade_lines(d: NodeDetail) -> list[str]:
 def _rewrite_lines(d: NodeDetail) -> list[str]:
     assert isinstance(d, RewriteDetail)
     out = [f"strategy: {d.strategy}; rewrite {d.rewrite} of {d.budget}", f"query: {short(d.query)}"]
+    if d.strategy == "switch_retriever":
+        out.append(f"retrieval: {d.from_mode} -> {d.mode}")
     return out + ([f"why: {short(d.reasoning)}"] if d.reasoning else [])
 
 
@@ -144,7 +174,8 @@ def _grounding_lines(d: NodeDetail) -> list[str]:
 
 def _answer_lines(d: NodeDetail) -> list[str]:
     assert isinstance(d, AnswerCheckDetail)
-    return [f"useful: {d.useful}"] + ([f"why: {short(d.reasoning)}"] if d.reasoning else [])
+    return ([f"useful: {d.useful}" + ("; ran alongside check_grounding" if d.concurrent else "")]
+            + ([f"why: {short(d.reasoning)}"] if d.reasoning else []))
 
 
 def _caveat_lines(d: NodeDetail) -> list[str]:
@@ -173,6 +204,8 @@ def _sub_questions(d: NodeDetail) -> list[str]:
 
 def _new_query(d: NodeDetail) -> list[str]:
     assert isinstance(d, RewriteDetail)
+    if d.strategy == "switch_retriever":
+        return [f"switch_retriever · {d.from_mode} -> {d.mode}, same query: “{d.query}”"]
     return [f"{d.strategy} · new query: “{d.query}”"]
 
 
@@ -204,8 +237,11 @@ def _always(status: str) -> Callable[[NodeDetail, int], str]:
 # under generate so that the web_search -> fallback edge crosses the main line between two boxes.
 VIEWS: dict[str, NodeView] = {
     # contextualize_question: below START, left of fallback's row, so no edge crosses a box.
-    CONTEXTUALIZE_QUESTION: NodeView((-0.75, -1.25), _always(OK), _contextualize_lines,
+    CONTEXTUALIZE_QUESTION: NodeView((-2.25, -1.25), _always(OK), _contextualize_lines,
                                      _standalone),
+    # route_question opens the main line, left of retrieve; reply_directly ends just below it.
+    ROUTE_QUESTION: NodeView((-1.5, 0.0), _route_status, _route_lines, _route_items, role=GRADER),
+    REPLY_DIRECTLY: NodeView((-0.75, -1.25), _always(OK)),
     DECOMPOSE_QUERY: NodeView((-0.75, 1.25), _always(OK), items=_sub_questions),
     RETRIEVE: NodeView((0.0, 0.0), lambda d, m: OK if isinstance(d, RetrieveDetail) and d.chunks else FAILED,
                        _retrieve_lines),

@@ -136,9 +136,11 @@ def test_chat_answers_with_citations_and_opens_trace(data_dir):
     cited = [lab for lab in labels if re.fullmatch(rf"\[\d+\] {re.escape(LEWIS.name)} p\.\d+", lab)]
     assert cited, labels
     body = [plain(m.value) for m in at.markdown]
-    assert any(line.startswith("**1. decompose_query** —") for line in body), body
-    assert any(line.startswith("**2. retrieve** —") for line in body), body
-    assert any(line.startswith("**3. grade_documents** —") and "→" in line for line in body)
+    # issue 13: route_question opens the run in Full
+    assert any(line.startswith("**1. route_question** —") for line in body), body
+    assert any(line.startswith("**2. decompose_query** —") for line in body), body
+    assert any(line.startswith("**3. retrieve** —") for line in body), body
+    assert any(line.startswith("**4. grade_documents** —") and "→" in line for line in body)
     assert plain(run.stop_reason) in [plain(c.value) for c in at.caption]
     assert at.session_state["chat_messages"][-1]["run_id"] == run.id
 

@@ -80,7 +80,8 @@ def test_a_run_shows_its_flow_verdicts_steps_and_answer(rewritten):
 
     fig = figure_of(at)
     nodes = next(t for t in fig["data"] if t.get("name") == "nodes")
-    for node in ("__start__", "retrieve", "grade_documents", "rewrite_query", "web_search",
+    for node in ("__start__", "route_question", "reply_directly", "retrieve", "grade_documents",
+                 "rewrite_query", "web_search",
                  "generate", "check_grounding", "grade_answer", "finalize",
                  "finalize_with_caveat", "fallback", "__end__"):
         assert node in nodes["customdata"]
@@ -100,7 +101,7 @@ def test_a_run_shows_its_flow_verdicts_steps_and_answer(rewritten):
     assert len(at.expander) == len(rewritten.events) + len(rewritten.citations)
     assert labels[-1].startswith(f"**{len(rewritten.events)}. finalize")
     assert len(at.json) == len(rewritten.events)
-    assert json.loads(at.json[0].value)["node"] == "retrieve"
+    assert json.loads(at.json[0].value)["node"] == "route_question"  # issue 13: the first node in Full
 
 
 @pytest.mark.parametrize("which, kind", [("naive", "success"), ("abstained", "error")])

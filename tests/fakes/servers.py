@@ -291,11 +291,51 @@ def default_script(kind: str, body: dict) -> Reply:
         return Reply(json.dumps({"useful": True, "reasoning": "It answers the question."}))
     if kind == "StandaloneQuestion":
         return Reply(json.dumps(standalone_reply(user_text(body))))
+    if kind == "RouteQuery":
+        return Reply(json.dumps({"datasource": "kb", "retrieval_mode": "default",
+                                 "reasoning": "The documents cover the question."}))
     if kind in ("stream", "text"):
         return Reply(
             "The retriever is a DPR bi-encoder trained jointly with the generator [1].", completion_tokens=17
         )
     return Reply(status=400)
+
+
+class BlackHole:
+    """A server on 127.0.0.1 that accepts connections and never answers (nor closes them)."""
+
+    def __init__(self) -> None:
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(128)
+        self._sock.settimeout(0.2)
+        self.port = self._sock.getsockname()[1]
+        self.connections: list[socket.socket] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                continue
+            self.connections.append(conn)
+
+    def start(self) -> BlackHole:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        for conn in self.connections:
+            conn.close()
+        self._sock.close()
 
 
 @dataclass

@@ -59,12 +59,13 @@ def test_graph_retrieves_and_grades_each_sub_question(papers_kb):
     ctx = make_context(papers_kb.settings, papers_kb)
     run = run_question("Do RAG and Self-RAG both train their retriever?", ctx,
                        preset_options("full"))
-    plan = run.events[0]
+    assert run.path[:4] == ["route_question", "decompose_query", "retrieve", "grade_documents"]  # issue 13
+    plan = run.events[1]
     assert plan.node == "decompose_query" and plan.detail.kind == "comparison"
     assert plan.detail.sub_questions == ["RAG train retriever", "Self-RAG train retriever"]
-    retrieve = run.events[1]
+    retrieve = run.events[2]
     assert [s.query for s in retrieve.detail.sub_queries] == plan.detail.sub_questions
-    grading = run.events[2]
+    grading = run.events[3]
     assert {v.graded_against for v in grading.detail.verdicts} == set(plan.detail.sub_questions)
     assert grading.detail.relevant >= 2
     assert len(next(e for e in run.events if e.node == "generate").detail.evidence) <= 6
@@ -74,4 +75,4 @@ def test_decomposition_off_skips_the_node(papers_kb):
     ctx = make_context(papers_kb.settings, papers_kb)
     run = run_question("Do RAG and Self-RAG both train their retriever?", ctx,
                        preset_options("full", decomposition=False))
-    assert run.path[0] == "retrieve"
+    assert run.path[:2] == ["route_question", "retrieve"]  # issue 13: routing comes first

@@ -23,7 +23,8 @@ def ctx(papers_kb):
 def test_graph_has_every_designed_node():
     nodes = set(build_graph().get_graph().nodes) - {"__start__", "__end__"}
     assert nodes == set(NODE_ORDER) == {
-        "contextualize_question", "decompose_query", "retrieve", "grade_documents", "rewrite_query",
+        "contextualize_question", "route_question", "reply_directly",  # issue 13: the routing nodes
+        "decompose_query", "retrieve", "grade_documents", "rewrite_query",
         "web_search", "generate",
         "check_grounding", "grade_answer", "finalize", "finalize_with_caveat", "fallback"}
 
@@ -37,7 +38,7 @@ def test_naive_is_single_pass(ctx):
 
 def test_full_answers_with_cited_pages_from_lewis(ctx):
     run = run_question(QUESTION, ctx, preset_options("full"))
-    assert run.path[:4] == ["decompose_query", "retrieve", "grade_documents", "generate"]
+    assert run.path[:5] == ["route_question", "decompose_query", "retrieve", "grade_documents", "generate"]
     assert run.path[-1] == "finalize", run.stop_reason
     assert {"check_grounding", "grade_answer"} <= set(run.path)
     assert any(c.source == "2005.11401v4_lewis_rag.pdf" for c in run.citations)
@@ -48,7 +49,8 @@ def test_full_answers_with_cited_pages_from_lewis(ctx):
     # every event is in the DESIGN.md shape
     for i, e in enumerate(run.events, 1):
         assert e.step == i and e.duration_ms >= 0 and e.started_at > 0 and e.summary
-        assert (e.route is None) == (e.node in ("finalize", "finalize_with_caveat", "fallback"))
+        assert (e.route is None) == (e.node in ("finalize", "finalize_with_caveat", "fallback",
+                                                "reply_directly"))
     grade = next(e for e in run.events if e.node == "grade_documents")
     retrieved = next(e for e in run.events if e.node == "retrieve")
     assert len(grade.detail.verdicts) == len(retrieved.detail.chunks) >= 6
@@ -67,8 +69,10 @@ def test_off_topic_question_rewrites_then_abstains_with_plain_reason(ctx):
     # Updated for issue 10: no chunk is relevant, so no rewrite takes feedback terms from
     # them (no 'expand_terms'), and rewriting may stop early when a rewrite brings back the
     # same chunks; the run still ends in fallback after web search, never in finalize.
+    # Issue 13: routing off, to test the correction loop itself (with routing on this question goes
+    # straight to an abstention: test_routing_sends_an_off_topic_question_to_an_abstention).
     run = run_question("What is the boiling point of tungsten at sea level?", ctx,
-                       preset_options("full"))
+                       preset_options("full", routing=False))
     rewrites = run.path.count("rewrite_query")
     assert 1 <= rewrites <= 2
     assert "web_search" in run.path
@@ -86,6 +90,13 @@ def test_off_topic_question_rewrites_then_abstains_with_plain_reason(ctx):
     assert len(set(queries)) == len(queries), "a rewrite repeated an earlier query"
     if rewrites < 2:
         assert "same chunks again" in run.stop_reason
+
+
+def test_routing_sends_an_off_topic_question_to_an_abstention(ctx):
+    run = run_question("What is the boiling point of tungsten at sea level?", ctx, preset_options("full"))
+    assert run.path == ["route_question", "fallback"]
+    assert "outside the knowledge base" in run.stop_reason and "tungsten" in run.stop_reason
+    assert "no web search is configured" in run.stop_reason and run.citations == []
 
 
 def test_weak_evidence_finalizes_with_caveat(ctx):

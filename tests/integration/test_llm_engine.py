@@ -56,18 +56,25 @@ def test_every_node_runs_through_the_llm(llm_kb, fake):
                        on_token=tokens.append)
     assert run.engine == "openai"
     assert run.models == {"grader": "grader-mini", "generator": "generator-big"}
-    assert run.path == ["decompose_query", "retrieve", "grade_documents", "generate",
-                        "check_grounding", "grade_answer", "finalize"], run.stop_reason
+    # issue 13: the router plans the question one-hop in its own round, so decompose_query is skipped
+    assert run.path == ["route_question", "retrieve", "grade_documents", "generate",
+                        "check_grounding", "grade_answer", "finalize"], (run.path, run.stop_reason)
     kinds = fake.kinds()
     assert kinds.count("RelevanceGrade") == 6 and kinds.count("stream") == 1
     assert kinds.count("GroundingCheck") == 1 and kinds.count("AnswerGrade") == 1
-    assert kinds.count("Decomposition") == 1
-    assert run.llm_calls == len(kinds) == 10
+    assert kinds.count("Decomposition") == 1 and kinds.count("RouteQuery") == 1
+    assert run.llm_calls == len(kinds) == 11
     by_node = {e.node: e for e in run.events}
-    assert by_node["grade_documents"].llm_calls == 6
-    assert by_node["grade_documents"].prompt_tokens == 6 * 11
+    # the route, the first hop's 6 grades and its plan share one round; grading then hits the cache
+    assert by_node["route_question"].llm_calls == 1 + 6 + 1
+    assert by_node["route_question"].prompt_tokens == 8 * 11
+    assert by_node["route_question"].detail.hops == "one" and by_node["route_question"].detail.prefetched
+    assert by_node["grade_documents"].llm_calls == 0
+    assert all(v.cached for v in by_node["grade_documents"].detail.verdicts)
+    # the answer was generated in that round too, from exactly the evidence grading kept
+    assert by_node["generate"].detail.speculative
     assert by_node["generate"].completion_tokens == 17  # from the stream's usage chunk
-    assert run.prompt_tokens == 10 * 11
+    assert run.prompt_tokens == 11 * 11
     # streamed word by word, and the answer cites chunk [1] with file and page
     assert len(tokens) > 5 and "".join(tokens).strip() == run.answer
     assert run.citations and run.citations[0].source == LEWIS.name and run.citations[0].page >= 1
@@ -95,8 +102,9 @@ def test_rewrite_sees_failed_chunks_and_reasons_then_web_search_cites_urls(tmp_p
                             TAVILY_API_BASE_URL=tavily.base_url)
     kb = open_knowledge_base(settings)
     ingest_files(kb, [LEWIS])
+    # routing off (issue 13): its switch_retriever correction would come before these rewrites
     run = run_question("What is the boiling point of tungsten?", make_context(settings, kb),
-                       preset_options("full"))
+                       preset_options("full", routing=False))
     assert run.path.count("rewrite_query") == 2
     assert "web_search" in run.path and run.path[-1] == "finalize", run.stop_reason
     rewrite_bodies = [r for r in fake.requests if fake._kind(r) == "RewrittenQuery"]
@@ -123,12 +131,15 @@ def test_decomposition_through_the_llm_retrieves_each_sub_question(llm_kb, fake)
 
     fake.script = script
     run = run_question(QUESTION, make_context(settings, kb), preset_options("full"))
-    plan = run.events[0]
+    # issue 13: the plan is made in route_question's round (overlapped), decompose_query records it
+    assert run.path[:4] == ["route_question", "decompose_query", "retrieve", "grade_documents"]
+    plan = run.events[1]
     assert plan.node == "decompose_query" and plan.detail.sub_questions == subs
-    assert plan.llm_calls == 1 and "fallbacks" not in plan.detail
-    retrieve = run.events[1]
+    assert plan.detail.overlapped and plan.llm_calls == 0 and "fallbacks" not in plan.detail
+    assert run.events[0].detail.prefetched and run.events[0].detail.hops == ""
+    retrieve = run.events[2]
     assert [s.query for s in retrieve.detail.sub_queries] == subs
-    graded_against = {v.graded_against for v in run.events[2].detail.verdicts}
+    graded_against = {v.graded_against for v in run.events[3].detail.verdicts}
     assert graded_against == set(subs)
     body = next(r for r in fake.requests if fake._kind(r) == "Decomposition")
     assert "<first_results>" in body["messages"][1]["content"]
@@ -191,7 +202,8 @@ def test_repeated_grades_come_from_the_cache(llm_kb, fake):
     (Reply(status=429), "rate limited (429) after retries"),
     (Reply("this is not json {"), "unparsable structured output"),
     (Reply('{"relevant": "maybe"}'), "unparsable structured output"),
-    pytest.param(Reply(delay_s=3.0), "timeout after 2 s", marks=pytest.mark.slow),
+    # issue 13: with 1 retry the reason states the real wait, "timeout after 4.7 s (2 attempts of 2 s)"
+    pytest.param(Reply(delay_s=3.0), "timeout after", marks=pytest.mark.slow),
 ])
 def test_failures_fall_back_to_the_offline_judgment(llm_kb, fake, reply, reason):
     settings, kb = llm_kb
@@ -205,12 +217,13 @@ def test_failures_fall_back_to_the_offline_judgment(llm_kb, fake, reply, reason)
     run = run_question(QUESTION, make_context(settings, kb), preset_options("full"))
     assert run.error is None and run.stop_reason
     grade = next(e for e in run.events if e.node == "grade_documents")
-    assert grade.detail.fallbacks[0] == f"grader fell back to lexical: {reason}"
+    assert grade.detail.fallbacks[0].startswith(f"grader fell back to lexical: {reason}")
     assert all(v.fallback for v in grade.detail.verdicts)
     assert all("Covers" in v.reasoning for v in grade.detail.verdicts)
     check = next((e for e in run.events if e.node == "check_grounding"), None)
     if check is not None:
-        assert check.detail.fallbacks == [f"grounding check fell back to lexical support: {reason}"]
+        assert len(check.detail.fallbacks) == 1
+        assert check.detail.fallbacks[0].startswith(f"grounding check fell back to lexical support: {reason}")
 
 
 def test_connection_refused_mid_run_still_ends(tmp_path):
@@ -295,8 +308,9 @@ def test_no_key_in_trace_log_or_data_dir(tmp_path, fake, tavily, caplog):
     fake.script = lambda kind, body: (
         Reply(json.dumps({"relevant": False, "score": "low", "reasoning": "no"}))
         if kind == "RelevanceGrade" else default_script(kind, body))
+    # routing off (issue 13): its switch_retriever correction would come before these rewrites
     run = run_question("What is the boiling point of tungsten?", make_context(settings, kb),
-                       preset_options("full"))
+                       preset_options("full", routing=False))
     assert "web_search" in run.path
     # the keys were really used ...
     assert fake.headers[-1]["authorization"] == f"Bearer {KEY}"
@@ -328,9 +342,10 @@ def test_cli_ask_json_runs_every_node_through_the_server(tmp_path, fake):
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["engine"] == "openai"
-    assert result["llm_calls"] == 10
+    assert result["llm_calls"] == 11
     llm_nodes = [e for e in result["events"] if e["llm_calls"]]
-    assert {e["node"] for e in llm_nodes} == {"decompose_query", "grade_documents", "generate",
-                                              "check_grounding", "grade_answer"}
+    # issue 13: routing, the first hop's grades and the plan share one round (route_question)
+    assert {e["node"] for e in llm_nodes} == {"route_question", "generate", "check_grounding",
+                                              "grade_answer"}
     assert all(e["prompt_tokens"] > 0 and e["completion_tokens"] > 0 for e in llm_nodes)
     assert KEY not in out.stdout and KEY not in out.stderr

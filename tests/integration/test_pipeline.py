@@ -94,7 +94,7 @@ def test_cli_ingest_and_ask_json(tmp_path, rag_cli):
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert {"answer", "citations", "path", "events", "stop_reason", "llm_calls"} <= set(result)
-    assert result["path"][:2] == ["decompose_query", "retrieve"]
+    assert result["path"][:3] == ["route_question", "decompose_query", "retrieve"]  # issue 13
     assert result["path"][-1] == "finalize", result["stop_reason"]
     assert result["llm_calls"] == 0
     assert result["citations"] and {"source", "page", "chunk_id"} <= set(result["citations"][0])

@@ -16,7 +16,7 @@ from rag.history import RunOwnedElsewhere, RunStore, ThreadNotFound, thread_titl
 from rag.models import ContextualizeDetail, RetrieveDetail, Turn
 from rag.run import make_context, run_question
 from rag.trace.views import VIEWS, detail_lines
-from tests.fakes.servers import Reply, default_script
+from tests.fakes.servers import Reply, default_script, user_text
 from tests.run_fixtures import llm_settings
 
 SELF_RAG_PDF = "2310.11511v1_self_rag.pdf"
@@ -111,10 +111,14 @@ def test_a_long_first_question_is_cut_at_a_word_for_the_title():
 def test_start_picks_contextualize_only_with_history_and_the_switch_on():
     turns = [Turn(question="What is Self-RAG?", answer="…")]
     assert routing.decide_start(Options(), turns).to == "contextualize_question"
-    assert routing.decide_start(Options(use_history=False), turns).to == "decompose_query"
-    assert routing.decide_start(Options(), []).to == "decompose_query"
-    assert routing.decide_start(Options(decomposition=False)).to == "retrieve"
-    assert routing.decide_after_contextualize({}, Options(decomposition=False)).to == "retrieve"
+    # issue 13: route_question follows contextualize_question, or opens the run without history
+    assert routing.decide_start(Options(use_history=False), turns).to == "route_question"
+    assert routing.decide_start(Options(), []).to == "route_question"
+    assert routing.decide_start(Options(routing=False), []).to == "decompose_query"
+    assert routing.decide_start(Options(decomposition=False, routing=False)).to == "retrieve"
+    assert routing.decide_after_contextualize({}, Options()).to == "route_question"
+    plain = Options(decomposition=False, routing=False)
+    assert routing.decide_after_contextualize({}, plain).to == "retrieve"
     for key in ("naive", "crag", "self-rag", "full"):
         assert preset_options(key).use_history
     assert "contextualize_question" in routing.TARGETS
@@ -131,11 +135,13 @@ def test_the_flow_places_contextualize_apart_from_every_other_node():
 
 def test_offline_follow_up_carries_the_topic_and_everything_downstream_uses_it(ctx):
     first = run_question("What is Self-RAG?", ctx, preset_options("full"))
-    assert first.path[0] == "decompose_query" and first.standalone_question == ""
+    assert first.path[:2] == ["route_question", "decompose_query"] and first.standalone_question == ""
     history = [Turn(question=first.question, answer=first.answer)]
     run = run_question("How is it trained?", ctx, preset_options("full"), history=history)
     assert run.question == "How is it trained?"
-    assert run.path[:2] == ["contextualize_question", "decompose_query"]
+    # issue 13: the router comes after contextualize_question and routes the standalone question
+    assert run.path[:3] == ["contextualize_question", "route_question", "decompose_query"]
+    assert run.events[1].detail.datasource == "kb"
     detail = run.events[0].detail
     assert isinstance(detail, ContextualizeDetail)
     assert detail.changed and detail.carried == ["Self-RAG"] and detail.from_turn == 1
@@ -187,6 +193,10 @@ def test_llm_contextualizes_with_fenced_turns_and_the_generator_sees_them(fake, 
     stream = next(r for r in fake.requests if r.get("stream"))
     gen_prompt = "\n".join(m["content"] for m in stream["messages"])
     assert "<conversation>" in gen_prompt and f"<question>{expected}</question>" in gen_prompt
+    # issue 13: route_question comes after contextualize_question and routes the standalone question
+    assert run.path[:2] == ["contextualize_question", "route_question"]
+    route_body = next(r for r in fake.requests if "RouteQuery" in json.dumps(r.get("response_format", {})))
+    assert f"<question>{expected}</question>" in user_text(route_body)
 
     # an unusable reply falls back to the offline carry-over, and says so
     fake.script = lambda kind, body: (Reply(status=500) if kind == "StandaloneQuestion"

@@ -191,7 +191,9 @@ def test_llm_run_story_verdicts_claims_fallbacks_tokens_and_cost(llm):
     for e, row, text in zip(run.events, bars["customdata"], bars["text"], strict=False):
         assert row[:4] == [e.node, e.llm_calls, e.prompt_tokens, e.completion_tokens]
         if e.prompt_tokens or e.completion_tokens:
-            price = PRICES["grader-mini" if e.node == "grade_documents" else "generator-big"]
+            # route_question is priced as the grader's (issue 13: routing is a grader call)
+            grader = e.node in ("grade_documents", "route_question")
+            price = PRICES["grader-mini" if grader else "generator-big"]
             want = (e.prompt_tokens * price.input + e.completion_tokens * price.output) / 1e6
             assert event_cost(e, run, PRICES) == pytest.approx(want)
             assert text.startswith(f"{e.prompt_tokens + e.completion_tokens} tok · $")

@@ -56,8 +56,63 @@ def test_enough_relevant_generates():
 
 
 def test_weak_evidence_rewrites_first():
-    d = decide(routing.decide_after_grading, state(documents=chunks(1)))
+    # routing off: the correction rewrites the query (with routing on it first switches mode, below)
+    d = decide(routing.decide_after_grading, state(options=Options(routing=False), documents=chunks(1)))
     assert d.to == "rewrite_query" and "rewrite 1 of 2" in d.why
+
+
+def test_weak_evidence_with_routing_switches_retriever_once_before_rewriting():
+    d = decide(routing.decide_after_grading, state(documents=chunks(1)))
+    assert d.to == "rewrite_query" and "switch to hybrid retrieval" in d.why
+    assert routing.switch_to(state(documents=chunks(1)), Options()) == "hybrid"
+    assert routing.switch_to(state(retrieval_mode="hybrid"), Options()) == "bm25"
+    # once, only before any rewrite, never after a failed check, never with routing off
+    assert routing.switch_to(state(mode_switched=True), Options()) is None
+    assert routing.switch_to(state(rewrites=1), Options()) is None
+    assert routing.switch_to(state(grounded=False), Options()) is None
+    assert routing.switch_to(state(), Options(routing=False)) is None
+    d = decide(routing.decide_after_grading, state(documents=chunks(1), rewrites=1, mode_switched=True))
+    assert d.to == "rewrite_query" and "rewrite 2 of 2" in d.why
+    after = decide(routing.decide_after_rewrite,
+                   state(last_strategy="switch_retriever", retrieval_mode="hybrid"))
+    assert after == ("retrieve", "retrieve again with hybrid")
+
+
+# -- route_question and the time budget -------------------------------------------------------
+def test_route_decisions():
+    assert route(routing.decide_after_route, state(datasource="none")) == "reply_directly"
+    assert route(routing.decide_after_route, state(datasource="web", web_available=True)) == "web_search"
+    d = decide(routing.decide_after_route, state(datasource="web", web_available=False))
+    assert d.to == "fallback" and "no web search is configured" in d.why
+    d = decide(routing.decide_after_route, state(datasource="web", web_available=True,
+                                                 options=Options(web_fallback=False)))
+    assert d.to == "fallback" and "web search is off" in d.why
+    assert route(routing.decide_after_route, state(datasource="kb")) == "decompose_query"
+    d = decide(routing.decide_after_route, state(datasource="kb", one_hop=True))
+    assert d.to == "retrieve" and "one-hop" in d.why
+    s = state(datasource="kb", options=Options(decomposition=False), retrieval_mode="bm25")
+    assert decide(routing.decide_after_route, s) == ("retrieve", "knowledge base, bm25 retrieval")
+    assert routing.decide_start(Options()).to == "route_question"
+    assert routing.decide_start(preset_options("naive")).to == "retrieve"
+
+
+def test_contextualize_comes_before_route_question():
+    turns = ["an earlier turn"]
+    assert routing.decide_start(Options(), turns).to == "contextualize_question"
+    assert route(routing.decide_after_contextualize, state()) == "route_question"
+    no_routing = state(options=Options(routing=False))
+    assert route(routing.decide_after_contextualize, no_routing) == "decompose_query"
+
+
+def test_out_of_time_keeps_the_answer_or_answers_fast_or_abstains():
+    o = Options()
+    d = routing.decide_out_of_time(state(answer="x [1]", citations=CITED), o, 60)
+    assert d.to == "finalize_with_caveat" and d.why.startswith("time budget (60 s) spent")
+    assert routing.decide_out_of_time(state(generations=0), o, 60).to == "generate"
+    no_retrieval = {"question": "q", "datasource": "kb"}
+    assert routing.decide_out_of_time(no_retrieval, o, 3).to == "retrieve"
+    assert routing.decide_out_of_time({"question": "q", "datasource": "web"}, o, 3).to == "fallback"
+    assert routing.decide_out_of_time(state(generations=1, citations=[]), o, 3).to == "fallback"
 
 
 def test_rewrite_budget_spent_then_web():
@@ -225,13 +280,10 @@ def test_routers_never_mutate_state(decider):
 
 def test_every_decision_is_a_declared_edge():
     """Each decider's choices are within the targets its conditional edge declares."""
-    from rag.models import NODE_ORDER
+    from rag.models import NODE_ORDER, TERMINALS
 
-    assert set(routing.TARGETS) | set(routing.FIXED) == set(NODE_ORDER) - {
-        "finalize",
-        "finalize_with_caveat",
-        "fallback",
-    }
+    assert set(TERMINALS) == {"finalize", "finalize_with_caveat", "fallback", "reply_directly"}
+    assert set(routing.TARGETS) | set(routing.FIXED) == set(NODE_ORDER) - set(TERMINALS)
     assert routing.decide_start(Options()).to in routing.START_TARGETS
     assert routing.decide_start(Options(decomposition=False)).to in routing.START_TARGETS
 

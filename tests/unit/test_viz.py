@@ -185,7 +185,10 @@ def expected_color(event, min_relevant: int) -> str:
         return views.STATUS_COLORS[views.OK] if d["grounded"] else views.STATUS_COLORS[views.FAILED]
     if node == "grade_answer":
         return views.STATUS_COLORS[views.OK] if d["useful"] else views.STATUS_COLORS[views.FAILED]
+    if node == "route_question":  # issue 13: green when it sends the question to the knowledge base
+        return views.STATUS_COLORS[views.OK if d["datasource"] == "kb" else views.VISITED]
     return {
+        "reply_directly": views.STATUS_COLORS[views.OK],
         "decompose_query": views.STATUS_COLORS[views.OK],
         "rewrite_query": views.STATUS_COLORS[views.WEAK],
         "finalize": views.STATUS_COLORS[views.OK],
@@ -223,7 +226,9 @@ def test_colours_of_known_endings(naive, rewritten, abstained):
 
     bad = node_points(figure_json(abstained))
     assert bad["fallback"]["color"] == views.STATUS_COLORS[views.FAILED]
-    assert bad["grade_documents"]["color"] == views.STATUS_COLORS[views.FAILED]  # no relevant chunk at all
+    # issue 13: the router sends the off-topic question away; nothing is retrieved or graded
+    assert bad["route_question"]["color"] == views.STATUS_COLORS[views.VISITED]
+    assert bad["grade_documents"]["color"] == views.STATUS_COLORS[views.NOT_VISITED]
     assert bad["generate"]["color"] == views.STATUS_COLORS[views.NOT_VISITED]
 
 

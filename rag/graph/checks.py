@@ -1,0 +1,106 @@
+"""The answer's checks: check_grounding (Self-RAG IsSup) and grade_answer (Self-RAG IsUse), in one round.
+
+When both checks are on, check_grounding starts grade_answer's call at the same time as its own, and
+grade_answer records that verdict: the two cost one round of waiting instead of two. Neither verdict is
+weakened: each is the same call, on the same answer, as when they ran one after the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from rag.engines.base import Answer, AnswerCitation, AnswerGrade
+from rag.graph import routing
+from rag.graph.context import RunContext
+from rag.graph.events import Clock, record
+from rag.graph.state import GraphState
+from rag.models import GRADE_ANSWER, AnswerCheckDetail, GroundingDetail
+
+
+def _answer_record(state: GraphState) -> Answer:
+    return Answer(text=state.get("answer", ""),
+                  citations=[AnswerCitation(n=c.n, chunk_id=c.chunk_id)
+                             for c in state.get("citations", [])])
+
+
+@dataclass
+class ConcurrentCheck:
+    """grade_answer's verdict made in the same round as check_grounding, for one generation."""
+
+    generation: int
+    result: AnswerGrade
+    started: Clock
+    duration_ms: float
+
+
+def _timed(fn: Callable, *args) -> tuple[Any, Clock, float]:
+    clock = Clock.start()
+    out = fn(*args)
+    return out, clock, clock.elapsed_ms()
+
+
+def check_grounding(state: GraphState, runtime: Runtime[RunContext]) -> dict:
+    """Check that each claim of the answer is supported by the chunks it cites (Self-RAG IsSup).
+
+    When the answer check is on, it runs in the same round (grade_answer then records it); if the run
+    does not go on to grade_answer, that verdict is dropped but its calls are counted here.
+    """
+    started = Clock.start()
+    ctx = runtime.context
+    answer = _answer_record(state)
+    documents = state.get("documents", [])
+    concurrent = None
+    if ctx.options.answer_check:
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="checks") as pool:
+            grounding = pool.submit(ctx.engine.check_grounding, answer, documents)
+            useful = pool.submit(_timed, ctx.engine.grade_answer, state["question"], answer)
+            result = grounding.result()
+            grade, clock, ms = useful.result()
+        concurrent = ConcurrentCheck(state.get("generations", 0), grade, clock, ms)
+    else:
+        result = ctx.engine.check_grounding(answer, documents)
+    verdict = "grounded" if result.grounded else f"{len(result.ungrounded_claims)} ungrounded claim(s)"
+    out = record(state, runtime, "check_grounding", started,
+                 f"{verdict} (confidence {result.confidence:.2f})"
+                 + ("; answer check ran alongside" if concurrent else ""),
+                 GroundingDetail(grounded=result.grounded, ungrounded_claims=list(result.ungrounded_claims),
+                                 confidence=result.confidence, reasoning=result.reasoning),
+                 {"grounded": result.grounded, "ungrounded_claims": result.ungrounded_claims,
+                  "answer_grade": concurrent},
+                 [result.meta], routing.decide_after_grounding)
+    if concurrent is not None and out["route"].to != GRADE_ANSWER:
+        # the answer check's verdict will not be shown: its calls still count, here
+        extra = concurrent.result.meta
+        event = out["events"][0]
+        out["events"] = [event.model_copy(update={
+            "llm_calls": event.llm_calls + extra.llm_calls,
+            "prompt_tokens": event.prompt_tokens + extra.prompt_tokens,
+            "completion_tokens": event.completion_tokens + extra.completion_tokens})]
+    return out
+
+
+def grade_answer(state: GraphState, runtime: Runtime[RunContext]) -> dict:
+    """Check that the answer addresses the question (Self-RAG IsUse).
+
+    The verdict made in the same round as check_grounding is recorded when there is one for this answer
+    (``concurrent``, with its own start and duration).
+    """
+    started = Clock.start()
+    pre = state.get("answer_grade")
+    duration = None
+    concurrent = isinstance(pre, ConcurrentCheck) and pre.generation == state.get("generations", 0)
+    if isinstance(pre, ConcurrentCheck) and concurrent:
+        result, started, duration = pre.result, pre.started, pre.duration_ms
+    else:
+        result = runtime.context.engine.grade_answer(state["question"], _answer_record(state))
+    return record(state, runtime, "grade_answer", started,
+                  ("useful" if result.useful else "not useful")
+                  + (" (checked alongside check_grounding)" if concurrent else ""),
+                  AnswerCheckDetail(useful=result.useful, reasoning=result.reasoning, concurrent=concurrent),
+                  {"useful": result.useful, "answer_grade": None}, [result.meta],
+                  routing.decide_after_answer_check, duration_ms=duration)
