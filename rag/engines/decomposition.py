@@ -26,6 +26,8 @@ hops), more bridges measure better on HotpotQA dev (questions 1-100, k=6): recal
 with one, 0.59 with two, 0.62 with three, 0.63 with four (and 6-word questions counted long).
 Before it (lax grader, 200 questions): one
 bridge gives recall_all 0.645, two 0.63, three 0.625 (more sub-questions dilute the budget)."""
+BRIDGE_SENTENCES = 2
+"""Sentences of a first-hop passage read for bridge names (the best by the question's terms)."""
 _DATE = re.compile(r"^(?:\d[\d\s,./-]*|(?:January|February|March|April|May|June|July|August|"
                    r"September|October|November|December)\b.*)$")
 
@@ -72,6 +74,40 @@ def _bridge_signal(question: str) -> str | None:
 class DecompositionMixin(GradingMixin):
     """Sub-questions for multi-hop questions (uses :meth:`grade` to keep first-hop bridges on topic)."""
 
+    def _bridge_candidates(self, q_weights: dict[str, tuple[str, float]], q_all: set[str],
+                           chunk: Chunk) -> list[tuple[str, float]]:
+        """Names in ``chunk`` that may lead to the second hop, each with a score.
+
+        A passage is about its title, which its sentences leave implied ("He was working as a software
+        engineer in Tata Consultancy Services"), so sentences are ranked by the question's terms
+        other than the title's; the BRIDGE_SENTENCES best are read. A name scores by its rarity
+        (mean IDF), by the share of its words the question does not already use, by its sentence's
+        coverage and by its nearness to a matched question word ("during the Nixon administration").
+        """
+        own = set(terms(f"{chunk.source} {chunk.title}"))
+        rel = {s: v for s, v in q_weights.items() if s not in own} or q_weights
+        scored = []
+        for sent in sentences(chunk.text) or [chunk.text]:
+            cov = self.coverage(rel, set(terms(sent)))[0]
+            if cov > 0:
+                scored.append((cov, sent))
+        out: list[tuple[str, float]] = []
+        for cov, sent in heapq.nlargest(BRIDGE_SENTENCES, scored, key=lambda x: x[0]):
+            toks = [stem(w.lower()) for w in re.findall(r"[\w'’]+", sent)]
+            hits = [i for i, t in enumerate(toks) if t in rel]
+            for e in entities(sent):
+                e_terms = set(terms(e))
+                if not e_terms or e_terms <= q_all or e_terms <= own or _DATE.search(e):
+                    continue  # already asked, the chunk's own title, or a date
+                first = stem(re.findall(r"[\w'’]+", e)[0].lower()) if re.findall(r"[\w'’]+", e) else ""
+                at = toks.index(first) if first in toks else 0
+                dist = min((abs(i - at) for i in hits), default=10)
+                rarity = sum(self.stats.idf(t) for t in e_terms) / len(e_terms)
+                novel = len(e_terms - q_all) / len(e_terms)
+                single = 0.5 if len(e.split()) == 1 else 1.0  # "American", "BBC": weak bridges
+                out.append((e, single * novel * rarity * cov / (1 + 0.1 * dist)))
+        return out
+
     # -- decompose_query --------------------------------------------------------------------
     def decompose(self, question: str, first_hop: Sequence[Chunk]) -> Decomposition:
         """Sub-questions by rule, in the style of IRCoT (Trivedi et al.
@@ -117,16 +153,8 @@ class DecompositionMixin(GradingMixin):
         on_topic = [c for c, g in zip(first_hop, self.grade(question, first_hop, partial=True), strict=False)
                     if g.relevant]
         for rank, chunk in enumerate(on_topic[:3]):
-            own = set(terms(f"{chunk.source} {chunk.title}"))
-            best = max(sentences(chunk.text) or [chunk.text],
-                       key=lambda sent: self.coverage(q_weights, set(terms(sent)))[0])
-            for pos, e in enumerate(entities(best)):
-                e_terms = set(terms(e))
-                if not e_terms or e_terms <= q_all or e_terms <= own or _DATE.search(e):
-                    continue  # already asked, the chunk's own title, or a date
-                rarity = sum(self.stats.idf(t) for t in e_terms) / len(e_terms)
-                single = 0.5 if len(e.split()) == 1 else 1.0  # "American", "BBC": weak bridges
-                score[e] = score.get(e, 0.0) + single * rarity / (1 + rank) / (1 + 0.1 * pos)
+            for e, weight in self._bridge_candidates(q_weights, q_all, chunk):
+                score[e] = score.get(e, 0.0) + weight / (1 + rank)
         bridges = heapq.nlargest(MAX_BRIDGES, score, key=score.__getitem__)  # as Counter.most_common
         if not q_entities:
             return Decomposition(kind="single", sub_questions=[], reasoning=(
