@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from rag.engines.base import Decomposition
 from rag.engines.grading import GradingMixin
-from rag.engines.lexical import _quote, constraints, entities
+from rag.engines.lexical import DEMONYMS, _names, _quote, constraints, entities
 from rag.models import Chunk
 from rag.text import QUESTION_WORDS, sentences, stem, terms
 
@@ -26,6 +26,8 @@ hops), more bridges measure better on HotpotQA dev (questions 1-100, k=6): recal
 with one, 0.59 with two, 0.62 with three, 0.63 with four (and 6-word questions counted long).
 Before it (lax grader, 200 questions): one
 bridge gives recall_all 0.645, two 0.63, three 0.625 (more sub-questions dilute the budget)."""
+BRIDGE_MIN_SHARE = 0.1
+"""A bridge name is followed only when it scores at least this share of the best one."""
 BRIDGE_SENTENCES = 2
 """Sentences of a first-hop passage read for bridge names (the best by the question's terms)."""
 _DATE = re.compile(r"^(?:\d[\d\s,./-]*|(?:January|February|March|April|May|June|July|August|"
@@ -34,8 +36,15 @@ _DATE = re.compile(r"^(?:\d[\d\s,./-]*|(?:January|February|March|April|May|June|
 
 _RELATIVE = re.compile(r"\b(?!(?:what|which|who|whom|whose|where|when|how|is|was|are|were|did|does|do)\b)"
                        r"(\w+)\s+(who|whom|whose|which|that|where)\b", re.IGNORECASE)
-_CHAIN = re.compile(r"\b(?:the|a|an|its|his|her|their)\s+(?:\w+\s+){0,2}?"
+_CHAIN = re.compile(r"\b(?:[Tt]he|an?|its|his|her|their|[Tt]his|[Tt]hese)\s+(?:\w+\s+){0,2}?"
                     r"(?:of|for|by|from|in)\s+(?:the\s+)?(?:[a-z]+\s+){0,3}?(?=[\"“A-Z0-9])")
+_PREP_RELATIVE = re.compile(r"\b(?!(?:what|which|who|whom|whose|where|when|how|and|or)\b)([a-z]\w+)\s+"
+                            r"(?:in|at|on|for|with|by|from|of|to|under|during)\s+(which|whom)\b|"
+                            r"\b([a-z]\w+),\s+(that|which|who)\b")
+"""'the battle in which…', 'the stadium at which…', 'which war, that had…': a relative clause
+introduced by a preposition or after a comma."""
+_DEMONSTRATIVE = re.compile(r"\b[Tt]h(?:is|ese)\s+(?:[a-z][\w-]*\s+){0,4}?(?:of|by|for|from|who|that|with)\b")
+"""'This singer of X', 'this first round draft pick by Y': a referent the question only describes."""
 _POSSESSIVE = re.compile(r"\b[A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*['’]s\s+[a-z]\w+")
 _RELATIVE_ROLE = re.compile(r"^\s*(?:\w+\s+)?(?:['’]s\b|of\s+(?:the\s+)?[a-z])")
 _REDUCED = re.compile(r"\b(?:starring|featuring|(?:directed|written|produced|founded|created|"
@@ -55,6 +64,12 @@ def _bridge_signal(question: str) -> str | None:
     for rel in _RELATIVE.finditer(body):
         if rel.start() > 0 and rel.group(1).lower() not in {"in", "of", "for", "to", "by", "at", "on"}:
             return f"relative clause '{rel.group(0)}'"
+    m = _PREP_RELATIVE.search(body)
+    if m and m.start() > 0:
+        return f"relative clause '{m.group(0)}'"
+    m = _DEMONSTRATIVE.search(body)
+    if m:
+        return f"described referent '{m.group(0)}'"
     m = _CHAIN.search(body)
     if m and re.fullmatch(r"\s*(?:what|who|which|where)\s+(?:is|was|are|were)\s*", body[:m.start()],
                           re.IGNORECASE):
@@ -91,14 +106,18 @@ class DecompositionMixin(GradingMixin):
             cov = self.coverage(rel, set(terms(sent)))[0]
             if cov > 0:
                 scored.append((cov, sent))
+        if not scored:  # no sentence says more than the title: the best by the whole question
+            scored = [(self.coverage(q_weights, set(terms(sent)))[0], sent)
+                      for sent in sentences(chunk.text) or [chunk.text]]
         out: list[tuple[str, float]] = []
         for cov, sent in heapq.nlargest(BRIDGE_SENTENCES, scored, key=lambda x: x[0]):
             toks = [stem(w.lower()) for w in re.findall(r"[\w'’]+", sent)]
             hits = [i for i, t in enumerate(toks) if t in rel]
-            for e in entities(sent):
+            for e in _names(sent):  # not a sentence's first word ("Although")
                 e_terms = set(terms(e))
-                if not e_terms or e_terms <= q_all or e_terms <= own or _DATE.search(e):
-                    continue  # already asked, the chunk's own title, or a date
+                if (not e_terms or e_terms <= q_all or e_terms <= own or _DATE.search(e)
+                        or e.lower() in DEMONYMS):
+                    continue  # already asked, the chunk's own title, a date, or "American"
                 first = stem(re.findall(r"[\w'’]+", e)[0].lower()) if re.findall(r"[\w'’]+", e) else ""
                 at = toks.index(first) if first in toks else 0
                 dist = min((abs(i - at) for i in hits), default=10)
@@ -155,7 +174,9 @@ class DecompositionMixin(GradingMixin):
         for rank, chunk in enumerate(on_topic[:3]):
             for e, weight in self._bridge_candidates(q_weights, q_all, chunk):
                 score[e] = score.get(e, 0.0) + weight / (1 + rank)
-        bridges = heapq.nlargest(MAX_BRIDGES, score, key=score.__getitem__)  # as Counter.most_common
+        top = max(score.values(), default=0.0)
+        bridges = [b for b in heapq.nlargest(MAX_BRIDGES, score, key=score.__getitem__)  # as most_common
+                   if score[b] > 0 and score[b] >= BRIDGE_MIN_SHARE * top]
         if not q_entities:
             return Decomposition(kind="single", sub_questions=[], reasoning=(
                 "The question names no entity, so there is no chain of entities to follow."))
