@@ -254,16 +254,22 @@ class ExtractionMixin(LexicalCore):
             return (base * (0.5 + 0.5 * held(p)) * (1.25 if fits(p) else 1.0)
                     / (1 + p.length / 40) - 0.01 * p.rank)
 
+        def worth(p: _Passage) -> bool:
+            # something new, strongly on-topic on its own, or the next hop of the kind asked for
+            if follow(p) > 0 and fits(p):
+                return True
+            if not p.stems & weights.keys():
+                return False
+            own = sum(weights[s][1] for s in p.stems & weights.keys())
+            return (not chosen or bool(p.stems & weights.keys() - covered)
+                    or own / total >= STRONG_SENTENCE_AT)
+
         pool = list(candidates)
-        while pool and len(chosen) < MAX_ANSWER_SENTENCES:
-            best = max(pool, key=gain)
-            new_weight = sum(weights[s][1] for s in best.stems & weights.keys() - covered)
-            own_weight = sum(weights[s][1] for s in best.stems & weights.keys())
-            hop = follow(best) > 0 and fits(best)  # the next hop's passage, of the kind asked for
-            if new_weight <= 0 and chosen and own_weight / total < STRONG_SENTENCE_AT and not hop:
-                break  # nothing new, and not strongly on-topic on its own
-            if not (best.stems & weights.keys()) and not hop:
+        while len(chosen) < MAX_ANSWER_SENTENCES:
+            pool = [p for p in pool if worth(p)]
+            if not pool:
                 break
+            best = max(pool, key=gain)
             pool.remove(best)
             if any(_same_text(best.text, c.text) for c in chosen):
                 continue  # overlapping chunks repeat sentences
