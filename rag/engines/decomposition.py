@@ -54,6 +54,21 @@ _REDUCED = re.compile(r"\b(?:starring|featuring|(?:directed|written|produced|fou
 
 
 
+def _joined(question: str, names: Sequence[str]) -> bool:
+    """Whether two of ``names`` stand side by side in ``question``, joined by "and", "or", "vs" or a comma.
+
+    As compared things are ("older, Annie Morton or Terry Richardson"; "RAG and Self-RAG"): a
+    comparing word alone ("first-generation", "named after") compares nothing.
+    """
+    spans = sorted((m.start(), m.end()) for n in names
+                   for m in [re.search(re.escape(n), question)] if m)
+    return any(_JOIN.fullmatch(question[a_end:b_start])
+               for (_, a_end), (b_start, _) in zip(spans, spans[1:], strict=False))
+
+
+_JOIN = re.compile(r"[\s\"'”“]*(?:,\s*)?(?:and|or|vs\.?|versus|,)[\s\"'”“]*", re.IGNORECASE)
+
+
 def _bridge_signal(question: str) -> str | None:
     """Why ``question`` may need a second hop through an entity it does not name.
 
@@ -148,7 +163,7 @@ class DecompositionMixin(GradingMixin):
         attribute = [w for s, (w, _) in q_weights.items() if s not in entity_terms]
 
         comparing = _COMPARISON.search(question)
-        if len(q_entities) >= 2 and comparing:
+        if len(q_entities) >= 2 and comparing and _joined(question, q_entities):
             subs = [f"{e} {' '.join(attribute)}".strip() for e in q_entities[:MAX_SUB_QUESTIONS]]
             return Decomposition(kind="comparison", sub_questions=subs, reasoning=(
                 f"Multi-hop (comparison: '{comparing.group(0)}'). "
