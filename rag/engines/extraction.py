@@ -234,13 +234,16 @@ class ExtractionMixin(LexicalCore):
         total = sum(w for _, w in weights.values()) or 1.0
         chosen: list[_Passage] = []
         covered: set[str] = set()
-        bridge: dict[str, tuple[float, int]] = {}
-        """Stems of the names chosen passages introduce (the question's bridge entities), with
-        their IDF and the rank of the chunk that named them: a passage of another chunk that
-        continues from them (names them, or is about them) may hold the second hop's answer."""
+        bridge: dict[frozenset[str], tuple[float, int]] = {}
+        """The names chosen passages introduce (the question's bridge entities), as their terms
+        not in the question, with their rarest term's IDF and the rank of the chunk that named
+        them: a passage of another chunk that continues from one (names it, or is about it) may
+        hold the second hop's answer."""
 
         def follow(p: _Passage) -> float:
-            held = [w for s, (w, r) in bridge.items() if r != p.rank and s in (p.stems | p.about)]
+            have = p.stems | p.about
+            held = [w for name, (w, r) in bridge.items()
+                    if r != p.rank and len(name & have) >= -(-2 * len(name) // 3)]
             return BRIDGE_FOLLOW * max(held, default=0.0)
 
         def gain(p: _Passage) -> float:
@@ -266,19 +269,19 @@ class ExtractionMixin(LexicalCore):
 
         pool = list(candidates)
         while len(chosen) < MAX_ANSWER_SENTENCES:
-            pool = [p for p in pool if worth(p)]
-            if not pool:
+            eligible = [p for p in pool if worth(p)]  # a later bridge may make a passage worth it
+            if not eligible:
                 break
-            best = max(pool, key=gain)
+            best = max(eligible, key=gain)
             pool.remove(best)
             if any(_same_text(best.text, c.text) for c in chosen):
                 continue  # overlapping chunks repeat sentences
             chosen.append(best)
             covered |= best.stems & weights.keys()
             for name in _names(best.text):
-                for st in set(terms(name)) - weights.keys():
-                    if st not in bridge:
-                        bridge[st] = (self.stats.idf(st), best.rank)
+                key = frozenset(set(terms(name)) - weights.keys())
+                if key and key not in bridge:  # "Shirley Temple", not every "Marin"
+                    bridge[key] = (max(self.stats.idf(st) for st in key), best.rank)
         return chosen
 
     def _first_readable(self, chunks: Sequence[Chunk]) -> _Passage | None:
