@@ -112,7 +112,9 @@ def query_terms(text: str) -> list[str]:
 
 
 _ABBREVIATION = re.compile(
-    r"\b(?:al|e\.g|i\.e|etc|vs|cf|Fig|Figs|Eq|Eqs|Sec|Tab|No|Dr|Mr|Mrs|Ms|Prof|St|approx|resp)\.$")
+    r"\b(?:al|e\.g|i\.e|etc|vs|cf|Fig|Figs|Eq|Eqs|Sec|Tab|No|Dr|Mr|Mrs|Ms|Prof|St|approx|resp|"
+    r"Co|Inc|Ltd|Corp|Bros|Jr|Sr|Mt|Ft|Gen|Col|Lt|Capt|Sgt|Rev|Gov|Sen|[A-Z])\.$")
+"""Words whose full stop ends no sentence: "et al.", "KKR & Co. L.P.", "Franklin D. Roosevelt"."""
 _HEADING = re.compile(r"^(?:\d+(?:\.\d+)*\.?\s+[A-Z][^.!?;,]{0,60}|[A-Z][^.!?:;,]{0,60})$")
 
 

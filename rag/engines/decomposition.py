@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from rag.engines.base import Decomposition
 from rag.engines.grading import GradingMixin
-from rag.engines.lexical import _quote, constraints, entities
+from rag.engines.lexical import DEMONYMS, _names, _quote, constraints, entities
 from rag.models import Chunk
 from rag.text import QUESTION_WORDS, sentences, stem, terms
 
@@ -26,14 +26,25 @@ hops), more bridges measure better on HotpotQA dev (questions 1-100, k=6): recal
 with one, 0.59 with two, 0.62 with three, 0.63 with four (and 6-word questions counted long).
 Before it (lax grader, 200 questions): one
 bridge gives recall_all 0.645, two 0.63, three 0.625 (more sub-questions dilute the budget)."""
+BRIDGE_MIN_SHARE = 0.1
+"""A bridge name is followed only when it scores at least this share of the best one."""
+BRIDGE_SENTENCES = 2
+"""Sentences of a first-hop passage read for bridge names (the best by the question's terms)."""
 _DATE = re.compile(r"^(?:\d[\d\s,./-]*|(?:January|February|March|April|May|June|July|August|"
                    r"September|October|November|December)\b.*)$")
 
 
 _RELATIVE = re.compile(r"\b(?!(?:what|which|who|whom|whose|where|when|how|is|was|are|were|did|does|do)\b)"
                        r"(\w+)\s+(who|whom|whose|which|that|where)\b", re.IGNORECASE)
-_CHAIN = re.compile(r"\b(?:the|a|an|its|his|her|their)\s+(?:\w+\s+){0,2}?"
+_CHAIN = re.compile(r"\b(?:[Tt]he|an?|its|his|her|their|[Tt]his|[Tt]hese)\s+(?:\w+\s+){0,2}?"
                     r"(?:of|for|by|from|in)\s+(?:the\s+)?(?:[a-z]+\s+){0,3}?(?=[\"“A-Z0-9])")
+_PREP_RELATIVE = re.compile(r"\b(?!(?:what|which|who|whom|whose|where|when|how|and|or)\b)([a-z]\w+)\s+"
+                            r"(?:in|at|on|for|with|by|from|of|to|under|during)\s+(which|whom)\b|"
+                            r"\b([a-z]\w+),\s+(that|which|who)\b")
+"""'the battle in which…', 'the stadium at which…', 'which war, that had…': a relative clause
+introduced by a preposition or after a comma."""
+_DEMONSTRATIVE = re.compile(r"\b[Tt]h(?:is|ese)\s+(?:[a-z][\w-]*\s+){0,4}?(?:of|by|for|from|who|that|with)\b")
+"""'This singer of X', 'this first round draft pick by Y': a referent the question only describes."""
 _POSSESSIVE = re.compile(r"\b[A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*['’]s\s+[a-z]\w+")
 _RELATIVE_ROLE = re.compile(r"^\s*(?:\w+\s+)?(?:['’]s\b|of\s+(?:the\s+)?[a-z])")
 _REDUCED = re.compile(r"\b(?:starring|featuring|(?:directed|written|produced|founded|created|"
@@ -41,6 +52,21 @@ _REDUCED = re.compile(r"\b(?:starring|featuring|(?:directed|written|produced|fou
                       r"hosted|coached|managed) by|known as|named after|based on|"
                       r"born in|home to)\b", re.IGNORECASE)
 
+
+
+def _joined(question: str, names: Sequence[str]) -> bool:
+    """Whether two of ``names`` stand side by side in ``question``, joined by "and", "or", "vs" or a comma.
+
+    As compared things are ("older, Annie Morton or Terry Richardson"; "RAG and Self-RAG"): a
+    comparing word alone ("first-generation", "named after") compares nothing.
+    """
+    spans = sorted((m.start(), m.end()) for n in names
+                   for m in [re.search(re.escape(n), question)] if m)
+    return any(_JOIN.fullmatch(question[a_end:b_start])
+               for (_, a_end), (b_start, _) in zip(spans, spans[1:], strict=False))
+
+
+_JOIN = re.compile(r"[\s\"'”“]*(?:,\s*)?(?:and|or|vs\.?|versus|,)[\s\"'”“]*", re.IGNORECASE)
 
 
 def _bridge_signal(question: str) -> str | None:
@@ -53,6 +79,12 @@ def _bridge_signal(question: str) -> str | None:
     for rel in _RELATIVE.finditer(body):
         if rel.start() > 0 and rel.group(1).lower() not in {"in", "of", "for", "to", "by", "at", "on"}:
             return f"relative clause '{rel.group(0)}'"
+    m = _PREP_RELATIVE.search(body)
+    if m and m.start() > 0:
+        return f"relative clause '{m.group(0)}'"
+    m = _DEMONSTRATIVE.search(body)
+    if m:
+        return f"described referent '{m.group(0)}'"
     m = _CHAIN.search(body)
     if m and re.fullmatch(r"\s*(?:what|who|which|where)\s+(?:is|was|are|were)\s*", body[:m.start()],
                           re.IGNORECASE):
@@ -71,6 +103,44 @@ def _bridge_signal(question: str) -> str | None:
 
 class DecompositionMixin(GradingMixin):
     """Sub-questions for multi-hop questions (uses :meth:`grade` to keep first-hop bridges on topic)."""
+
+    def _bridge_candidates(self, q_weights: dict[str, tuple[str, float]], q_all: set[str],
+                           chunk: Chunk) -> list[tuple[str, float]]:
+        """Names in ``chunk`` that may lead to the second hop, each with a score.
+
+        A passage is about its title, which its sentences leave implied ("He was working as a software
+        engineer in Tata Consultancy Services"), so sentences are ranked by the question's terms
+        other than the title's; the BRIDGE_SENTENCES best are read. A name scores by its rarity
+        (mean IDF), by the share of its words the question does not already use, by its sentence's
+        coverage and by its nearness to a matched question word ("during the Nixon administration").
+        """
+        own = set(terms(f"{chunk.source} {chunk.title}"))
+        rel = {s: v for s, v in q_weights.items() if s not in own} or q_weights
+        scored = []
+        for sent in sentences(chunk.text) or [chunk.text]:
+            cov = self.coverage(rel, set(terms(sent)))[0]
+            if cov > 0:
+                scored.append((cov, sent))
+        if not scored:  # no sentence says more than the title: the best by the whole question
+            scored = [(self.coverage(q_weights, set(terms(sent)))[0], sent)
+                      for sent in sentences(chunk.text) or [chunk.text]]
+        out: list[tuple[str, float]] = []
+        for cov, sent in heapq.nlargest(BRIDGE_SENTENCES, scored, key=lambda x: x[0]):
+            toks = [stem(w.lower()) for w in re.findall(r"[\w'’]+", sent)]
+            hits = [i for i, t in enumerate(toks) if t in rel]
+            for e in _names(sent):  # not a sentence's first word ("Although")
+                e_terms = set(terms(e))
+                if (not e_terms or e_terms <= q_all or e_terms <= own or _DATE.search(e)
+                        or e.lower() in DEMONYMS):
+                    continue  # already asked, the chunk's own title, a date, or "American"
+                first = stem(re.findall(r"[\w'’]+", e)[0].lower()) if re.findall(r"[\w'’]+", e) else ""
+                at = toks.index(first) if first in toks else 0
+                dist = min((abs(i - at) for i in hits), default=10)
+                rarity = sum(self.stats.idf(t) for t in e_terms) / len(e_terms)
+                novel = len(e_terms - q_all) / len(e_terms)
+                single = 0.5 if len(e.split()) == 1 else 1.0  # "American", "BBC": weak bridges
+                out.append((e, single * novel * rarity * cov / (1 + 0.1 * dist)))
+        return out
 
     # -- decompose_query --------------------------------------------------------------------
     def decompose(self, question: str, first_hop: Sequence[Chunk]) -> Decomposition:
@@ -93,7 +163,7 @@ class DecompositionMixin(GradingMixin):
         attribute = [w for s, (w, _) in q_weights.items() if s not in entity_terms]
 
         comparing = _COMPARISON.search(question)
-        if len(q_entities) >= 2 and comparing:
+        if len(q_entities) >= 2 and comparing and _joined(question, q_entities):
             subs = [f"{e} {' '.join(attribute)}".strip() for e in q_entities[:MAX_SUB_QUESTIONS]]
             return Decomposition(kind="comparison", sub_questions=subs, reasoning=(
                 f"Multi-hop (comparison: '{comparing.group(0)}'). "
@@ -117,17 +187,11 @@ class DecompositionMixin(GradingMixin):
         on_topic = [c for c, g in zip(first_hop, self.grade(question, first_hop, partial=True), strict=False)
                     if g.relevant]
         for rank, chunk in enumerate(on_topic[:3]):
-            own = set(terms(f"{chunk.source} {chunk.title}"))
-            best = max(sentences(chunk.text) or [chunk.text],
-                       key=lambda sent: self.coverage(q_weights, set(terms(sent)))[0])
-            for pos, e in enumerate(entities(best)):
-                e_terms = set(terms(e))
-                if not e_terms or e_terms <= q_all or e_terms <= own or _DATE.search(e):
-                    continue  # already asked, the chunk's own title, or a date
-                rarity = sum(self.stats.idf(t) for t in e_terms) / len(e_terms)
-                single = 0.5 if len(e.split()) == 1 else 1.0  # "American", "BBC": weak bridges
-                score[e] = score.get(e, 0.0) + single * rarity / (1 + rank) / (1 + 0.1 * pos)
-        bridges = heapq.nlargest(MAX_BRIDGES, score, key=score.__getitem__)  # as Counter.most_common
+            for e, weight in self._bridge_candidates(q_weights, q_all, chunk):
+                score[e] = score.get(e, 0.0) + weight / (1 + rank)
+        top = max(score.values(), default=0.0)
+        bridges = [b for b in heapq.nlargest(MAX_BRIDGES, score, key=score.__getitem__)  # as most_common
+                   if score[b] > 0 and score[b] >= BRIDGE_MIN_SHARE * top]
         if not q_entities:
             return Decomposition(kind="single", sub_questions=[], reasoning=(
                 "The question names no entity, so there is no chain of entities to follow."))

@@ -100,14 +100,17 @@ class GradingMixin(LexicalCore):
                        partial: bool) -> bool:
         """Enough constraints held.
 
-        For one hop of a multi-hop question, any one of them; for a question, every number and quoted phrase,
+        For one hop of a multi-hop question, any one of its names or quoted phrases (a year alone
+        makes no topic: "Sensational Feeling 9 2014" is not about "2014 Birthday Honours"), or of its
+        numbers when it names nothing; for a question, every number and quoted phrase,
         and at least half of its names (all of them when it has one): two names usually mean two passages (a
         bridge).
         """
         if not cons:
             return True
-        if partial:
-            return bool(held)
+        if partial:  # one of the hop's names when it has any: a year alone is no topic
+            names = [c for c in cons if c.kind != "number"]
+            return any(c in held for c in names) if names else bool(held)
         names = [c for c in cons if c.kind == "entity"]
         if any(c not in held for c in cons if c.kind != "entity"):
             return False

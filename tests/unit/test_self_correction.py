@@ -223,3 +223,74 @@ def test_decompose_only_multi_hop_and_say_which(engine):
     off = engine.decompose("Which club did the player who won the 2022 FIFA World Cup final join?",
                            [chunk("other")])
     assert off.kind == "single" and "no first-hop chunk is relevant" in off.reasoning
+
+
+def test_a_comparing_word_alone_compares_nothing(engine):
+    # "first-generation", "named after": no two names side by side, so no comparison
+    plan = engine.decompose("Which British first-generation jet bomber was used in the South West "
+                            "Pacific theatre of World War II?", [chunk("other")])
+    assert plan.kind != "comparison"
+    plan = engine.decompose("Which city contains a school opened by a Prime Minister of Australia and "
+                            "named after a school in London?", [chunk("other")])
+    assert plan.kind != "comparison"
+    plan = engine.decompose("Are Simona Halep and Serena Williams both tennis players?", [chunk("wimbledon")])
+    assert plan.kind == "comparison"
+
+
+def test_more_bridge_signals():
+    assert "relative clause" in _bridge_signal("The battle in which Giuseppe Arimondi lost his life "
+                                               "secured what for Ethiopia?")
+    assert "relative clause" in _bridge_signal("Where is the stadium at which the 1964 Georgia Tech "
+                                               "team played its home games?")
+    assert "described referent" in _bridge_signal("This singer of A Rather Blustery Day also voiced "
+                                                  "what hedgehog?")
+    assert _bridge_signal("Who won the 2022 FIFA World Cup?") is None
+
+
+def test_bridge_is_read_where_the_passage_says_more_than_its_title():
+    # the passage is about its title; the bridge is in the sentence holding the question's other
+    # words ("software engineer"), not a sentence's first word or a demonym
+    texts = ["Sachin Warrier is a playback singer and composer in the Malayalam cinema industry from "
+             "Kerala. Although he is known as a singer, he was working as a software engineer in "
+             "Tata Consultancy Services in Kochi.",
+             "Tata Consultancy Services is an Indian company headquartered in Mumbai."] + [FILLER] * 20
+    eng = LocalEngine(LexicalStats.from_texts(texts))
+    first = Chunk(id="s", text=texts[0], source="Sachin Warrier", title="Sachin Warrier")
+    plan = eng.decompose("Where is the company that Sachin Warrier worked for as a software engineer "
+                         "headquartered?", [first])
+    assert plan.kind == "bridge"
+    assert plan.sub_questions[1].startswith("Tata Consultancy Services"), plan.sub_questions
+    assert not any(q.startswith(("Although", "Indian")) for q in plan.sub_questions[1:])
+
+
+def test_a_hop_needs_one_of_its_names_not_only_its_year(engine):
+    hop = "Sensational Feeling 9 2014"
+    off, = engine.grade(hop, [Chunk(id="b", text="The 2014 Birthday Honours were appointments by "
+                                                 "the Queen announced in June 2014.", source="b")],
+                        partial=True)
+    assert not off.relevant
+    on, = engine.grade(hop, [Chunk(id="s", text="SF9, short for Sensational Feeling 9, is a boy group "
+                                                "formed in 2014.", source="s")], partial=True)
+    assert on.relevant
+
+
+def test_extraction_follows_a_bridge_into_the_passage_about_it():
+    # the second hop's answer sentence names neither the question's words nor its bridge: its
+    # passage is about the bridge ("She" is Shirley Temple), and it is quoted
+    texts = {"Kiss and Tell (1945 film)": "Kiss and Tell is a 1945 American comedy film starring then "
+                                          "17-year-old Shirley Temple as Corliss Archer.",
+             "Shirley Temple": "Shirley Temple Black was an American actress and diplomat. She was "
+                               "named United States ambassador to Ghana and served as Chief of "
+                               "Protocol of the United States."}
+    eng = LocalEngine(LexicalStats.from_texts(list(texts.values()) + [FILLER] * 20))
+    chunks = [Chunk(id=str(i), text=t, source=k, title=k) for i, (k, t) in enumerate(texts.items())]
+    answer = eng.generate("What government position was held by the woman who portrayed Corliss "
+                          "Archer in the film Kiss and Tell?", chunks)
+    assert "Chief of Protocol" in answer.text and "[2]" in answer.text
+
+
+def test_abbreviations_end_no_sentence():
+    from rag.text import sentences
+    assert sentences("KKR & Co. L.P. is a private equity firm. It is based in New York.") == [
+        "KKR & Co. L.P. is a private equity firm.", "It is based in New York."]
+    assert len(sentences("He served under President Franklin D. Roosevelt in 1941.")) == 1
