@@ -42,6 +42,7 @@ from rag.store.records import (
     document_lines,
     to_chunk,
 )
+from rag.text import terms as text_terms
 
 __all__ = [  # the store's public names, importable from here as before the split
     "COMPLETE_KEY", "PAGE_SIZE", "RECORDS_FLAG", "DocumentInfo", "EmbeddingMismatch", "KnowledgeBase",
@@ -252,6 +253,24 @@ class KnowledgeBase:
         self._bump()
         return len(chunks)
 
+    def _upsert_rows(self, part: list[tuple[ChunkRecord, int, int]], now: float,
+                     toks: dict[str, list[str]]) -> None:
+        """Upsert ``(chunk, pages, size_bytes)`` rows.
+
+        With a local embedding function (hashing) each chunk is tokenised once, here, for its vector and,
+        through ``toks`` (filled with chunk id -> terms), for the keyword index.
+        """
+        kwargs = {}
+        embed_terms = getattr(self.embedding_function, "embed_terms", None)
+        if embed_terms is not None:
+            toks.update((c.id, text_terms(c.text)) for c, _, _ in part)
+            kwargs["embeddings"] = [embed_terms(toks[c.id]) for c, _, _ in part]
+        self.collection.upsert(
+            ids=[c.id for c, _, _ in part],
+            documents=[c.text for c, _, _ in part],
+            metadatas=[{**c.metadata, "pages": p, "size_bytes": b, "added_at": now} for c, p, b in part],
+            **kwargs)
+
     @translate_unreachable
     def add_documents(self, documents: Iterable[tuple[list[ChunkRecord], int, int]], *,
                       batch_size: int = 1024) -> int:
@@ -279,19 +298,18 @@ class KnowledgeBase:
             return 0
         now = time.time()
         done = 0
+        toks: dict[str, list[str]] = {}  # chunk id -> terms, until its document is in the keyword index
         try:
             for start in range(0, len(rows), batch_size):
                 part = rows[start:start + batch_size]
-                self.collection.upsert(
-                    ids=[c.id for c, _, _ in part],
-                    documents=[c.text for c, _, _ in part],
-                    metadatas=[{**c.metadata, "pages": p, "size_bytes": b, "added_at": now}
-                               for c, p, b in part])
+                self._upsert_rows(part, now, toks)
                 test_hook_after_batch()
                 finished = [sha for sha, last in last_row.items()
                             if done <= last < start + len(part)]
                 if finished:
-                    self._index_keywords([by_sha[sha] for sha in finished])
+                    self._index_keywords([by_sha[sha] for sha in finished], toks)
+                    for c in (c for sha in finished for c in by_sha[sha]):
+                        toks.pop(c.id, None)
                     self.collection.update(
                         ids=[first_id[sha][0] for sha in finished],
                         metadatas=[{COMPLETE_KEY: first_id[sha][1]} for sha in finished])
