@@ -1,8 +1,8 @@
 """Retrieval latency in a store of many chunks.
 
 Fill a store with synthetic chunks of real
-prose, rebuild and reload the BM25 index, then time every retrieval mode; dense is the
-baseline.
+prose, rebuild and reload the keyword index, time every retrieval mode (dense is the
+baseline), then the first question after adding and after deleting one document.
 """
 
 from __future__ import annotations
@@ -115,12 +115,17 @@ def fill_store(kb, corpus: Sequence[dict], n_chunks: int, *, seed: int = 0,
 def bench_scale(kb, queries: Sequence[str], *, k: int = 6,
                 modes: Sequence[str] = ("dense", "bm25", "hybrid"),
                 reopen: Callable[[], object] | None = None,
+                corpus: Sequence[dict] | None = None,
                 on_progress: Progress = None) -> dict:
-    """Query latency of each retrieval mode over ``kb``, and the BM25 index's build and load times.
+    """Query latency of each retrieval mode over ``kb``, and what changes to the store cost.
 
-    Every query runs once per mode, after 5 warm-up queries. The BM25 index is rebuilt from
-    the whole store (forced); when ``reopen`` is given, the fresh KnowledgeBase object it
-    returns on the same store (a restart) loads the index back from disk.
+    The keyword index's build and load times, and the wait of the first question after adding (and after
+    deleting) one document. Every query runs once per mode, after 5 warm-up queries. The keyword index is
+    first rebuilt from the whole store (forced: its file is removed); when ``reopen`` is given, the fresh
+    KnowledgeBase object it returns on the same store (a restart) opens it from disk. With ``corpus``, for
+    each mode one new document of 20 synthetic chunks is added (:meth:`KnowledgeBase.add_documents`), the
+    next question is timed, the document is deleted and the next question timed again: each beside that
+    mode's median and slowest question of the same run. The store is left as it was.
 
     Args:
         kb: the ``KnowledgeBase`` to query.
@@ -128,18 +133,23 @@ def bench_scale(kb, queries: Sequence[str], *, k: int = 6,
         k: chunks per query.
         modes: retrieval modes; dense, when present, is the baseline of the ratios.
         reopen: returns a new ``KnowledgeBase`` on the same store.
+        corpus: rows with a ``text`` to sample the added documents from.
         on_progress: ``(done, total)`` in queries over all modes.
 
     Returns:
-        ``chunks``, ``k``, ``queries``, ``bm25_build_s``, with ``reopen`` also
-        ``bm25_load_s`` and ``bm25_build_vs_load``, and ``modes``: per mode
-        ``latency_ms_p50``/``_p95``/``_mean`` (ms) and ``p50_vs_dense``.
+        ``chunks``, ``k``, ``queries``, ``bm25_build_s``, with ``reopen`` also ``bm25_load_s`` and
+        ``bm25_build_vs_load``; ``modes``: per mode ``latency_ms_p50``/``_p95``/``_max``/``_mean`` (ms)
+        and ``p50_vs_dense``; with ``corpus`` ``after_change``: per mode and change (``add``,
+        ``delete``) ``change_ms`` (the store call), ``first_ms`` (the next question), ``extra_ms``
+        (first_ms - p50), ``extra_vs_max_ms`` (first_ms - the slowest question) and ``first_vs_p50``.
     """
     out: dict = {"chunks": kb.count(), "k": k, "queries": len(queries)}
+    old = kb.__dict__.pop("_keyword_index", None)
+    if old is not None:
+        old.close()
     path = index_path(kb)
     if path is not None:
         shutil.rmtree(path, ignore_errors=True)
-    kb.__dict__.pop("_lexical_index", None)
     t = time.perf_counter()
     lexical_index(kb)
     out["bm25_build_s"] = round(time.perf_counter() - t, 2)
@@ -165,9 +175,38 @@ def bench_scale(kb, queries: Sequence[str], *, k: int = 6,
                 on_progress(done, total)
         modes_out[mode] = {"latency_ms_p50": round(percentile(lat, 50), 2),
                            "latency_ms_p95": round(percentile(lat, 95), 2),
+                           "latency_ms_max": round(max(lat), 2),
                            "latency_ms_mean": round(mean(lat), 2)}
     base = modes_out.get("dense", {}).get("latency_ms_p50", 0.0)
     for row in modes_out.values():
         row["p50_vs_dense"] = ratio(row["latency_ms_p50"], base)
     out["modes"] = modes_out
+    if corpus is not None and queries:
+        out["after_change"] = _first_question_after_change(kb, queries, k, modes_out, corpus)
     return out
+
+
+def _first_question_after_change(kb, queries: Sequence[str], k: int, modes_out: dict[str, dict],
+                                 corpus: Sequence[dict]) -> list[dict]:
+    """Add one document, time the next question, delete it, time the next one (per mode)."""
+    rows = []
+    for i, mode in enumerate(modes_out):
+        [doc] = list(synthetic_documents(corpus, 20, seed=1_000_000 + i))
+        stats = modes_out[mode]
+        for change in ("add", "delete"):
+            started = time.perf_counter()
+            if change == "add":
+                kb.add_documents([doc])
+            else:
+                kb.delete_document(doc[0][0].doc_sha)
+            change_ms = (time.perf_counter() - started) * 1000
+            started = time.perf_counter()
+            retrieve(kb, queries[i % len(queries)], k, cast(RetrievalMode, mode))
+            first = (time.perf_counter() - started) * 1000
+            rows.append({"mode": mode, "change": change, "change_ms": round(change_ms, 1),
+                         "first_ms": round(first, 2), "p50_ms": stats["latency_ms_p50"],
+                         "max_ms": stats["latency_ms_max"],
+                         "extra_ms": round(first - stats["latency_ms_p50"], 2),
+                         "extra_vs_max_ms": round(first - stats["latency_ms_max"], 2),
+                         "first_vs_p50": ratio(first, stats["latency_ms_p50"])})
+    return rows

@@ -26,6 +26,7 @@ from rag.ingest.errors import IngestError
 from rag.ingest.loaders import LoadedDocument, _suffix, assemble_pdf, load_document
 from rag.ingest.pdf import _load_pdf_range
 from rag.ingest.types import Page
+from rag.text import terms
 
 log = logging.getLogger(__name__)
 
@@ -88,11 +89,13 @@ def _init_worker(parent_pid: int, pypdf_log_level: int, queue) -> None:
 
 def _prepare_range(key: str, data: bytes, password: str | None, first: int, last: int,
                    ocr: bool, chunk_size: int, chunk_overlap: int, embed
-                   ) -> tuple[list[tuple[int, str, bool]], list[str], list[str] | None, list | None]:
+                   ) -> tuple[list[tuple[int, str, bool]], list[str], list[str] | None, list | None,
+                              list[str] | None]:
     """Worker task.
 
     Pages ``first..last`` (1-based, inclusive) as ``(number, text, ocr)`` tuples, their warnings, and when
-    ``embed`` is given the chunk texts of these pages and their vectors (chunks never span pages, so the
+    ``embed`` is given the chunk texts of these pages, their vectors and their :func:`rag.text.terms` joined
+    by spaces (tokenised once, for the vectors and the keyword index; chunks never span pages, so the
     document's chunks are the ranges' in order). Sends ``(key, number, ocr)`` on the progress queue after each
     page.
     """
@@ -101,13 +104,16 @@ def _prepare_range(key: str, data: bytes, password: str | None, first: int, last
             _progress_queue.put((key, first + done - 1, used_ocr))
 
     pages, warnings = _load_pdf_range(data, password, first, last, ocr=ocr, on_page=on_page)
-    texts = vectors = None
+    texts = vectors = joined = None
     if embed is not None and pages:
         part = LoadedDocument(filename="part", pages=pages, page_count=last, warnings=[])
         texts = [c.text for c in chunk_document(part, doc_sha="0" * 64, chunk_size=chunk_size,
                                                 chunk_overlap=chunk_overlap)]
-        vectors = list(embed(texts)) if texts else []
-    return [(p.number, p.text, p.ocr) for p in pages], warnings, texts, vectors
+        toks = [terms(t) for t in texts]
+        embed_terms = getattr(embed, "embed_terms", None)
+        vectors = [embed_terms(t) for t in toks] if embed_terms is not None else list(embed(texts))
+        joined = [" ".join(t) for t in toks]
+    return [(p.number, p.text, p.ocr) for p in pages], warnings, texts, vectors, joined
 
 
 class _Pending:
@@ -138,7 +144,7 @@ class PrefetchingLoader:
                  chunking: tuple[int, int] = (1000, 150)) -> None:
         """Start preparing the batch's PDFs in worker processes (see the class docstring)."""
         self._pending: dict[tuple[str, str], _Pending] = {}
-        self._vectors: dict[str, tuple[list[str], list]] = {}
+        self._vectors: dict[str, tuple[list[str], list, list[str]]] = {}
         self._events: dict[str, list[tuple[int, bool]]] = {}
         self._pool = None
         self._queue = None
@@ -224,11 +230,12 @@ class PrefetchingLoader:
         warnings: list[str] = []
         texts: list[str] = []
         vectors: list = []
+        joined: list[str] = []
         embedded = True
         try:
             done = self._wait(pending, sha, on_page)
             for future in pending.futures:
-                got, warned, part_texts, part_vectors = future.result()
+                got, warned, part_texts, part_vectors, part_terms = future.result()
                 pages += [Page(number=n, text=t, ocr=o) for n, t, o in got]
                 warnings += warned
                 if part_texts is None:
@@ -236,6 +243,7 @@ class PrefetchingLoader:
                 else:
                     texts += part_texts
                     vectors += part_vectors
+                    joined += part_terms
         except IngestError:
             raise
         except Exception as exc:  # a crashed worker: load here instead, the result is the same
@@ -247,7 +255,7 @@ class PrefetchingLoader:
                 done += 1
                 on_page(done, pending.page_count, False)
         if embedded:
-            self._vectors[sha] = (texts, vectors)
+            self._vectors[sha] = (texts, vectors, joined)
         return assemble_pdf(filename, pages, pending.page_count, warnings, ocr=self._ocr)
 
     def _wait(self, pending, sha: str, on_page: Callable[[int, int, bool], None] | None) -> int:
@@ -273,10 +281,19 @@ class PrefetchingLoader:
 
         When they are exactly ``chunk_texts`` (in order); else None (the store embeds them).
         """
-        texts, vectors = self._vectors.pop(doc_sha, (None, None))
-        if texts is None or vectors is None or texts != chunk_texts or len(vectors) != len(texts):
+        got = self.prepared(doc_sha, chunk_texts)
+        return None if got is None else got[0]
+
+    def prepared(self, doc_sha: str, chunk_texts: list[str]) -> tuple[list, list[list[str]]] | None:
+        """The vectors and :func:`rag.text.terms` the workers computed for the chunks of ``doc_sha``.
+
+        When they are exactly ``chunk_texts`` (in order); else None (the store embeds and tokenises them).
+        """
+        texts, vectors, joined = self._vectors.pop(doc_sha, (None, None, None))
+        if (texts is None or vectors is None or joined is None or texts != chunk_texts
+                or not len(vectors) == len(joined) == len(texts)):
             return None
-        return vectors
+        return vectors, [j.split() for j in joined]
 
     def close(self) -> None:
         """Stop the workers and forget what they prepared; safe to call twice."""

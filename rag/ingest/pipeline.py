@@ -21,6 +21,7 @@ from rag.ingest.types import Page
 from rag.secrets import scrub
 from rag.store.chroma import StoreUnavailable
 from rag.store.embeddings import HashingEmbeddingFunction
+from rag.text import terms
 
 Status = Literal["ingested", "already indexed", "failed"]
 FileInput = str | Path | tuple[str, bytes]
@@ -178,9 +179,15 @@ def _ingest_one(kb, name: str, data: bytes, chunking: ChunkSettings, password: s
         if not chunks:
             return FileReport(name, "failed", "no extractable text", code="no_extractable_text",
                               doc_sha=sha)
-        vectors = loader.embeddings(sha, [c.text for c in chunks]) if loader is not None else None
-        if vectors is not None:
-            kb.add_document(chunks, pages=doc.page_count, size_bytes=len(data), embeddings=vectors)
+        prepared = loader.prepared(sha, [c.text for c in chunks]) if loader is not None else None
+        local = _local_embedding(kb)
+        if prepared is None and local is not None:  # tokenise once, here, for vectors and keywords
+            toks = [terms(c.text) for c in chunks]
+            prepared = [local.embed_terms(t) for t in toks], toks
+        if prepared is not None:  # vectors and terms computed once (by the workers or just above)
+            vectors, toks = prepared
+            kb.add_document(chunks, pages=doc.page_count, size_bytes=len(data), embeddings=vectors,
+                            terms={c.id: t for c, t in zip(chunks, toks, strict=True)})
         else:
             kb.add_document(chunks, pages=doc.page_count, size_bytes=len(data))
     except IngestError as exc:

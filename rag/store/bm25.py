@@ -1,30 +1,33 @@
-"""The BM25 index of a knowledge base (bm25s) and the corpus statistics the offline engine needs.
+"""The keyword (BM25) index of a knowledge base and the corpus statistics the offline engine needs.
 
-The index persists under the data directory and is rebuilt only when the knowledge base changes.
+:class:`KeywordIndex` keeps it in SQLite FTS5 under the data directory, updated incrementally by every
+ingest and delete in the same crash-safe step as the document's completion record
+(:mod:`rag.store.records`). :class:`LexicalIndex` is the same ranking built whole in memory with bm25s:
+the reference the incremental index is tested and benchmarked against.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import shutil
+import signal
+import sqlite3
 import threading
-import uuid
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from rag.models import Chunk
-from rag.store.chroma import PAGE_SIZE
+from rag.store.records import PAGE_SIZE
 from rag.text import terms
 
-INDEX_FORMAT = 2
-"""Version of the on-disk BM25 layout, of the tokenizer (:func:`rag.text.terms`) it was
-built with and of what it holds (2: complete documents only): an index saved under another
-version is rebuilt."""
+INDEX_FORMAT = 3
+"""Version of the on-disk keyword index layout and of the tokenizer (:func:`rag.text.terms`) it was
+built with (3: SQLite FTS5, complete documents only): an index saved under another version is emptied
+and rebuilt from the store."""
 
 
 @dataclass(frozen=True)
@@ -60,10 +63,10 @@ class LexicalStats:
 
 
 class LexicalIndex:
-    """A BM25 index (bm25s, Lucene variant, k1=1.5, b=0.75) over chunk ids, with its term statistics.
+    """A BM25 index built whole in memory (bm25s, Lucene variant, k1=1.5, b=0.75) over chunk ids.
 
-    It holds ids and token statistics only; the chunks themselves are read back from the knowledge base for
-    each hit, so the store stays the one source of text.
+    The reference ranking :class:`KeywordIndex` reproduces incrementally. It holds ids and token statistics
+    only; the chunks themselves are read back from the knowledge base for each hit.
     """
 
     def __init__(self, ids: list[str], bm25, stats: LexicalStats) -> None:
@@ -115,123 +118,335 @@ class LexicalIndex:
         scores = dict(hits)
         return [c.model_copy(update={"score": scores[c.id]}) for c in kb.get_chunks(scores)]
 
-    # -- persistence ---------------------------------------------------------------------
-    def save(self, path: Path, key: dict) -> None:
-        """Write the index to the directory ``path``.
 
-        (replaced whole, atomically enough that a reader sees the old index, the new one, or none), tagged
-        with ``key``.
+class KeywordIndex:
+    """The persistent, incremental BM25 index of one knowledge base, in SQLite FTS5.
+
+    Each chunk is stored as its :func:`rag.text.terms` joined by spaces, under FTS5's ``ascii`` tokenizer
+    with ``'`` as a token character, so FTS5 sees exactly our terms (stems, CJK bigrams). Ranking is
+    bm25s' Lucene BM25 (k1 = :data:`K1`, b = :data:`B`, idf ln(1 + (N - df + 0.5) / (df + 0.5))): FTS5's
+    own ``bm25()`` (k1 = 1.2, another idf) picks the :data:`CANDIDATES` best matches, which are rescored
+    exactly from their stored terms, the document frequencies of FTS5's vocabulary and the index's
+    chunk count and total length.
+
+    Documents are added and deleted whole, each call in one SQLite transaction (atomic even under
+    SIGKILL: a reader sees a document with all its chunks or not at all). :class:`KnowledgeBase` writes
+    a document here just before its completion record and deletes it just after removing that record;
+    :func:`lexical_index` reconciles the two after a crash between them (see :meth:`sync`).
+    ``path`` None keeps the index in memory. Raises sqlite3.Error when the file cannot be written.
+    """
+
+    FILE = "keyword.sqlite"
+
+    def __init__(self, path: Path | None) -> None:
+        """Open (creating) the index in the directory ``path`` (``keyword.sqlite``), or in memory."""
+        if path is not None:
+            Path(path).mkdir(parents=True, exist_ok=True)
+            for old in ("meta.json", "ids.json"):  # the bm25s index of format 2, now unused
+                (Path(path) / old).unlink(missing_ok=True)
+            shutil.rmtree(Path(path) / "bm25s", ignore_errors=True)
+        target = ":memory:" if path is None else str(Path(path) / self.FILE)
+        self._db = sqlite3.connect(target, check_same_thread=False, isolation_level=None, timeout=60)
+        self._lock = threading.RLock()
+        self.synced: tuple | None = None
+        """The knowledge base fingerprint this index was last reconciled with (per process)."""
+        self._stats: tuple[int, LexicalStats] | None = None
+        with self._lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: durable across process crashes
+            with self._write():
+                for sql in _SCHEMA:
+                    self._db.execute(sql)
+                if self._meta("format") != str(INDEX_FORMAT):
+                    self._clear()
+                    self._set_meta("format", INDEX_FORMAT)
+
+    # -- sqlite plumbing -----------------------------------------------------------------
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[None]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def _set_meta(self, key: str, value: object) -> None:
+        self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, str(value)))
+
+    def _clear(self) -> None:
+        for table in ("docs", "chunks", "keywords"):
+            self._db.execute(f"DELETE FROM {table}")
+        self._db.execute("DELETE FROM meta WHERE key IN ('chunks', 'length')")
+        self._bump()
+
+    def _bump(self) -> None:
+        self._set_meta("generation", int(self._meta("generation") or 0) + 1)
+
+    def close(self) -> None:
+        """Close the SQLite connection."""
+        with self._lock:
+            self._db.close()
+
+    # -- writes --------------------------------------------------------------------------
+    def bind(self, collection_id: str) -> None:
+        """Tie the index to one Chroma collection.
+
+        An index left by another collection (a deleted and recreated knowledge base of the same name) is
+        emptied first.
         """
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}.tmp"
-        tmp.mkdir()
-        try:
-            if self._bm25 is not None:
-                self._bm25.save(str(tmp / "bm25s"), show_progress=False)
-            (tmp / "ids.json").write_text(json.dumps(self.ids))
-            (tmp / "meta.json").write_text(json.dumps({**key, "n_docs": self.stats.n_docs}))
-            old = None
-            if path.exists():
-                old = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}.old"
-                os.replace(path, old)
-            os.replace(tmp, path)
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        with self._lock:
+            if self._meta("collection_id") == collection_id:
+                return
+            with self._write():
+                self._clear()
+                self._set_meta("collection_id", collection_id)
+            self.synced = None
 
-    @classmethod
-    def load(cls, path: Path, key: dict) -> LexicalIndex | None:
-        """The index saved at ``path`` if it was saved with exactly ``key``, else None.
+    def add(self, documents: Iterable[tuple[str, Sequence[tuple[str, str]]]]) -> int:
+        """Index whole documents, each ``(doc_sha, [(chunk id, text), ...])``, in one transaction.
 
-        (also when it is missing or unreadable: the caller rebuilds). Document frequencies come from the BM25
-        matrix itself (non-zero entries per term column).
+        A document already indexed is replaced. Returns the number of chunks indexed.
         """
-        import bm25s
-        import numpy as np
+        rows = [(sha, [(cid, terms(text or "")) for cid, text in chunks]) for sha, chunks in documents]
+        return self.add_terms(rows)
 
-        path = Path(path)
-        try:
-            meta = json.loads((path / "meta.json").read_text())
-            if {k: meta.get(k) for k in key} != key:
-                return None
-            ids = json.loads((path / "ids.json").read_text())
-            if not ids:
-                return cls([], None, LexicalStats(0, {}))
-            bm25 = bm25s.BM25.load(str(path / "bm25s"), show_progress=False)
-            df_by_col = np.diff(bm25.scores["indptr"])
-            df = {t: int(df_by_col[i]) for t, i in bm25.vocab_dict.items()
-                  if t and i < len(df_by_col)}
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
-        if len(ids) != int(meta.get("n_docs", -1)):
-            return None
-        return cls(ids, bm25, LexicalStats(n_docs=len(ids), df=df))
+    def add_terms(self, documents: Iterable[tuple[str, Sequence[tuple[str, list[str]]]]]) -> int:
+        """:meth:`add` for chunks already tokenised with :func:`rag.text.terms` (``(chunk id, terms)``)."""
+        docs = list(documents)
+        if not docs:
+            return 0
+        with self._write():
+            self._delete([sha for sha, _ in docs])
+            n = int(self._meta("chunks") or 0)
+            length = int(self._meta("length") or 0)
+            added = 0
+            for sha, chunks in docs:
+                self._db.execute("INSERT INTO docs(doc_sha, chunks) VALUES (?, ?)", (sha, len(chunks)))
+                for cid, toks in chunks:
+                    cur = self._db.execute("INSERT INTO chunks(chunk_id, doc_sha, length) VALUES (?, ?, ?)",
+                                           (cid, sha, len(toks)))
+                    self._db.execute("INSERT INTO keywords(rowid, terms) VALUES (?, ?)",
+                                     (cur.lastrowid, " ".join(toks)))
+                    length += len(toks)
+                    added += 1
+                    _test_kill("mid")
+            self._set_meta("chunks", n + added)
+            self._set_meta("length", length)
+            self._bump()
+        _test_kill("after")
+        return added
 
+    def delete(self, doc_shas: Iterable[str]) -> int:
+        """Remove these documents (unknown ones are ignored) in one transaction; returns chunks removed."""
+        shas = list(doc_shas)
+        if not shas:
+            return 0
+        with self._write():
+            removed = self._delete(shas)
+            if removed:
+                self._bump()
+        return removed
+
+    def _delete(self, shas: list[str]) -> int:
+        removed = 0
+        for start in range(0, len(shas), 500):
+            part = shas[start:start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self._db.execute(f"SELECT rowid, length FROM chunks WHERE doc_sha IN ({marks})",
+                                    part).fetchall()
+            if rows:
+                ids = [(r[0],) for r in rows]
+                self._db.executemany("DELETE FROM keywords WHERE rowid = ?", ids)
+                self._db.executemany("DELETE FROM chunks WHERE rowid = ?", ids)
+                self._set_meta("chunks", int(self._meta("chunks") or 0) - len(rows))
+                self._set_meta("length", int(self._meta("length") or 0) - sum(r[1] for r in rows))
+                removed += len(rows)
+            self._db.execute(f"DELETE FROM docs WHERE doc_sha IN ({marks})", part)
+        return removed
+
+    def sync(self, complete: dict[str, int], read: Callable[[list[str]], Iterator[tuple[str, list]]]
+             ) -> tuple[int, int]:
+        """Make the indexed documents exactly ``complete`` (doc_sha -> chunk count, the completion records).
+
+        Documents indexed but not complete (a crash between this index's write and the completion
+        record, or a delete elsewhere) are removed; complete documents missing here (an older index, a
+        crash after the record, another writer) are read with ``read(shas)``, which yields ``(doc_sha,
+        [(chunk id, text), ...])``, and added in batches. Returns ``(added, removed)`` documents.
+        """
+        have = self.documents()
+        stale = [s for s, n in have.items() if complete.get(s) != n]
+        missing = [s for s, n in complete.items() if have.get(s) != n]
+        self.delete(stale)
+        for start in range(0, len(missing), SYNC_BATCH):
+            self.add(read(missing[start:start + SYNC_BATCH]))
+        return len(missing), len(stale)
+
+    # -- reads ---------------------------------------------------------------------------
+    def documents(self) -> dict[str, int]:
+        """doc_sha -> chunk count of every indexed document."""
+        with self._lock:
+            return dict(self._db.execute("SELECT doc_sha, chunks FROM docs").fetchall())
+
+    @property
+    def ids(self) -> list[str]:
+        """The ids of every indexed chunk, in index order."""
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT chunk_id FROM chunks ORDER BY rowid")]
+
+    def _totals(self) -> tuple[int, int]:
+        return int(self._meta("chunks") or 0), int(self._meta("length") or 0)
+
+    @property
+    def stats(self) -> LexicalStats:
+        """Document frequencies of every indexed term (FTS5's vocabulary), cached until the next write."""
+        with self._lock:
+            generation = int(self._meta("generation") or 0)
+            if self._stats is None or self._stats[0] != generation:
+                df = dict(self._db.execute("SELECT term, doc FROM terms_vocab").fetchall())
+                self._stats = (generation, LexicalStats(n_docs=self._totals()[0], df=df))
+            return self._stats[1]
+
+    def search_ids(self, query: str, k: int) -> list[tuple[str, float]]:
+        """The ``k`` best ``(chunk id, BM25 score)`` pairs for ``query``, best first; only scores > 0.
+
+        Scores are bm25s' Lucene BM25 (see the class docstring), rounded to 4 places; ties keep index
+        order.
+        """
+        q = terms(query)
+        if not q or k <= 0:
+            return []
+        distinct = list(dict.fromkeys(q))
+        with self._lock:
+            marks = ",".join("?" * len(distinct))
+            df = dict(self._db.execute(f"SELECT term, doc FROM terms_vocab WHERE term IN ({marks})",
+                                       distinct).fetchall())
+            q = [t for t in q if df.get(t)]
+            n, length = self._totals()
+            if not q or n <= 0:
+                return []
+            match = " OR ".join(f'"{t}"' for t in dict.fromkeys(q))
+            rows = self._db.execute(
+                "SELECT c.rowid, c.chunk_id, c.length, f.terms FROM (SELECT rowid, terms FROM keywords "
+                "WHERE keywords MATCH ? ORDER BY rank LIMIT ?) AS f JOIN chunks AS c ON c.rowid = f.rowid",
+                (match, max(CANDIDATES, 10 * k))).fetchall()
+        avgdl = length / n
+        idf = {t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in df}
+        scored = []
+        for rowid, cid, dl, text in rows:
+            counts = Counter(text.split())
+            norm = K1 * (1 - B + B * dl / avgdl)
+            score = sum(idf[t] * counts[t] / (counts[t] + norm) for t in q if counts[t])
+            if score > 0:
+                scored.append((-score, rowid, cid))
+        scored.sort()
+        return [(cid, round(-neg, 4)) for neg, _, cid in scored[:k]]
+
+    def search(self, kb, query: str, k: int) -> list[Chunk]:
+        """The ``k`` best chunks of ``kb`` by BM25, best first; ``score`` is the raw BM25 score (> 0).
+
+        Chunks deleted from ``kb`` meanwhile are left out.
+        """
+        hits = self.search_ids(query, k)
+        if not hits:
+            return []
+        scores = dict(hits)
+        return [c.model_copy(update={"score": scores[c.id]}) for c in kb.get_chunks(scores)]
+
+
+K1, B = 1.5, 0.75
+"""BM25 parameters, bm25s' defaults (Lucene variant)."""
+CANDIDATES = 200
+"""FTS5 matches rescored per question (at least 10 per chunk asked for)."""
+SYNC_BATCH = 200
+"""Documents read back from the store per transaction when the index catches up with it."""
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS docs(doc_sha TEXT PRIMARY KEY, chunks INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS chunks(rowid INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL, "
+    "doc_sha TEXT NOT NULL, length INTEGER NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks(doc_sha)",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS keywords USING fts5(terms, tokenize=\"ascii tokenchars ''''\")",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS terms_vocab USING fts5vocab(keywords, row)",
+)
 
 _lock = threading.Lock()
 
+TEST_KILL_ENV = "RETRACE_TEST_KILL_IN_KEYWORDS"
+"""Test hook: ``mid`` makes the process SIGKILL itself inside a keyword-index transaction (after its first
+chunk), ``after`` right after the transaction commits (before the completion record)."""
 
-def _index_key(kb) -> dict:
-    name, revision, count = kb.fingerprint()  # an interrupted ingest changes count, not revision
-    return {"format": INDEX_FORMAT, "collection_id": str(kb.collection.id), "name": name,
-            "revision": revision, "count": count}
+
+def _test_kill(point: str) -> None:
+    if os.environ.get(TEST_KILL_ENV) == point:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def index_path(kb) -> Path | None:
-    """Where ``kb``'s BM25 index persists.
+    """Where ``kb``'s keyword index persists.
 
-    ``<data_dir>/bm25/<name>/``, or None when the knowledge base has no data directory.
+    The directory ``<data_dir>/bm25/<name>/`` (the SQLite file ``keyword.sqlite`` in it), or None when
+    the knowledge base has no data directory (the index is then kept in memory).
     """
     data_dir = getattr(kb, "data_dir", None)
     return None if data_dir is None else Path(data_dir) / "bm25" / kb.name
 
 
-def _read_rows(kb) -> Iterable[tuple[str, str]]:
-    """(chunk id, text) of every chunk of a complete document.
+def keyword_index(kb) -> KeywordIndex:
+    """``kb``'s keyword index, opened once per knowledge base object and bound to its collection.
 
-    The chunks of an incomplete document (no completion record, see :mod:`rag.store.chroma`) are never
-    indexed.
+    Not reconciled with the store: writers use it as it is; readers use :func:`lexical_index`.
     """
-    complete = kb.complete_documents()
+    with _lock:
+        index = getattr(kb, "_keyword_index", None)
+        if index is None:
+            index = KeywordIndex(index_path(kb))
+            kb._keyword_index = index
+    index.bind(str(kb.collection.id))
+    return index
+
+
+def _read_documents(kb, shas: list[str]) -> Iterator[tuple[str, list[tuple[str, str]]]]:
+    """``(doc_sha, [(chunk id, text), ...])`` of these documents, read from ``kb`` in chunk order."""
+    by_doc: dict[str, list[tuple[int, str, str]]] = {s: [] for s in shas}
     offset = 0
     while True:
-        got = kb._get_page(limit=PAGE_SIZE, offset=offset, include=["documents", "metadatas"])
+        got = kb._get_page(where={"doc_sha": {"$in": shas}}, limit=PAGE_SIZE, offset=offset,
+                           include=["documents", "metadatas"])
         if not got["ids"]:
-            return
+            break
         for cid, text, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=False):
-            if (meta or {}).get("doc_sha") in complete:
-                yield cid, text
+            meta = meta or {}
+            by_doc.setdefault(str(meta.get("doc_sha", "")), []).append(
+                (int(meta.get("chunk_index", 0)), cid, text or ""))
         offset += len(got["ids"])
+    for sha in shas:
+        yield sha, [(cid, text) for _, cid, text in sorted(by_doc.get(sha, []))]
 
 
-def lexical_index(kb) -> LexicalIndex:
-    """``kb``'s BM25 index over the chunks of its complete documents, consistent with its current contents.
+def lexical_index(kb) -> KeywordIndex:
+    """``kb``'s keyword (BM25) index over the chunks of its complete documents, consistent with the store.
 
-    Kept in memory on the knowledge base object and on disk (:func:`index_path`), both
-    tagged with the collection's id, revision and chunk count: a new process loads the saved
-    index instead of rebuilding it; any add or delete (from any process) changes the tag,
-    and the next call rebuilds from the whole collection and saves again.
+    Ingests and deletes update it as they go (:class:`KeywordIndex`), so this only checks, once per change
+    of the store's fingerprint, that the indexed documents are exactly the complete ones, and catches up
+    when they are not (a crash between the two writes, another process writing to a Chroma server, an
+    index from before this format: then every document is read back and indexed once).
     """
-    key = _index_key(kb)
-    with _lock:
-        cached = getattr(kb, "_lexical_index", None)
-        if cached and cached[0] == key:
-            return cached[1]
-    path = index_path(kb)
-    index = LexicalIndex.load(path, key) if path is not None else None
-    if index is None:
-        index = LexicalIndex.build(_read_rows(kb))
-        if path is not None:
-            # a read-only data dir costs a rebuild per process, never a wrong answer
-            with contextlib.suppress(OSError):
-                index.save(path, key)
-    with _lock:
-        kb._lexical_index = (key, index)
+    index = keyword_index(kb)
+    key = kb.fingerprint()
+    if index.synced != key:
+        index.sync(kb.complete_documents(), lambda shas: _read_documents(kb, shas))
+        index.synced = key
     return index
 
 
 def lexical_stats(kb) -> LexicalStats:
-    """Term statistics of ``kb``'s chunks (see :func:`lexical_index`)."""
+    """Term statistics of ``kb``'s complete documents (see :func:`lexical_index`)."""
     return lexical_index(kb).stats

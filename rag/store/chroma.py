@@ -18,6 +18,7 @@ from chromadb.api.types import EmbeddingFunction
 from rag.config import DEFAULT_COLLECTION, Settings
 from rag.ingest.types import ChunkRecord
 from rag.models import Chunk
+from rag.store.bm25 import keyword_index
 from rag.store.client import (
     EmbeddingMismatch,
     StoreError,
@@ -41,6 +42,7 @@ from rag.store.records import (
     document_lines,
     to_chunk,
 )
+from rag.text import terms as text_terms
 
 __all__ = [  # the store's public names, importable from here as before the split
     "COMPLETE_KEY", "PAGE_SIZE", "RECORDS_FLAG", "DocumentInfo", "EmbeddingMismatch", "KnowledgeBase",
@@ -189,12 +191,32 @@ class KnowledgeBase:
         """Write a document's completion record: the last write of every document."""
         self.collection.update(ids=[first_id], metadatas=[{COMPLETE_KEY: n_chunks}])
 
+    def _index_keywords(self, docs: list[list[ChunkRecord]],
+                        terms: dict[str, list[str]] | None = None) -> None:
+        """Add whole documents to the keyword index in one transaction, just before their completion records.
+
+        ``terms`` maps chunk ids to their :func:`rag.text.terms` when the caller has them already.
+        """
+        index = keyword_index(self)
+        if terms is not None and all(c.id in terms for d in docs for c in d):
+            index.add_terms([(d[0].doc_sha, [(c.id, terms[c.id]) for c in d]) for d in docs])
+        else:
+            index.add([(d[0].doc_sha, [(c.id, c.text) for c in d]) for d in docs])
+
+    def _unindex_keywords(self, shas: list[str]) -> None:
+        """Best effort: a document that did not get its completion record leaves the keyword index."""
+        with contextlib.suppress(Exception):  # else the next lexical_index() call reconciles it
+            keyword_index(self).delete(shas)
+
     @translate_unreachable
     def add_document(self, chunks: list[ChunkRecord], *, pages: int, size_bytes: int,
-                     batch_size: int = 256, embeddings: list | None = None) -> int:
+                     batch_size: int = 256, embeddings: list | None = None,
+                     terms: dict[str, list[str]] | None = None) -> int:
         """Store all ``chunks`` of one document, then its completion record.
 
         Chunks left by an earlier, interrupted ingest of the same document are deleted first.
+        The keyword index gets the whole document in one transaction just before the completion
+        record (``terms``: chunk id -> :func:`rag.text.terms`, when already computed).
         ``embeddings`` may carry precomputed vectors (one per chunk). On an exception the
         chunks already written are deleted again and the error is re-raised; if the process
         dies instead (SIGKILL, power loss, the server gone), the chunks stay without a
@@ -220,14 +242,34 @@ class KnowledgeBase:
                                 "added_at": now} for c in part],
                     **kwargs)
                 test_hook_after_batch()
+            self._index_keywords([chunks], terms)
             self._mark_complete(chunks[0].id, len(chunks))
         except BaseException:
             # e.g. the server is gone: the missing record marks it incomplete
+            self._unindex_keywords([doc_sha])
             with contextlib.suppress(Exception):
                 self.collection.delete(where={"doc_sha": doc_sha})
             raise
         self._bump()
         return len(chunks)
+
+    def _upsert_rows(self, part: list[tuple[ChunkRecord, int, int]], now: float,
+                     toks: dict[str, list[str]]) -> None:
+        """Upsert ``(chunk, pages, size_bytes)`` rows.
+
+        With a local embedding function (hashing) each chunk is tokenised once, here, for its vector and,
+        through ``toks`` (filled with chunk id -> terms), for the keyword index.
+        """
+        kwargs = {}
+        embed_terms = getattr(self.embedding_function, "embed_terms", None)
+        if embed_terms is not None:
+            toks.update((c.id, text_terms(c.text)) for c, _, _ in part)
+            kwargs["embeddings"] = [embed_terms(toks[c.id]) for c, _, _ in part]
+        self.collection.upsert(
+            ids=[c.id for c, _, _ in part],
+            documents=[c.text for c, _, _ in part],
+            metadatas=[{**c.metadata, "pages": p, "size_bytes": b, "added_at": now} for c, p, b in part],
+            **kwargs)
 
     @translate_unreachable
     def add_documents(self, documents: Iterable[tuple[list[ChunkRecord], int, int]], *,
@@ -244,34 +286,37 @@ class KnowledgeBase:
         rows: list[tuple[ChunkRecord, int, int]] = []
         last_row: dict[str, int] = {}  # doc_sha -> index of its last chunk in ``rows``
         first_id: dict[str, tuple[str, int]] = {}  # doc_sha -> (first chunk id, chunk count)
+        by_sha: dict[str, list[ChunkRecord]] = {}
         for chunks, pages, size_bytes in documents:
             for c in chunks:
                 rows.append((c, pages, size_bytes))
             if chunks:
                 last_row[chunks[0].doc_sha] = len(rows) - 1
                 first_id[chunks[0].doc_sha] = (chunks[0].id, len(chunks))
+                by_sha[chunks[0].doc_sha] = chunks
         if not rows:
             return 0
         now = time.time()
         done = 0
+        toks: dict[str, list[str]] = {}  # chunk id -> terms, until its document is in the keyword index
         try:
             for start in range(0, len(rows), batch_size):
                 part = rows[start:start + batch_size]
-                self.collection.upsert(
-                    ids=[c.id for c, _, _ in part],
-                    documents=[c.text for c, _, _ in part],
-                    metadatas=[{**c.metadata, "pages": p, "size_bytes": b, "added_at": now}
-                               for c, p, b in part])
+                self._upsert_rows(part, now, toks)
                 test_hook_after_batch()
                 finished = [sha for sha, last in last_row.items()
                             if done <= last < start + len(part)]
                 if finished:
+                    self._index_keywords([by_sha[sha] for sha in finished], toks)
+                    for c in (c for sha in finished for c in by_sha[sha]):
+                        toks.pop(c.id, None)
                     self.collection.update(
                         ids=[first_id[sha][0] for sha in finished],
                         metadatas=[{COMPLETE_KEY: first_id[sha][1]} for sha in finished])
                 done = start + len(part)
         except BaseException:
             partial = [sha for sha, last in last_row.items() if last >= done]
+            self._unindex_keywords(partial)
             try:
                 for start in range(0, len(partial), 500):
                     self.collection.delete(where={"doc_sha": {"$in": partial[start:start + 500]}})
@@ -287,8 +332,8 @@ class KnowledgeBase:
     def delete_document(self, doc_sha: str) -> int:
         """Delete every chunk of a document, complete or not; returns how many were deleted (0 if unknown).
 
-        The completion record goes first, so an interrupted delete leaves an incomplete document, never a
-        complete one with chunks missing.
+        The completion record goes first, then the document leaves the keyword index (one transaction), so
+        an interrupted delete leaves an incomplete document, never a complete one with chunks missing.
         """
         got = self.collection.get(where={"doc_sha": doc_sha}, include=["metadatas"])
         ids = got["ids"]
@@ -296,6 +341,7 @@ class KnowledgeBase:
             marked = [i for i, m in zip(ids, got["metadatas"], strict=False) if (m or {}).get(COMPLETE_KEY)]
             if marked:
                 self.collection.update(ids=marked, metadatas=[{COMPLETE_KEY: 0}] * len(marked))
+            keyword_index(self).delete([doc_sha])
             self.collection.delete(ids=ids)
             self._bump()
         return len(ids)

@@ -48,20 +48,35 @@ class HashingEmbeddingFunction(EmbeddingFunction[Documents]):
 
     def __call__(self, input: Documents) -> Embeddings:
         """One unit vector per text (Chroma's embedding-function protocol)."""
-        return [self.embed_one(text) for text in input]
+        return [self.embed_terms(terms(text)) for text in input]
 
     def embed_one(self, text: str) -> np.ndarray:
         """The unit vector of one text: signed hashed term and bigram counts, log-scaled."""
-        toks = terms(text)
-        counts = Counter(toks)
-        counts.update({f"{a} {b}": 0.5 for a, b in zip(toks, toks[1:], strict=False)})
-        vec = np.zeros(self.dim, dtype=np.float32)
-        for feature, tf in counts.items():
+        return self.embed_terms(terms(text))
+
+    def embed_terms(self, toks: list[str]) -> np.ndarray:
+        """The unit vector of a text given as its :func:`rag.text.terms`.
+
+        A caller that has the terms already (the ingest workers) tokenises once. Each distinct term weighs
+        1 + ln tf and each distinct adjacent pair 0.5, summed into its signed slot (one ``bincount``).
+        """
+        features = [(t, 1.0 + math.log(tf)) for t, tf in Counter(toks).items()]
+        features += [(pair, 0.5) for pair in dict.fromkeys(
+            f"{a} {b}" for a, b in zip(toks, toks[1:], strict=False))]
+        if not features:
+            vec = np.zeros(self.dim, dtype=np.float32)
+            vec[0] = 1.0  # an empty text still needs a valid unit vector
+            return vec
+        slots = np.empty(len(features), dtype=np.int64)
+        weights = np.empty(len(features), dtype=np.float64)
+        for i, (feature, weight) in enumerate(features):
             slot, sign = _slot(feature, self.dim)
-            vec[slot] += sign * (1.0 + math.log(tf) if tf >= 1 else tf)
+            slots[i] = slot
+            weights[i] = sign * weight
+        vec = np.bincount(slots, weights=weights, minlength=self.dim).astype(np.float32)
         norm = float(np.linalg.norm(vec))
         if norm == 0.0:
-            vec[0] = 1.0  # an empty text still needs a valid unit vector
+            vec[0] = 1.0
             return vec
         return vec / norm
 

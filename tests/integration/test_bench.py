@@ -25,6 +25,7 @@ from rag.bench.ingest import bench_ingest
 from rag.bench.qa import run_qa, summarize_qa
 from rag.bench.scale import bench_scale, fill_store
 from rag.config import preset_options
+from rag.store.bm25 import lexical_index
 from rag.store.chroma import open_knowledge_base
 from tests.conftest import DATA, LEWIS, SELF_RAG
 
@@ -151,13 +152,20 @@ def test_bench_scale_on_a_small_store(settings):
     assert filled["added"] == 300 and kb.count() == 300
     assert fill_store(kb, corpus, 300)["added"] == 0  # a filled store is reused
     queries = [q["text"] for q in read_jsonl(HOTPOT / "queries.jsonl")[:8]]
-    result = bench_scale(kb, queries, k=6, reopen=lambda: open_knowledge_base(settings, "scale"))
+    result = bench_scale(kb, queries, k=6, reopen=lambda: open_knowledge_base(settings, "scale"),
+                         corpus=corpus)
     assert result["chunks"] == 300 and result["queries"] == 8
     assert set(result["modes"]) == {"dense", "bm25", "hybrid"}
     assert result["modes"]["dense"]["p50_vs_dense"] == 1.0
     for row in result["modes"].values():
-        assert 0 < row["latency_ms_p50"] <= row["latency_ms_p95"]
+        assert 0 < row["latency_ms_p50"] <= row["latency_ms_p95"] <= row["latency_ms_max"]
     assert result["bm25_build_s"] >= 0 and result["bm25_load_s"] > 0
+    changes = result["after_change"]
+    assert [(r["mode"], r["change"]) for r in changes] == [
+        (m, c) for m in ("dense", "bm25", "hybrid") for c in ("add", "delete")]
+    for r in changes:
+        assert r["first_ms"] > 0 and r["extra_ms"] == pytest.approx(r["first_ms"] - r["p50_ms"], abs=0.02)
+    assert kb.count() == 300 and len(lexical_index(kb).ids) == 300  # the store is left as it was
 
 
 def test_cli_bench_qa_refuses_an_unknown_preset(tmp_path, cli):
@@ -191,6 +199,8 @@ def test_cli_bench_scale_reads_the_shared_data_from_the_environment(tmp_path, cl
     assert result["chunks"] == 60 and result["queries"] == 6 and result["fill"]["added"] == 60
     assert set(result["modes"]) == {"dense", "bm25", "hybrid"}
     assert "| dense " in proc.stderr and "60 chunks, k=6, 6 queries per mode" in proc.stderr
+    assert "The first question after adding or deleting one document" in proc.stderr
+    assert len(result["after_change"]) == 6
 
     monkeypatch.setenv("RAG_SHARED_DATA", str(tmp_path / "nowhere"))
     proc = cli("bench", "scale", "--chunks", "60", "--data-dir", tmp_path / "stores")

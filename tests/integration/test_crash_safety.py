@@ -172,3 +172,48 @@ def test_sigkill_during_upserts_is_repaired_by_the_next_ingest(tmp_path, long_do
         "ingest", str(path), data_dir=data_dir, RETRACE_TEST_KILL_AFTER_BATCHES="1"
     )  # nothing to store: never killed
     assert again.returncode == 0 and f"same {path.name}: already indexed" in again.stdout
+
+
+def raw_keyword_index(data_dir: Path) -> dict:
+    """The keyword index file as it lies on disk, read with plain sqlite3 (no reconciliation)."""
+    import sqlite3
+
+    con = sqlite3.connect(data_dir / "bm25" / "default" / "keyword.sqlite")
+    try:
+        return {
+            "docs": sorted(r[0] for r in con.execute("SELECT doc_sha FROM docs")),
+            "chunks": con.execute("SELECT count(*) FROM chunks").fetchone()[0],
+            "terms": con.execute("SELECT count(*) FROM keywords").fetchone()[0],
+        }
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("point", ["mid", "after"])
+def test_sigkill_around_the_keyword_index_write_leaves_no_half_indexed_document(tmp_path, long_doc, point):
+    """``mid``: killed inside the keyword-index transaction; ``after``: between its commit and the record."""
+    path, clean = long_doc
+    small = tmp_path / SMALL[0]
+    small.write_text(SMALL[1])
+    data_dir = tmp_path / "data"
+    assert rag_cli("ingest", str(small), data_dir=data_dir).returncode == 0
+    small_only = raw_keyword_index(data_dir)
+    assert small_only["chunks"] == small_only["terms"] == 1 and len(small_only["docs"]) == 1
+
+    out = rag_cli("ingest", str(path), data_dir=data_dir, RETRACE_TEST_KILL_IN_KEYWORDS=point)
+    assert out.returncode == -signal.SIGKILL, (out.returncode, out.stdout, out.stderr)
+    raw = raw_keyword_index(data_dir)
+    if point == "mid":  # the transaction was rolled back: not one chunk of the document is there
+        assert raw == small_only
+    else:  # committed whole, but the completion record never came
+        assert len(raw["docs"]) == 2 and raw["chunks"] == raw["terms"] == clean + 1
+    seen = inspect(data_dir)  # a reader reconciles the index with the completion records
+    assert seen["docs"][path.name] == [clean, "incomplete"]
+    assert seen["bm25_sources"] == [SMALL[0]] and seen["bm25_size"] == 1
+    assert raw_keyword_index(data_dir) == small_only
+
+    out = rag_cli("ingest", str(path), data_dir=data_dir)
+    assert out.returncode == 0 and "replaced the incomplete copy" in out.stdout, out.stderr
+    seen = inspect(data_dir)
+    assert seen["bm25_size"] == clean + 1 and seen["docs"][path.name] == [clean, "complete"]
+    assert raw_keyword_index(data_dir)["chunks"] == clean + 1

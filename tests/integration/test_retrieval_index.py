@@ -1,8 +1,8 @@
 """The BM25 index on disk.
 
-Consistent with Chroma after ingests and deletes, loaded (not rebuilt) after a restart, never reused for
-another collection; bulk writes stay atomic per document; parallel PDF parsing gives the same chunks as one
-process.
+Consistent with Chroma after ingests and deletes (updated incrementally, reconciled with the completion
+records), ranked exactly as bm25s, loaded (not rebuilt) after a restart, never reused for another
+collection; bulk writes stay atomic per document; parallel PDF parsing gives the same chunks as one process.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import pytest
 from rag.bench.data import corpus_documents, read_jsonl
 from rag.ingest.parallel import PrefetchingLoader
 from rag.ingest.pipeline import ingest_files
-from rag.store.bm25 import LexicalIndex, LexicalStats, index_path, lexical_index
+from rag.store import bm25
+from rag.store.bm25 import KeywordIndex, LexicalIndex, LexicalStats, index_path, lexical_index
 from rag.store.chroma import open_knowledge_base
 from rag.store.retrieval import retrieve
 from rag.text import terms
@@ -52,27 +53,57 @@ def test_bm25_follows_ingests_and_deletes(kb, paragraphs):
     assert set(lexical_index(kb).ids) == set(kb.collection.get(include=[])["ids"])
 
 
-def test_bm25_is_loaded_after_a_restart_not_rebuilt(settings, paragraphs, monkeypatch):
+def test_bm25_is_loaded_after_a_restart_and_grows_without_a_rebuild(settings, paragraphs, monkeypatch):
     kb = open_knowledge_base(settings)
     ingest_files(kb, [as_file(paragraphs["Shirley Temple"]), as_file(paragraphs["Meet Corliss Archer"])])
     before = retrieve(kb, "Shirley Temple Black ambassador", 2, "bm25")
-    saved = index_path(kb) / "meta.json"
+    saved = index_path(kb) / KeywordIndex.FILE
     assert saved.exists() and index_path(kb) == settings.data_dir / "bm25" / "default"
-    mtime = saved.stat().st_mtime_ns
 
-    builds = []
-    real_build = LexicalIndex.build.__func__
-    monkeypatch.setattr(LexicalIndex, "build",
-                        classmethod(lambda cls, rows: builds.append(1) or real_build(cls, rows)))
+    reads, adds = [], []
+    monkeypatch.setattr(bm25, "_read_documents", lambda kb, shas: reads.append(shas) or iter(()))
+    real_add = KeywordIndex.add_terms
+    monkeypatch.setattr(KeywordIndex, "add_terms",
+                        lambda self, docs: real_add(self, adds.append(docs := list(docs)) or docs))
     restarted = open_knowledge_base(settings)  # a new process would start like this
     after = retrieve(restarted, "Shirley Temple Black ambassador", 2, "bm25")
     assert [(c.id, c.score, c.text) for c in after] == [(c.id, c.score, c.text) for c in before]
-    assert builds == [] and saved.stat().st_mtime_ns == mtime
+    assert reads == [] and adds == []  # nothing was read back from Chroma or indexed again
 
-    ingest_files(restarted, [as_file(paragraphs["Kiss and Tell (1945 film)"])])
+    [kiss] = ingest_files(restarted, [as_file(paragraphs["Kiss and Tell (1945 film)"])])
     hits = retrieve(restarted, "Kiss and Tell 1945 film", 1, "bm25")
-    assert builds == [1] and hits[0].source == "Kiss and Tell (1945 film).txt"
-    assert saved.stat().st_mtime_ns != mtime
+    assert hits[0].source == "Kiss and Tell (1945 film).txt"
+    # the ingest wrote exactly its own document, once; the query read nothing back
+    assert [[sha for sha, _ in docs] for docs in adds] == [[kiss.doc_sha]] and reads == []
+    restarted.delete_document(kiss.doc_sha)
+    assert retrieve(restarted, "Kiss and Tell 1945 film", 1, "bm25") == []
+    assert reads == [] and kiss.doc_sha not in lexical_index(restarted).documents()
+
+
+def test_keyword_index_ranks_exactly_as_bm25s(kb, paragraphs):
+    rows = list(paragraphs.values())
+    kb.add_documents(corpus_documents(rows))
+    incremental = lexical_index(kb)
+    reference = LexicalIndex.build((c.id, c.text) for c in kb.iter_chunks())
+    questions = [r["title"] + " " + " ".join(r["text"].split()[5:12]) for r in rows[::8]]
+    questions += ["Which film starred Shirley Temple?", "radio program 1940s comedy", "检索器"]
+    for q in questions:
+        ours, theirs = incremental.search_ids(q, 6), reference.search_ids(q, 6)
+        assert [i for i, _ in ours] == [i for i, _ in theirs], q
+        assert [s for _, s in ours] == pytest.approx([s for _, s in theirs], rel=1e-4), q
+    assert incremental.stats.df == reference.stats.df and incremental.stats.n_docs == len(rows)
+
+
+def test_keyword_index_reconciles_with_the_completion_records(kb, paragraphs):
+    """A crash between the keyword write and the completion record, or a lost keyword write."""
+    temple, corliss = as_file(paragraphs["Shirley Temple"]), as_file(paragraphs["Meet Corliss Archer"])
+    [a, b] = ingest_files(kb, [temple, corliss])
+    index = lexical_index(kb)
+    index.delete([a.doc_sha])  # as if the keyword write had been lost
+    index.add([("f" * 64, [("ghost-00000", "Shirley Temple ghost chunk")])])  # and a document never completed
+    kb._bump()  # any later change to the store makes the next reader reconcile
+    assert set(lexical_index(kb).documents()) == {a.doc_sha, b.doc_sha}
+    assert [c.source for c in retrieve(kb, "Shirley Temple ghost", 3, "bm25")] == ["Shirley Temple.txt"]
 
 
 def test_saved_index_keeps_the_term_statistics(settings, paragraphs):
