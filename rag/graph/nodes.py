@@ -284,7 +284,7 @@ def generate(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     by_id = {c.id: c for c in documents}
     citations = [Citation(n=a.n, chunk_id=a.chunk_id, source=by_id[a.chunk_id].source,
                           page=by_id[a.chunk_id].page, origin=by_id[a.chunk_id].origin,
-                          text=by_id[a.chunk_id].text)
+                          text=by_id[a.chunk_id].text, ocr=by_id[a.chunk_id].ocr)
                  for a in answer.citations if a.chunk_id in by_id]
     weak = o.grading and len(documents) < o.min_relevant
     detail = GenerateDetail(answer=answer.text, evidence=[ChunkView.of(c) for c in documents],

@@ -88,10 +88,11 @@ def _init_worker(parent_pid: int, pypdf_log_level: int, queue) -> None:
 
 def _prepare_range(key: str, data: bytes, password: str | None, first: int, last: int,
                    ocr: bool, chunk_size: int, chunk_overlap: int, embed
-                   ) -> tuple[list[tuple[int, str, bool]], list[str], list[str] | None, list | None]:
+                   ) -> tuple[list[tuple], list[str], list[str] | None, list | None]:
     """Worker task.
 
-    Pages ``first..last`` (1-based, inclusive) as ``(number, text, ocr)`` tuples, their warnings, and when
+    Pages ``first..last`` (1-based, inclusive) as ``(number, text, ocr, layer, lines)`` tuples, their
+    warnings, and when
     ``embed`` is given the chunk texts of these pages and their vectors (chunks never span pages, so the
     document's chunks are the ranges' in order). Sends ``(key, number, ocr)`` on the progress queue after each
     page.
@@ -107,7 +108,7 @@ def _prepare_range(key: str, data: bytes, password: str | None, first: int, last
         texts = [c.text for c in chunk_document(part, doc_sha="0" * 64, chunk_size=chunk_size,
                                                 chunk_overlap=chunk_overlap)]
         vectors = list(embed(texts)) if texts else []
-    return [(p.number, p.text, p.ocr) for p in pages], warnings, texts, vectors
+    return [(p.number, p.text, p.ocr, p.layer, p.lines) for p in pages], warnings, texts, vectors
 
 
 class _Pending:
@@ -229,7 +230,8 @@ class PrefetchingLoader:
             done = self._wait(pending, sha, on_page)
             for future in pending.futures:
                 got, warned, part_texts, part_vectors = future.result()
-                pages += [Page(number=n, text=t, ocr=o) for n, t, o in got]
+                pages += [Page(number=n, text=t, ocr=o, layer=raw, lines=lines)
+                          for n, t, o, raw, lines in got]
                 warnings += warned
                 if part_texts is None:
                     embedded = embedded and not got
