@@ -130,3 +130,16 @@ def test_source_paths_stay_in_their_folder(tmp_path) -> None:
         sources.source_path(tmp_path, "../x", "a" * 64)
     with pytest.raises(ValueError):
         sources.source_path(tmp_path, "kb", "../../etc/passwd")
+
+
+def test_ocr_citations_say_so_in_labels_and_exports() -> None:
+    from rag.config import Options
+    from rag.models import Citation, Run
+    from rag.trace.export import run_html
+
+    scan = Citation(n=1, chunk_id="a-00000", source="scan.pdf", page=2, text="the widow's garden", ocr=True)
+    text = Citation(n=2, chunk_id="b-00000", source="paper.pdf", page=3, text="retrieval")
+    assert scan.label() == "scan.pdf p.2 (OCR)" and text.label() == "paper.pdf p.3"
+    run = Run(question="q", options=Options(), engine="local", answer="a [1] [2]", citations=[scan, text])
+    page = run_html(run)
+    assert "scan.pdf p.2 (OCR)" in page and "paper.pdf p.3 (OCR)" not in page
