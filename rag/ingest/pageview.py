@@ -143,6 +143,7 @@ def render_page(pdf_path: Path | bytes, page: int, *, pdf_span: tuple[int, int] 
                     x0, y0 = convert.to_bitmap(left, top)
                     x1, y1 = convert.to_bitmap(right, bottom)
                     boxes.append((min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)))
+                boxes = merge_boxes(boxes)
                 if not boxes:
                     note = "The passage could not be located on this page; the whole page is shown."
             bitmap.close()
@@ -151,6 +152,27 @@ def render_page(pdf_path: Path | bytes, page: int, *, pdf_span: tuple[int, int] 
             pdf.close()
     return PageView(png=_highlight(image, boxes), width=image.width, height=image.height, page=page,
                     boxes=boxes, ocr=bool(ocr_boxes), note=note)
+
+
+def merge_boxes(boxes: list[Box]) -> list[Box]:
+    """``boxes`` (in text order) with neighbours on one line joined.
+
+    A box that shares at least half its height with the one before it and starts within one line-height of
+    its right edge is merged into it: PDFium gives a rectangle per run of characters (a formula gives one per
+    glyph), and a line reads better as one band.
+    """
+    merged: list[Box] = []
+    for left, top, right, bottom in boxes:
+        if merged:
+            l0, t0, r0, b0 = merged[-1]
+            height = min(bottom - top, b0 - t0)
+            overlap = min(bottom, b0) - max(top, t0)
+            near = l0 <= right and left <= r0 + max(bottom - top, b0 - t0)
+            if height > 0 and overlap >= height / 2 and near:
+                merged[-1] = (min(l0, left), min(t0, top), max(r0, right), max(b0, bottom))
+                continue
+        merged.append((left, top, right, bottom))
+    return merged
 
 
 def _highlight(image, boxes: list[Box]) -> bytes:
