@@ -92,13 +92,12 @@ class _KeyIndex:
         if block < 0:
             return None
         pos, count = block * self.STEP, self.counts[block]
-        for size in (8, 1):  # skip what ends before key k, finer and finer
-            while pos < len(self.text):
-                n = len(keys(self.text[pos:pos + size]))
-                if count + n > k:
-                    break
-                count, pos = count + n, pos + size
-        return pos if pos < len(self.text) else None
+        for ch in self.text[pos:pos + self.STEP]:
+            n = (1 if ch.isalnum() else 0) if ch.isascii() else len(_char_keys(ch))
+            if count + n > k:
+                return pos
+            count, pos = count + n, pos + 1
+        return None
 
 
 def map_spans(layer: str, text: str, spans: Sequence[Span | None]) -> list[Span | None]:
