@@ -116,6 +116,8 @@ def render_page(pdf_path: Path | bytes, page: int, *, pdf_span: tuple[int, int] 
         try:
             pdf = pdfium.PdfDocument(pdf_path, password=password)
         except pdfium.PdfiumError as exc:
+            if getattr(exc, "err_code", None) == pdfium.raw.FPDF_ERR_PASSWORD:
+                raise PassageUnavailable("the PDF is encrypted, and Retrace keeps no password") from exc
             raise PassageUnavailable(f"the PDF cannot be opened ({exc})") from exc
         try:
             if not 1 <= page <= len(pdf):

@@ -143,3 +143,20 @@ def test_ocr_citations_say_so_in_labels_and_exports() -> None:
     run = Run(question="q", options=Options(), engine="local", answer="a [1] [2]", citations=[scan, text])
     page = run_html(run)
     assert "scan.pdf p.2 (OCR)" in page and "paper.pdf p.3 (OCR)" not in page
+
+
+def test_reingesting_keeps_a_missing_original_and_an_encrypted_pdf_says_why(kb) -> None:
+    [first] = ingest_files(kb, [LEWIS], workers=1)
+    kept = sources.find(kb.data_dir, kb.name, first.doc_sha)
+    assert kept is not None
+    kept.unlink()  # as for a document indexed before originals were kept
+    [again] = ingest_files(kb, [LEWIS], workers=1)
+    assert again.status == "already indexed" and sources.find(kb.data_dir, kb.name, first.doc_sha)
+    assert not list(kept.parent.glob(".tmp-*"))  # no temporary file left behind
+
+    encrypted = TRICKY / "pypdf__encryption__r4-aes-user-password.pdf"
+    [report] = ingest_files(kb, [encrypted], password="asdfzxcv", workers=1)
+    assert report.status == "ingested"
+    chunk = kb.document_chunks(report.doc_sha)[0]
+    with pytest.raises(PassageUnavailable, match="the PDF is encrypted, and Retrace keeps no password"):
+        open_passage(kb, chunk.id)
