@@ -98,3 +98,21 @@ def test_ocr_citation_says_ocr_and_shows_its_lines(data_dir):
     assert len(at.get("image")) == 1
     captions = [c.value.replace("\\", "") for c in at.caption]
     assert any("page 1: the OCR lines of the passage highlighted" in c for c in captions), captions
+
+
+def test_compare_citation_opens_its_pdf_page(data_dir):
+    [report] = ingest_files(kb_for(data_dir), [LEWIS], workers=1)
+    assert report.status == "ingested"
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception, at.exception
+    at.text_input(key="cmp_w_question").input(QUESTION)
+    at.button(key="cmp_run").click().run()
+    assert not at.exception, at.exception
+    toggles = source_toggles(at, "cmp_")
+    assert toggles and all(t.label == "Show on its page" for t in toggles)
+    toggles[-1].set_value(True).run()
+    assert not at.exception, at.exception
+    assert len(at.get("image")) == 1
+    captions = [c.value.replace("\\", "") for c in at.caption]
+    assert any(f"{LEWIS.name}, page" in c and "the passage highlighted" in c for c in captions), captions
