@@ -1,9 +1,10 @@
 """Copies of the PDFs a knowledge base was built from, so a citation can show its page.
 
 Each PDF is kept once per knowledge base, content-addressed, at ``<data_dir>/sources/<knowledge base>/<sha256
-of its bytes>.pdf``. It is written to a temporary file, flushed to disk and renamed into place, so a crash
-leaves either the whole file or none. It is removed with its document (:func:`forget`) or with its knowledge
-base (:func:`forget_knowledge_base`).
+of its bytes>.pdf``. It is written to a temporary file and renamed into place, so a killed process leaves
+either the whole file or none (a stray temporary file at worst). A kept file of the wrong size is written
+again by the next ingest of the same bytes. It is removed with its document (:func:`forget`) or with its
+knowledge base (:func:`forget_knowledge_base`).
 """
 
 from __future__ import annotations
@@ -48,8 +49,6 @@ def keep(data_dir: Path, kb_name: str, doc_sha: str, data: bytes) -> Path:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
