@@ -160,3 +160,20 @@ def test_reingesting_keeps_a_missing_original_and_an_encrypted_pdf_says_why(kb) 
     chunk = kb.document_chunks(report.doc_sha)[0]
     with pytest.raises(PassageUnavailable, match="the PDF is encrypted, and Retrace keeps no password"):
         open_passage(kb, chunk.id)
+
+
+def test_worker_processes_store_the_same_positions(kb) -> None:
+    """PDFs prepared in worker processes (a batch over 32 pages) carry their spans and offsets too."""
+    from rag.ingest.chunking import chunk_document
+    from rag.ingest.loaders import load_document
+    from tests.conftest import SELF_RAG
+
+    reports = ingest_files(kb, [LEWIS, SELF_RAG], workers=2)
+    assert [r.status for r in reports] == ["ingested", "ingested"]
+    for path, report in zip([LEWIS, SELF_RAG], reports, strict=True):
+        expected = chunk_document(load_document(path.name, path.read_bytes()), doc_sha=report.doc_sha)
+        got = kb.collection.get(where={"doc_sha": report.doc_sha}, include=["metadatas"])
+        stored = {m["chunk_index"]: m for m in got["metadatas"]}
+        for c in expected:
+            for k in ("span_start", "span_end", "pdf_start", "pdf_end"):
+                assert stored[c.index][k] == c.metadata[k]
