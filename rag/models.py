@@ -134,6 +134,8 @@ class CitationRef(BaseModel):
     chunk_id: str
     source: str = ""
     page: int = 0
+    ocr: bool = False
+    """True when the cited chunk's page was read by OCR."""
 
 
 class NodeDetail(BaseModel):

@@ -289,7 +289,8 @@ def generate(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     weak = o.grading and len(documents) < o.min_relevant
     detail = GenerateDetail(answer=answer.text, evidence=[ChunkView.of(c) for c in documents],
                             weak_evidence=weak,
-                            citations=[CitationRef(n=c.n, chunk_id=c.chunk_id, source=c.source, page=c.page)
+                            citations=[CitationRef(n=c.n, chunk_id=c.chunk_id, source=c.source, page=c.page,
+                                                   ocr=c.ocr)
                                        for c in citations])
     return record(state, runtime, "generate", started,
                    f"Answer of {len(answer.text.split())} words citing {len(citations)} chunks",

@@ -85,7 +85,7 @@ def test_a_cited_chunk_is_highlighted_over_its_own_characters(kb) -> None:
     assert plain.getpixel((x, y)) != image.convert("RGB").getpixel((x, y))
 
 
-def test_an_ocr_chunk_has_line_boxes_and_says_ocr(kb) -> None:
+def test_an_ocr_chunk_has_line_boxes_and_says_ocr(kb, settings) -> None:
     scan = TRICKY / "ocrmypdf__c02-22.pdf"
     [report] = ingest_files(kb, [scan], workers=1)
     assert report.status == "ingested" and report.ocr_pages == 1
@@ -96,6 +96,17 @@ def test_an_ocr_chunk_has_line_boxes_and_says_ocr(kb) -> None:
     assert boxes and all(0 <= b[0] < b[2] <= 1 and 0 <= b[1] < b[3] <= 1 for b in boxes)
     view = open_passage(kb, chunk.id)
     assert isinstance(view, PageView) and view.ocr and len(view.boxes) == len(boxes)
+
+    # Asked about, the scan is cited as "(OCR)" in the run and in its trace's generate step.
+    from rag.config import Options
+    from rag.run import make_context, run_question
+    from rag.trace import views
+
+    run = run_question("What is at the end of the widow's garden?", make_context(settings, kb), Options())
+    assert run.citations and all(c.ocr and c.label().endswith("p.1 (OCR)") for c in run.citations)
+    generate = next(e for e in run.events if e.node == "generate")
+    items = views.view("generate").items(generate.detail)
+    assert items and all(item.endswith(f"{scan.name} p.1 (OCR)") for item in items)
 
 
 def test_text_files_show_the_chunk_between_its_neighbours(kb, tmp_path) -> None:
