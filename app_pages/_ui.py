@@ -11,6 +11,7 @@ sub-questions, reasons, error texts) reaches a Markdown-rendering element (``st.
 
 from __future__ import annotations
 
+import html
 import re
 import string
 from collections.abc import Callable, Iterable
@@ -20,6 +21,7 @@ from urllib.parse import urlsplit
 import streamlit as st
 
 from rag.config import PRESETS, PRESETS_HELP, TOGGLE_LABELS, Options, preset_label, preset_of
+from rag.ingest.pageview import PageView, PassageUnavailable, TextView, open_passage
 from rag.ingest.pipeline import FileReport
 from rag.models import Citation, GradeDetail, Run, TraceEvent
 from rag.trace import replay as replays
@@ -99,13 +101,61 @@ def citation_label(c: Citation) -> str:
     return f"[{c.n}] {c.label()}" + (" (web)" if c.origin == "web" else "")
 
 
-def citations(items: Iterable[Citation], *, key: str = "") -> None:
-    """One expander per citation with the cited text; web results with a link to the page."""
+def citations(items: Iterable[Citation], *, key: str = "", knowledge_base: str | None = None) -> None:
+    """One expander per citation with the cited text; web results with a link to the page.
+
+    A document's citation can be opened where it is (:func:`source_view`) in ``knowledge_base`` (the run's;
+    default: the current one).
+    """
     for c in items:
         with st.expander(safe(citation_label(c))):
             if c.origin == "web":
                 link(c.source, key=f"{key}_link_{c.n}" if key else None)
             st.text(c.text or "(no text stored for this chunk)")
+            if c.origin == "kb":
+                source_view(c, key=f"{key or 'cite'}_src_{c.n}_{c.chunk_id}", knowledge_base=knowledge_base)
+
+
+@st.cache_data(max_entries=24, show_spinner=False)
+def _passage(kb_name: str, data_dir: str, chunk_id: str, _kb) -> PageView | TextView:
+    """:func:`rag.ingest.pageview.open_passage`, cached per knowledge base and chunk (ids name content)."""
+    return open_passage(_kb, chunk_id)
+
+
+def source_view(c: Citation, *, key: str, knowledge_base: str | None = None) -> None:
+    """A switch, keyed ``key``, that shows the cited chunk where it is.
+
+    A PDF's page as an image with the chunk's text highlighted, or a text's chunk highlighted in its
+    surrounding text (escaped: only the highlight is markup). Unavailable passages say why in one line.
+    """
+    pdf = c.source.lower().endswith(".pdf")
+    if not st.toggle("Show on its page" if pdf else "Show in its text", key=key,
+                     help="The cited chunk highlighted where it is in the document."):
+        return
+    from pages import _session  # here, not at the top: _session imports this module
+
+    try:
+        kb = _session.knowledge_base(knowledge_base)
+        with st.spinner("Opening the page…" if pdf else "Opening the text…"):
+            view = _passage(kb.name, str(getattr(kb, "data_dir", "")), c.chunk_id, kb)
+    except PassageUnavailable as exc:
+        st.info(f"This passage cannot be shown: {safe(exc)}")
+        return
+    except Exception as exc:  # a store or file error must not take the page down
+        st.warning(f"This passage cannot be shown: {safe(type(exc).__name__)}: {safe(exc)}")
+        return
+    if isinstance(view, PageView):
+        where = ("the OCR lines of the passage highlighted" if view.ocr
+                 else "the passage highlighted") if view.boxes else "the passage not located"
+        st.image(view.png, width="stretch", output_format="PNG")
+        st.caption(f"{safe(c.source)}, page {view.page}: {where}")
+    else:
+        body = (f"{html.escape(view.before)}<mark>{html.escape(view.passage)}</mark>"
+                f"{html.escape(view.after)}")
+        st.html('<div class="retrace-passage" style="white-space: pre-wrap; max-height: 24rem; '
+                f'overflow-y: auto; font-size: 0.9rem; line-height: 1.5">{body}</div>')
+    if view.note:
+        st.caption(safe(view.note))
 
 
 def answer(run: Run, *, empty: str | None = None) -> None:

@@ -135,7 +135,7 @@ def show_run(run: Run, *, turn: int | None = None, rating: int | None = None) ->
     st.caption(safe(run.stop_reason))
     if run.citations:
         st.markdown("**Sources**")
-        _ui.citations(run.citations, key=f"chat_{run.id}")
+        _ui.citations(run.citations, key=f"chat_{run.id}", knowledge_base=run.knowledge_base)
     with st.expander(f"Steps ({len(run.events)})", expanded=False):
         for e in run.events:
             st.markdown(_ui.event_line(e))

@@ -120,6 +120,6 @@ for col, label, run in zip(st.columns(len(cmp.runs)), cmp.labels, cmp.runs, stri
         st.plotly_chart(figures.path_figure(run), width="stretch", key=f"cmp_path_{run.id}",
                         config={"displaylogo": False, "displayModeBar": False})
         _ui.answer(run)
-        _ui.citations(run.citations, key=f"cmp_{run.id}")
+        _ui.citations(run.citations, key=f"cmp_{run.id}", knowledge_base=run.knowledge_base)
         if st.button("Open trace", key=f"cmp_trace_{run.id}", icon=":material/account_tree:"):
             _session.open_trace(run.id)

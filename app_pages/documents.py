@@ -6,6 +6,7 @@ import streamlit as st
 
 from app_pages import _session, _ui
 from app_pages._ui import safe
+from rag.ingest import sources
 from rag.ingest.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, MIN_CHUNK_SIZE
 from rag.ingest.pipeline import ChunkSettings, FileReport, ingest_files
 from rag.store.chroma import StoreError
@@ -161,6 +162,7 @@ with st.popover(f"Delete {name}", icon=":material/delete:"):
     if st.button("Delete permanently", type="primary", key="docs_delete_confirm"):
         try:
             n = kb.delete_document(sha)
+            sources.forget(kb.data_dir, kb.name, sha)  # the kept PDF of its page views
         except Exception as exc:
             st.error(f"Could not delete {name}: {safe(type(exc).__name__)}: {safe(exc)}")
         else:

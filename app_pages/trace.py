@@ -157,6 +157,6 @@ else:
 # -- answer and events ---------------------------------------------------------------------
 st.subheader("Answer")
 _ui.answer(run, empty="No answer.")
-_ui.citations(run.citations, key="trace")
+_ui.citations(run.citations, key="trace", knowledge_base=run.knowledge_base)
 st.subheader("Events")
 _ui.events(run)

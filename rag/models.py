@@ -54,6 +54,8 @@ class Chunk(BaseModel):
     score: float = 0.0
     origin: Literal["kb", "web"] = "kb"
     title: str = ""
+    ocr: bool = False
+    """True when the chunk's page was read by OCR (its text may hold recognition errors)."""
 
     def label(self) -> str:
         """Human label: ``file.pdf p.3`` or the URL."""
@@ -135,6 +137,8 @@ class CitationRef(BaseModel):
     chunk_id: str
     source: str = ""
     page: int = 0
+    ocr: bool = False
+    """True when the cited chunk's page was read by OCR."""
 
 
 class NodeDetail(BaseModel):
@@ -339,9 +343,13 @@ class TraceEvent(BaseModel):
         return data
 
 
-def source_label(source: str, page: int, origin: str = "kb") -> str:
-    """How every view names a source: ``file.pdf p.3``, ``file.md`` (no page), or the URL."""
-    return source if origin == "web" or not page else f"{source} p.{page}"
+def source_label(source: str, page: int, origin: str = "kb", *, ocr: bool = False) -> str:
+    """How every view names a source: ``file.pdf p.3``, ``file.md`` (no page), or the URL.
+
+    ``scan.pdf p.2 (OCR)`` when ``ocr`` (the page was read by OCR).
+    """
+    label = source if origin == "web" or not page else f"{source} p.{page}"
+    return f"{label} (OCR)" if ocr and origin != "web" else label
 
 
 class Citation(BaseModel):
@@ -353,10 +361,12 @@ class Citation(BaseModel):
     page: int
     origin: Literal["kb", "web"] = "kb"
     text: str = ""
+    ocr: bool = False
+    """True when the cited chunk's page was read by OCR."""
 
     def label(self) -> str:
-        """``file.pdf p.3``, or the URL of a web result."""
-        return source_label(self.source, self.page, self.origin)
+        """``file.pdf p.3`` (``scan.pdf p.2 (OCR)`` for a page read by OCR), or the URL of a web result."""
+        return source_label(self.source, self.page, self.origin, ocr=self.ocr)
 
 
 class Run(BaseModel):

@@ -373,12 +373,13 @@ def generate(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     by_id = {c.id: c for c in documents}
     citations = [Citation(n=a.n, chunk_id=a.chunk_id, source=by_id[a.chunk_id].source,
                           page=by_id[a.chunk_id].page, origin=by_id[a.chunk_id].origin,
-                          text=by_id[a.chunk_id].text)
+                          text=by_id[a.chunk_id].text, ocr=by_id[a.chunk_id].ocr)
                  for a in answer.citations if a.chunk_id in by_id]
     weak = o.grading and len(documents) < o.min_relevant
     detail = GenerateDetail(answer=answer.text, evidence=[ChunkView.of(c) for c in documents],
                             weak_evidence=weak, speculative=speculative,
-                            citations=[CitationRef(n=c.n, chunk_id=c.chunk_id, source=c.source, page=c.page)
+                            citations=[CitationRef(n=c.n, chunk_id=c.chunk_id, source=c.source, page=c.page,
+                                                   ocr=c.ocr)
                                        for c in citations])
     return record(state, runtime, "generate", started,
                    f"Answer of {len(answer.text.split())} words citing {len(citations)} chunks",

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from rag.ingest.loaders import LoadedDocument
-from rag.ingest.types import ChunkRecord
+from rag.ingest.spans import Span, map_spans, piece_spans
+from rag.ingest.types import ChunkRecord, Page
 
 DEFAULT_CHUNK_SIZE = 1000  # characters
 DEFAULT_CHUNK_OVERLAP = 150  # characters
@@ -27,8 +30,8 @@ def chunk_document(
     1-based page number. ``index`` is 0-based and runs over the whole document, and ``id`` is
     ``f"{doc_sha[:16]}-{index:05d}"``, so the same bytes and settings give the same ids.
     ``metadata`` holds ``source``, ``page``, ``chunk_index`` and ``doc_sha`` (str and int, as
-    the vector store requires), plus ``ocr: True`` on chunks of a page read by OCR.
-    Whitespace-only chunks are dropped.
+    the vector store requires), plus ``ocr: True`` on chunks of a page read by OCR, and where the
+    chunk is on its page (:func:`position_metadata`). Whitespace-only chunks are dropped.
 
     Raises ``ValueError`` if ``chunk_size`` < 50, ``chunk_overlap`` < 0,
     ``chunk_overlap`` >= ``chunk_size``, or ``doc_sha`` is empty.
@@ -42,7 +45,8 @@ def chunk_document(
     prefix = doc_sha[:16]
     records: list[ChunkRecord] = []
     for page in doc.pages:
-        for piece in splitter.split_text(page.text):
+        pieces = splitter.split_text(page.text)
+        for piece, where in zip(pieces, position_metadata(page, pieces), strict=True):
             text = piece.strip()
             if not text:
                 continue
@@ -61,10 +65,53 @@ def chunk_document(
                         "chunk_index": index,
                         "doc_sha": doc_sha,
                         **({"ocr": True} if page.ocr else {}),
+                        **where,
                     },
                 )
             )
     return records
+
+
+def position_metadata(page: Page, pieces: list[str]) -> list[dict]:
+    """Where each of ``pieces`` (a splitter's output for ``page.text``, in order) is on its page, as metadata.
+
+    ``span_start``/``span_end``: character offsets of the stripped piece in ``page.text`` (the normalised
+    page text). On a PDF page with a text layer, ``pdf_start``/``pdf_end``: its offsets in PDFium's text of
+    the page (``PdfTextPage.get_text_range()``, :attr:`Page.layer`), from which the page view takes the
+    characters' boxes. On a page read by OCR, ``ocr_boxes``: a JSON list of ``[left, top, right, bottom]``
+    boxes (fractions 0-1 of the rendered page, top-left origin), one per OCR line the piece covers, cut
+    where it starts or ends within a line. A key is left out when it cannot be found (see
+    :func:`rag.ingest.spans.map_spans`).
+    """
+    spans = piece_spans(page.text, pieces)
+    mapped: list[Span | None] = map_spans(page.layer, page.text, spans) if page.layer else [None] * len(spans)
+    out: list[dict] = []
+    for span, at in zip(spans, mapped, strict=True):
+        meta: dict = {} if span is None else {"span_start": span[0], "span_end": span[1]}
+        if at is not None and page.ocr:
+            if boxes := _line_boxes(page.lines, at):
+                meta["ocr_boxes"] = json.dumps(boxes, separators=(",", ":"))
+        elif at is not None:
+            meta["pdf_start"], meta["pdf_end"] = at
+        out.append(meta)
+    return out
+
+
+def _line_boxes(lines, span: Span) -> list[list[float]]:
+    """Boxes of the OCR ``lines`` that ``span`` (offsets in the OCR text) covers.
+
+    A line covered only in part is cut in proportion to its characters.
+    """
+    start, end = span
+    boxes = []
+    for a, b, left, top, right, bottom in lines:
+        if b <= start or a >= end or b <= a:
+            continue
+        width = right - left
+        lo = left + width * max(0, start - a) / (b - a)
+        hi = left + width * (min(end, b) - a) / (b - a)
+        boxes.append([round(lo, 4), top, round(hi, 4), bottom])
+    return boxes
 
 
 def _validate(chunk_size: int, chunk_overlap: int, doc_sha: str) -> None:

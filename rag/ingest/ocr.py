@@ -87,6 +87,12 @@ def render_scale(width_pt: float, height_pt: float) -> float:
     return scale
 
 
+OcrLine = tuple[int, int, float, float, float, float]
+"""One line read by OCR: ``(start, end, left, top, right, bottom)``; ``start``/``end`` are its character
+offsets in the page's OCR text, the box is its bounding box as fractions (0-1) of the page's width and height
+as rendered (top-left origin, /Rotate applied)."""
+
+
 def ocr_page(page) -> str:
     """Text of one ``pypdfium2.PdfPage`` read by OCR.
 
@@ -96,6 +102,15 @@ def ocr_page(page) -> str:
 
     Raises :class:`MissingDependency` as :func:`engine` does.
     """
+    return read_page(page)[0]
+
+
+def read_page(page) -> tuple[str, tuple[OcrLine, ...]]:
+    """:func:`ocr_page`'s text of one ``pypdfium2.PdfPage``, and where each of its lines is on the page.
+
+    The lines are :data:`OcrLine` tuples in the text's order (none when the text is ""). Raises
+    :class:`MissingDependency` as :func:`engine` does.
+    """
     ocr = engine()
     width, height = page.get_size()
     bitmap = page.render(scale=render_scale(width, height), may_draw_forms=True)
@@ -104,18 +119,30 @@ def ocr_page(page) -> str:
         if image.ndim == 3 and image.shape[2] == 4:
             image = image[:, :, :3]
         result = ocr(image)
+        px_w, px_h = max(bitmap.width, 1), max(bitmap.height, 1)
     finally:
         bitmap.close()
     txts = list(getattr(result, "txts", None) or ())
     boxes = getattr(result, "boxes", None)
-    if boxes is not None and len(boxes) == len(txts):
-        txts = reading_order(boxes, txts)
-    lines = [line.strip() for line in txts if line]
+    if boxes is None or len(boxes) != len(txts):
+        boxes = [None] * len(txts)
+    order = reading_order_indices(boxes) if txts and boxes[0] is not None else range(len(txts))
     # Lines with no letter or digit are shapes read as glyphs (a picture's blocks become "■").
-    lines = [line for line in lines if any(ch.isalnum() for ch in line)]
-    if sum(ch.isalnum() for line in lines for ch in line) < MIN_ALNUM:
-        return ""  # a picture, not text: a stray "1" is not worth a chunk
-    return "\n".join(lines)
+    kept = [(txts[i].strip(), boxes[i]) for i in order
+            if txts[i] and any(ch.isalnum() for ch in txts[i])]
+    if sum(ch.isalnum() for line, _ in kept for ch in line) < MIN_ALNUM:
+        return "", ()  # a picture, not text: a stray "1" is not worth a chunk
+    lines: list[OcrLine] = []
+    at = 0
+    for line, box in kept:
+        if box is not None:
+            xs = [float(p[0]) for p in box]
+            ys = [float(p[1]) for p in box]
+            lines.append((at, at + len(line), round(max(min(xs) / px_w, 0.0), 4),
+                          round(max(min(ys) / px_h, 0.0), 4), round(min(max(xs) / px_w, 1.0), 4),
+                          round(min(max(ys) / px_h, 1.0), 4)))
+        at += len(line) + 1
+    return "\n".join(line for line, _ in kept), tuple(lines)
 
 
 def _gaps(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -131,14 +158,18 @@ def _gaps(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
 
 
 def reading_order(boxes, texts: list[str]) -> list[str]:
-    """``texts``.
+    """``texts`` in reading order (see :func:`reading_order_indices`)."""
+    return [texts[i] for i in reading_order_indices(boxes)]
 
-    (one per detected line, with ``boxes`` its 4-corner polygons in pixels) in reading order, by recursive
-    XY-cut: a region is split at its widest vertical gutter (columns, left to right) when one at least half a
-    line-height wide runs through all of it, else at its widest horizontal gap (top to bottom); a region with
-    neither is read top to bottom, left to right. The boxes are first turned by the median slope of their top
-    edges, so a skewed scan's columns still line up. Keeps two-column pages from being read across the gutter
-    line by line.
+
+def reading_order_indices(boxes) -> list[int]:
+    """The indices of ``boxes`` (one 4-corner polygon in pixels per detected line) in reading order.
+
+    By recursive XY-cut: a region is split at its widest vertical gutter (columns, left to right) when one
+    at least half a line-height wide runs through all of it, else at its widest horizontal gap (top to
+    bottom); a region with neither is read top to bottom, left to right. The boxes are first turned by the
+    median slope of their top edges, so a skewed scan's columns still line up. Keeps two-column pages from
+    being read across the gutter line by line.
     """
     import math
 
@@ -148,19 +179,19 @@ def reading_order(boxes, texts: list[str]) -> list[str]:
     angle = angles[len(angles) // 2] if angles else 0.0
     cos, sin = math.cos(-angle), math.sin(-angle)
     rects = []
-    for box, text in zip(boxes, texts, strict=False):
+    for i, box in enumerate(boxes):
         points = [(float(p[0]) * cos - float(p[1]) * sin, float(p[0]) * sin + float(p[1]) * cos)
                   for p in box]
         xs = [p[0] for p in points]
         ys = [p[1] for p in points]
-        rects.append((min(xs), min(ys), max(xs), max(ys), text))
+        rects.append((min(xs), min(ys), max(xs), max(ys), i))
     if len(rects) < 2:
         return [r[4] for r in rects]
     heights = sorted(r[3] - r[1] for r in rects)
     line_height = max(heights[len(heights) // 2], 1.0)
-    out: list[str] = []
+    out: list[int] = []
 
-    def cut(region: list[tuple[float, float, float, float, str]]) -> None:
+    def cut(region: list[tuple[float, float, float, float, int]]) -> None:
         if len(region) == 1:
             out.append(region[0][4])
             return

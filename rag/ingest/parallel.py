@@ -89,13 +89,13 @@ def _init_worker(parent_pid: int, pypdf_log_level: int, queue) -> None:
 
 def _prepare_range(key: str, data: bytes, password: str | None, first: int, last: int,
                    ocr: bool, chunk_size: int, chunk_overlap: int, embed
-                   ) -> tuple[list[tuple[int, str, bool]], list[str], list[str] | None, list | None,
-                              list[str] | None]:
+                   ) -> tuple[list[tuple], list[str], list[str] | None, list | None, list[str] | None]:
     """Worker task.
 
-    Pages ``first..last`` (1-based, inclusive) as ``(number, text, ocr)`` tuples, their warnings, and when
-    ``embed`` is given the chunk texts of these pages, their vectors and their :func:`rag.text.terms` joined
-    by spaces (tokenised once, for the vectors and the keyword index; chunks never span pages, so the
+    Pages ``first..last`` (1-based, inclusive) as ``(number, text, ocr, layer, lines)`` tuples, their
+    warnings, and when ``embed`` is given the chunk texts of these pages, their vectors and their
+    :func:`rag.text.terms` joined by spaces (tokenised once, for the vectors and the keyword index; chunks
+    never span pages, so the
     document's chunks are the ranges' in order). Sends ``(key, number, ocr)`` on the progress queue after each
     page.
     """
@@ -113,7 +113,7 @@ def _prepare_range(key: str, data: bytes, password: str | None, first: int, last
         embed_terms = getattr(embed, "embed_terms", None)
         vectors = [embed_terms(t) for t in toks] if embed_terms is not None else list(embed(texts))
         joined = [" ".join(t) for t in toks]
-    return [(p.number, p.text, p.ocr) for p in pages], warnings, texts, vectors, joined
+    return [(p.number, p.text, p.ocr, p.layer, p.lines) for p in pages], warnings, texts, vectors, joined
 
 
 class _Pending:
@@ -236,7 +236,8 @@ class PrefetchingLoader:
             done = self._wait(pending, sha, on_page)
             for future in pending.futures:
                 got, warned, part_texts, part_vectors, part_terms = future.result()
-                pages += [Page(number=n, text=t, ocr=o) for n, t, o in got]
+                pages += [Page(number=n, text=t, ocr=o, layer=raw, lines=lines)
+                          for n, t, o, raw, lines in got]
                 warnings += warned
                 if part_texts is None:
                     embedded = embedded and not got

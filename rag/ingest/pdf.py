@@ -172,39 +172,45 @@ def needs_ocr(text: str, width_pt: float, height_pt: float,
     return cover >= (0.1 if chars == 0 else MIN_IMAGE_COVER)
 
 
-def _text_layer(page, number: int, fallback: Callable[[int], str] | None) -> str:
-    """Normalised text layer of a ``pypdfium2.PdfPage`` (page ``number``, 1-based).
+def _text_layer(page, number: int, fallback: Callable[[int], str] | None) -> tuple[str, str]:
+    """Normalised text layer of a ``pypdfium2.PdfPage`` (page ``number``, 1-based), and PDFium's raw text.
 
-    A page in a right-to-left script comes from ``fallback(number)`` (pypdf) when that gives text.
+    The raw text is what chunk spans are mapped back to (:attr:`Page.layer`). A page in a right-to-left script
+    comes from ``fallback(number)`` (pypdf) when that gives text; its raw text is then "" (pypdf's offsets
+    are not PDFium's).
     """
     textpage = page.get_textpage()
     try:
-        text = normalize_text(textpage.get_text_range())
+        layer = textpage.get_text_range()
     finally:
         textpage.close()
+    text = normalize_text(layer)
     if fallback is not None and _RTL.search(text):
         with contextlib.suppress(IngestError):  # keep PDFium's text
-            text = fallback(number) or text
-    return text
+            if read := fallback(number):
+                return read, ""
+    return text, layer
 
 
-def _maybe_ocr(page, number: int, text: str, warnings: list[str]) -> tuple[str, bool]:
-    """``(text, ocr)`` of a page whose text layer is ``text``.
+def _maybe_ocr(page, number: int, text: str, warnings: list[str]) -> tuple[str, bool, str, tuple]:
+    """``(text, ocr, layer, lines)`` of a page whose text layer is ``text``.
 
-    OCR's text when the page :func:`needs_ocr` and OCR reads more, else ``text``. A failed OCR adds to
-    ``warnings``. Raises :class:`MissingDependency` when rapidocr is missing.
+    OCR's text when the page :func:`needs_ocr` and OCR reads more, with OCR's raw text and line boxes
+    (:func:`rag.ingest.ocr.read_page`); else ``text``, False, and "" and () (the caller keeps its layer). A
+    failed OCR adds to ``warnings``. Raises :class:`MissingDependency` when rapidocr is missing.
     """
     width, height = page.get_size()
     if not needs_ocr(text, width, height, lambda: _image_cover(page)):
-        return text, False
+        return text, False, "", ()
     try:
-        read = normalize_text(ocr_engine.ocr_page(page))
+        raw, lines = ocr_engine.read_page(page)
+        read = normalize_text(raw)
     except IngestError:
         raise
     except Exception as exc:
         warnings.append(f"page {number}: OCR failed: {_short_reason(exc)}")
-        return text, False
-    return (read, True) if len(read) > len(text) else (text, False)
+        return text, False, "", ()
+    return (read, True, raw, lines) if len(read) > len(text) else (text, False, "", ())
 
 
 def extract_pages_pdfium(pdf, numbers: Iterable[int], *, ocr: bool = True,
@@ -215,7 +221,8 @@ def extract_pages_pdfium(pdf, numbers: Iterable[int], *, ocr: bool = True,
 
     The pages that have text, in order, and one-line warnings (a page whose extraction or OCR failed; one bad
     page never loses the whole file). With ``ocr``, pages that :func:`needs_ocr` are read by OCR too, and
-    OCR's text replaces the text layer's when it is longer (the page is then marked ``ocr=True``). A page in a
+    OCR's text replaces the text layer's when it is longer (the page is then marked ``ocr=True``). Each page
+    keeps its raw text (PDFium's, or OCR's with its line boxes) in ``Page.layer``/``Page.lines``. A page in a
     right-to-left script is taken from ``fallback(number)`` (pypdf) when that gives text. Call with
     :data:`_PDFIUM_LOCK` held. Raises :class:`MissingDependency` when OCR is needed but rapidocr is not
     installed.
@@ -226,11 +233,13 @@ def extract_pages_pdfium(pdf, numbers: Iterable[int], *, ocr: bool = True,
     for done, number in enumerate(numbers, start=1):
         used_ocr = False
         page = None
+        layer, lines = "", ()
         try:
             page = pdf[number - 1]
-            text = _text_layer(page, number, fallback)
+            text, layer = _text_layer(page, number, fallback)
             if ocr:
-                text, used_ocr = _maybe_ocr(page, number, text, warnings)
+                text, used_ocr, read, lines = _maybe_ocr(page, number, text, warnings)
+                layer = read if used_ocr else layer
         except IngestError:
             raise
         except Exception as exc:
@@ -240,7 +249,7 @@ def extract_pages_pdfium(pdf, numbers: Iterable[int], *, ocr: bool = True,
             if page is not None:
                 page.close()
         if text:
-            pages.append(Page(number=number, text=text, ocr=used_ocr))
+            pages.append(Page(number=number, text=text, ocr=used_ocr, layer=layer, lines=lines))
         if on_page:
             on_page(done, len(numbers), used_ocr)
     return pages, warnings

@@ -9,13 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from rag.ingest import sources
 from rag.ingest.chunking import (
     DEFAULT_CHUNK_OVERLAP,
     DEFAULT_CHUNK_SIZE,
     chunk_document,
 )
 from rag.ingest.errors import IngestError
-from rag.ingest.loaders import LoadedDocument, load_document
+from rag.ingest.loaders import LoadedDocument, _suffix, load_document
 from rag.ingest.parallel import PrefetchingLoader
 from rag.ingest.types import Page
 from rag.secrets import scrub
@@ -167,6 +168,7 @@ def _ingest_one(kb, name: str, data: bytes, chunking: ChunkSettings, password: s
         status = kb.document_status(sha)
         if status == "complete":
             seen[sha] = name
+            _keep_original(kb, name, sha, data)  # indexed before originals were kept: keep it now
             return FileReport(name, "already indexed", "already indexed", doc_sha=sha)
         page_cb = (lambda done, total, ocr: on_page(name, done, total, ocr)) if on_page else None
         if loader is None:
@@ -179,6 +181,9 @@ def _ingest_one(kb, name: str, data: bytes, chunking: ChunkSettings, password: s
         if not chunks:
             return FileReport(name, "failed", "no extractable text", code="no_extractable_text",
                               doc_sha=sha)
+        if problem := _keep_original(kb, name, sha, data):
+            doc = LoadedDocument(doc.filename, doc.pages, doc.page_count, [*doc.warnings, problem],
+                                 doc.ocr_pages)
         prepared = loader.prepared(sha, [c.text for c in chunks]) if loader is not None else None
         local = _local_embedding(kb)
         if prepared is None and local is not None:  # tokenise once, here, for vectors and keywords
@@ -208,3 +213,18 @@ def _ingest_one(kb, name: str, data: bytes, chunking: ChunkSettings, password: s
     return FileReport(name, "ingested", f"ingested {pages}, {len(chunks)} chunks{warn}{repaired}",
                       doc_sha=sha, pages=doc.page_count, chunks=len(chunks),
                       ocr_pages=len(doc.ocr_pages), warnings=list(doc.warnings))
+
+
+def _keep_original(kb, name: str, sha: str, data: bytes) -> str | None:
+    """Keep a PDF's bytes in the data directory for the page view of its citations (:mod:`.sources`).
+
+    Returns a one-line warning when it cannot be kept (the document is indexed all the same), else None.
+    """
+    data_dir = getattr(kb, "data_dir", None)
+    if data_dir is None or _suffix(name) != ".pdf":
+        return None
+    try:
+        sources.keep(data_dir, kb.name, sha, data)
+    except (OSError, ValueError) as exc:
+        return scrub(f"its pages cannot be shown with citations: the file could not be kept ({exc})")[:300]
+    return None

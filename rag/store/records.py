@@ -107,4 +107,4 @@ def to_chunk(cid: str, text: str, meta: dict, score: float = 0.0) -> Chunk:
     meta = meta or {}
     return Chunk(id=cid, text=text or "", source=str(meta.get("source", "?")),
                  page=int(meta.get("page", 0)), index=int(meta.get("chunk_index", 0)),
-                 doc_sha=str(meta.get("doc_sha", "")), score=round(score, 4))
+                 doc_sha=str(meta.get("doc_sha", "")), score=round(score, 4), ocr=bool(meta.get("ocr")))

@@ -216,7 +216,7 @@ def _results(d: NodeDetail) -> list[str]:
 
 def _citations(d: NodeDetail) -> list[str]:
     assert isinstance(d, GenerateDetail)
-    return [f"[{c.n}] {source_label(c.source, c.page)}" for c in d.citations]
+    return [f"[{c.n}] {source_label(c.source, c.page, ocr=c.ocr)}" for c in d.citations]
 
 
 def _claims(d: NodeDetail) -> list[str]:

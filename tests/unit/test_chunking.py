@@ -76,14 +76,49 @@ def test_overlap_repeats_text(paper: tuple[LoadedDocument, str]) -> None:
 def test_metadata_is_flat_str_and_int(paper: tuple[LoadedDocument, str]) -> None:
     doc, sha = paper
     for chunk in chunk_document(doc, doc_sha=sha):
+        position = {k: chunk.metadata[k] for k in ("span_start", "span_end", "pdf_start", "pdf_end")}
         assert chunk.metadata == {
             "source": doc.filename,
             "page": chunk.page,
             "chunk_index": chunk.index,
             "doc_sha": sha,
+            **position,
         }
         for value in chunk.metadata.values():
             assert type(value) in (str, int)
+
+
+def test_spans_locate_each_chunk_in_its_page_and_in_pdfiums_text(paper: tuple[LoadedDocument, str]) -> None:
+    """span_* index the normalised page text exactly; pdf_* index PDFium's raw text of the page."""
+    import pypdfium2 as pdfium
+
+    from rag.ingest.spans import keys
+
+    doc, sha = paper
+    pages = {p.number: p for p in doc.pages}
+    pdf = pdfium.PdfDocument(PAPER.read_bytes())
+    try:
+        raw = {n: pdf[n - 1].get_textpage().get_text_range() for n in pages}
+    finally:
+        pdf.close()
+    chunks = chunk_document(doc, doc_sha=sha)
+    for c in chunks:
+        m = c.metadata
+        assert pages[c.page].text[m["span_start"]:m["span_end"]] == c.text
+        cited = raw[c.page][m["pdf_start"]:m["pdf_end"]]
+        assert keys(cited) == keys(c.text) and cited[0] == c.text[0] and cited[-1] == c.text[-1]
+    # PDFium's text differs from ours (hyphenation, spaces), so the offsets do differ somewhere.
+    assert any(c.metadata["pdf_start"] != c.metadata["span_start"] for c in chunks)
+
+
+def test_text_files_get_spans_but_no_pdf_offsets() -> None:
+    text = "Alpha beta gamma. " * 200
+    doc = LoadedDocument(filename="a.txt", pages=[Page(1, text.strip())], page_count=1, warnings=[])
+    chunks = chunk_document(doc, doc_sha="b" * 64, chunk_size=300, chunk_overlap=50)
+    assert len(chunks) > 3
+    for c in chunks:
+        assert doc.pages[0].text[c.metadata["span_start"]:c.metadata["span_end"]] == c.text
+        assert "pdf_start" not in c.metadata and "ocr_boxes" not in c.metadata
 
 
 @pytest.mark.parametrize(

@@ -69,6 +69,7 @@ def test_text_pages_are_never_ocrd(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("a page with a text layer was sent to OCR")
 
     monkeypatch.setattr(ocr_module, "ocr_page", fail)
+    monkeypatch.setattr(ocr_module, "read_page", fail)
     doc = load_document("geotopo.pdf", (TRICKY / "pypdf-sample-files__009-pdflatex-geotopo__GeoTopo-komprimiert.pdf").read_bytes())
     assert doc.ocr_pages == () and doc.page_count == 117
 
