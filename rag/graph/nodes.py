@@ -35,6 +35,7 @@ from rag.models import (
     Verdict,
     WebSearchDetail,
 )
+from rag.text import clip
 from rag.web import WebSearchError
 
 
@@ -129,7 +130,7 @@ def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
         summary = (f"Retrieved {len(chunks)} chunks for {len(queries)} sub-questions"
                    f"{best}")
     else:
-        summary = f"Retrieved {len(chunks)} chunks for '{query[:80]}'{best}"
+        summary = f"Retrieved {len(chunks)} chunks for '{clip(query, 80)}'{best}"
     return record(state, runtime, "retrieve", started, summary, detail, update,
                    decide=routing.decide_after_retrieve)
 
@@ -211,7 +212,7 @@ def _regrade_other_hops(engine, sub_queries: list[str], by_query: dict[str, list
                 if g.relevant:
                     graded[c.id] = g.model_copy(update={"reasoning": (
                         f"Not relevant to the sub-question that retrieved it, but to the hop "
-                        f"'{other[:80]}': {g.reasoning}")})
+                        f"'{clip(other, 80)}': {g.reasoning}")})
                     asked[c.id] = other
             misses = [c for c in misses if not graded[c.id].relevant]
 
@@ -236,7 +237,8 @@ def rewrite_query(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                            ungrounded_claims=list(claims))
     # Clearing the last verdicts makes the next answer re-earn its checks.
     return record(state, runtime, "rewrite_query", started,
-                   f"Rewrite {rewrites} of {o.max_rewrites} ({result.strategy}): '{result.query[:80]}'",
+                   f"Rewrite {rewrites} of {o.max_rewrites} ({result.strategy}): "
+                   f"'{clip(result.query, 80)}'",
                    detail, {"query": result.query, "rewrites": rewrites, "grounded": None,
                             "useful": None, "ungrounded_claims": [], "sub_queries": []},
                    [result.meta], routing.decide_after_rewrite)

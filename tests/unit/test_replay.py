@@ -149,7 +149,7 @@ def test_timeline_bars_follow_the_events(runs):
     run = runs["rewritten"]
     fig = as_json(figures.timeline_figure(run, PRICES))
     bars = trace(fig, "steps")
-    assert bars["y"] == [f"{s.step}. {s.label}" for s in story.steps(run)]
+    assert bars["y"] == [figures.tick_label(f"{s.step}. {s.label}") for s in story.steps(run)]
     t0 = run.events[0].started_at
     for base, width, e in zip(bars["base"], bars["x"], run.events, strict=False):
         assert base == pytest.approx((e.started_at - t0) * 1000, abs=0.01)
