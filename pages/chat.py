@@ -128,7 +128,7 @@ def show_run(run: Run) -> None:
     if run.standalone_question and run.standalone_question != run.question:
         st.caption(f"Understood as: {safe(run.standalone_question)}")
     _ui.answer(run)
-    st.caption(safe(run.stop_reason))
+    _ui.stop_caption(run)
     if run.citations:
         st.markdown("**Sources**")
         _ui.citations(run.citations, key=f"chat_{run.id}")
@@ -186,8 +186,8 @@ if question := st.chat_input("Ask about your documents", disabled=read_only):
                                on_event=lambda e: status.markdown(_ui.event_line(e)),
                                on_token=show_tokens)
             answer_box.empty()
-            status.update(label=safe(run.stop_reason) or "Done",
-                          state="error" if run.error else "complete", expanded=False)
+            label, state = _ui.stop_status(run)
+            status.update(label=label, state=state, expanded=False)
         except (StoreError, ValueError) as exc:
             st.error(f"The question could not be run: {safe(exc)}")
             messages.append({"role": "assistant", "content": f"Not run: {exc}", "run_id": None})

@@ -34,7 +34,7 @@ def step_caption(step: Step | None, n: int) -> str:
     ``Step 3 of 13 · rewrite 1 of 2 — decided … → next: why``.
     """
     if step is None:
-        return (f"<b>Step 0 of {n}</b> · press ▶ Play, or drag the slider, to replay the run "
+        return (f"<b>Step 0 of {n}</b> · drag the slider to replay the run "
                 "step by step")
     nxt = f" → {step.next}: {step.why}" if step.next else f" · {step.why}"
     body = wrap_html(f"{step.decided}{nxt}", CAPTION_WIDTH)
