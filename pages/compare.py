@@ -122,7 +122,7 @@ st.dataframe(changed.metric_rows(cmp, prices), hide_index=True, width="stretch",
     "cost": st.column_config.TextColumn("Cost"),
     "latency_ms": st.column_config.NumberColumn("Latency (ms)", format="%d")})
 
-st.markdown("#### What self-correction changed")
+st.subheader("What self-correction changed")
 base = cmp.labels[changed.baseline(cmp)]
 for change in changed.changes(cmp):
     steps = ", ".join(change.added_steps)
