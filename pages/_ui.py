@@ -229,6 +229,13 @@ def run_facts(run: Run, prices: dict) -> str:
             + (f" · no price for {', '.join(missing)} (set RAG_PRICES_JSON)" if missing else ""))
 
 
+FLOW_MIN_PX = 720
+"""Narrowest width the flow is drawn at (its labels and boxes need it); a narrower screen scrolls it."""
+FLOW_CSS = (f"<style>div:has(> [class*='_flowbox'][class*='st-key-']){{overflow-x:auto}}"
+            f"[class*='_flowbox'][class*='st-key-']{{min-width:{FLOW_MIN_PX}px}}</style>")
+"""Our own constant CSS (no data in it): the flow's container scrolls, the figure keeps FLOW_MIN_PX."""
+
+
 def replay(run: Run, steps: list[story.Step], prices: dict, *, key: str) -> None:
     """A step slider.
 
@@ -253,8 +260,12 @@ def replay(run: Run, steps: list[story.Step], prices: dict, *, key: str) -> None
         st.session_state[clicks] = st.session_state.get(clicks, 0) + 1
 
     # The slider is the one step control: the figure has no Play or slider of its own to disagree with it.
-    st.plotly_chart(replays.replay_figure(run, step=step, controls=False), width="stretch", key=flow_key,
-                    on_select=on_click, selection_mode="points", config={"displaylogo": False})
+    # On a narrow screen the flow keeps a readable width and scrolls sideways (FLOW_CSS).
+    st.html(FLOW_CSS)
+    with st.container(key=f"{key}_flowbox"):
+        st.plotly_chart(replays.replay_figure(run, step=step, controls=False), width="stretch",
+                        key=flow_key, on_select=on_click, selection_mode="points",
+                        config={"displaylogo": False})
     st.caption("Boxes are coloured by the verdict of their last visit; blue arrows are the run's "
                "path, numbered by step; orange is the replay so far. Click a box for its visits.")
     with st.container(border=True):

@@ -177,6 +177,23 @@ def _step_labels(curve: Curve, src: str, dst: str, numbered: list[int],
     return out
 
 
+LABEL_CHARS = 14
+"""A node name longer than this is drawn on two lines, broken after an underscore."""
+
+
+def node_label(node: str, width: int = LABEL_CHARS) -> str:
+    """``node``'s name for its box, bold and escaped: on two lines when it is longer than ``width``.
+
+    Broken after the underscore nearest its middle (``contextualize_`` / ``question``), so a label stays
+    about as wide as its box and a narrow figure neither cuts it nor runs it into its neighbours.
+    """
+    cuts = [i + 1 for i, ch in enumerate(node) if ch == "_"]
+    if len(node) <= width or not cuts:
+        return f"<b>{esc(node)}</b>"
+    cut = min(cuts, key=lambda i: abs(i - len(node) / 2))
+    return f"<b>{esc(node[:cut])}<br>{esc(node[cut:])}</b>"
+
+
 def flow_figure(run: Run, graph=None) -> go.Figure:
     """The run drawn over its graph: a plotly Figure of every node and edge, with the path.
 
@@ -273,7 +290,7 @@ def flow_figure(run: Run, graph=None) -> go.Figure:
         status = statuses.get(node, NOT_VISITED)
         fill = STATUS_COLORS[status]
         visits = len(events_of.get(node, []))
-        labels.append(f"<b>{esc(node)}</b>" + (f"<br>×{visits}" if visits > 1 else ""))
+        labels.append(node_label(node) + (f"<br>×{visits}" if visits > 1 else ""))
         symbols.append("square")
         sizes.append(30)
         colors.append(fill)
@@ -305,7 +322,8 @@ def flow_figure(run: Run, graph=None) -> go.Figure:
     ys_all += [p[1] for p in curve_pts]
     fig.update_layout(  # no title: the page says the stop reason once, above the figure
         shapes=shapes, annotations=annotations, showlegend=True,
-        legend=dict(orientation="h", x=0.5, xanchor="center", y=-0.02, yanchor="top",
+        # Above the flow: below it, a narrow screen wraps it over the replay's slider and Play.
+        legend=dict(orientation="h", x=0.5, xanchor="center", y=1.0, yanchor="bottom",
                     itemclick=False, itemdoubleclick=False, font=dict(size=11)),
         xaxis=dict(visible=False, range=[min(xs_all) - 0.15, max(xs_all) + 0.15],
                    fixedrange=True),

@@ -170,3 +170,34 @@ def test_one_metric_row_per_pipeline(cmp):
     for row, run in zip(rows, cmp.runs, strict=True):
         assert row == {"pipeline": row["pipeline"], "steps": len(run.events), "llm_calls": 0,
                        "tokens": 0, "cost": "$0", "latency_ms": round(run.duration_ms)}
+
+
+# --------------------------------------------------------------------------- status wording
+
+
+def test_an_ending_is_summarised_by_its_kind_so_the_reason_is_said_once(runs):
+    for which, kind in (("answered", "Answered"), ("rewritten", "Answered with caveat"),
+                        ("abstained", "No answer (abstained)")):
+        run = runs[which]
+        last = run.events[-1]
+        assert last.summary == run.stop_reason  # the graph records the reason there
+        assert story.event_summary(last) == kind
+        assert story.steps(run)[-1].decided == kind
+        assert all(story.event_summary(e) == e.summary for e in run.events[:-1])
+
+
+def test_the_stop_note_is_left_out_when_the_answer_already_says_why(runs):
+    assert story.stop_note(runs["answered"]) == runs["answered"].stop_reason
+    assert story.stop_note(runs["naive"]) == runs["naive"].stop_reason
+    assert story.stop_note(runs["rewritten"]) is None  # "Caveat: …" in the answer
+    assert story.stop_note(runs["abstained"]) is None  # "(no retrieved chunk was relevant; …)"
+    silent = runs["answered"].model_copy(update={"stop_reason": ""})
+    assert story.stop_note(silent) is None
+
+
+def test_long_node_names_break_after_an_underscore():
+    assert viz.node_label("retrieve") == "<b>retrieve</b>"
+    assert viz.node_label("contextualize_question") == "<b>contextualize_<br>question</b>"
+    assert viz.node_label("finalize_with_caveat") == "<b>finalize_<br>with_caveat</b>"
+    assert viz.node_label("grade_documents") == "<b>grade_<br>documents</b>"
+    assert viz.node_label("<x>_" + "y" * 20) == "<b>&#60;x&#62;_<br>" + "y" * 20 + "</b>"
