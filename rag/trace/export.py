@@ -50,7 +50,8 @@ ol.steps li{margin:4px 0}.why{color:#4b5563}
 details{margin:4px 0}summary{cursor:pointer}
 footer{margin-top:40px;color:#9ca3af;font-size:.8rem}
 .flow{overflow-x:auto}.flow>div{min-width:720px}
-@media (max-width:640px){main{padding:16px 10px 32px}}
+@media (max-width:640px){main{padding:16px 10px 32px}.facts td:first-child{width:auto}
+td{overflow-wrap:anywhere}}
 """
 """The flow keeps 720 px, the narrowest its labels and boxes read at; a narrower page scrolls it."""
 
