@@ -24,8 +24,8 @@ from rag.config import PRESETS, PRESETS_HELP, TOGGLE_LABELS, Options, preset_lab
 from rag.ingest.pageview import PageView, PassageUnavailable, TextView, open_passage
 from rag.ingest.pipeline import FileReport
 from rag.models import Citation, GradeDetail, Run, TraceEvent
+from rag.trace import diff, story, views
 from rag.trace import replay as replays
-from rag.trace import story, views
 from rag.trace.pricing import event_cost, format_cost, run_cost, unpriced_models
 
 WORD_JOINER = "\u2060"
@@ -132,7 +132,7 @@ def source_view(c: Citation, *, key: str, knowledge_base: str | None = None) -> 
     if not st.toggle("Show on its page" if pdf else "Show in its text", key=key,
                      help="The cited chunk highlighted where it is in the document."):
         return
-    from pages import _session  # here, not at the top: _session imports this module
+    from app_pages import _session  # here, not at the top: _session imports this module
 
     try:
         kb = _session.knowledge_base(knowledge_base)
@@ -168,6 +168,23 @@ def answer(run: Run, *, empty: str | None = None) -> None:
         st.caption(empty)
 
 
+def stop_status(run: Run) -> tuple[str, str]:
+    """(label, state) for the ``st.status`` of a finished run: ``No answer (abstained) · 8 steps``.
+
+    ``error`` for a run that did not answer (no green tick on "No answer"), else ``complete``. The stop reason
+    itself is said once, under the answer.
+    """
+    kind = story.stop_kind(run)
+    state = "error" if kind in (story.ABSTAINED, story.ERROR) else "complete"
+    return f"{story.STOP_KINDS[kind]} · {len(run.events)} steps", state
+
+
+def stop_caption(run: Run) -> None:
+    """The stop reason as a caption under the answer, unless the answer already says why."""
+    if note := story.stop_note(run):
+        st.caption(safe(note))
+
+
 def stop_alert(run: Run, *, icons: bool = True) -> None:
     """Why the run ended, coloured by how.
 
@@ -181,6 +198,23 @@ def stop_alert(run: Run, *, icons: bool = True) -> None:
     alert(safe(story.headline(run)), icon=icon if icons else None)
 
 
+DIFF_STYLES = {diff.ADDED: ":green-background[{}]", diff.REMOVED: ":red-background[~~{}~~]"}
+"""Word-diff token kind -> its Markdown (words in both answers stay plain)."""
+
+
+def diff_markdown(tokens: Iterable[diff.Token]) -> str:
+    """A word diff (:func:`rag.trace.diff.word_diff`) as Markdown: added words green, removed ones struck red.
+
+    Every token's text goes through :func:`safe`, so the only live Markdown is the colouring.
+    """
+    out = []
+    for t in tokens:
+        words = safe(t.text.strip())
+        if words:
+            out.append(DIFF_STYLES.get(t.kind, "{}").format(words))
+    return " ".join(out)
+
+
 def badge(ok: bool, yes: str, no: str) -> str:
     return f":green-badge[{yes}]" if ok else f":red-badge[{no}]"
 
@@ -190,7 +224,7 @@ def event_line(e: TraceEvent) -> str:
     line = f"**{e.step}. {safe(e.node)}**"
     if e.attempt > 1:
         line += f" (visit {e.attempt})"
-    line += f" — {safe(e.summary)}"
+    line += f" — {safe(story.event_summary(e))}"
     if e.route:
         line += f" → {safe(e.route.get('to', '?'))} ({safe(e.route.get('why', ''))})"
     return line
@@ -245,6 +279,13 @@ def run_facts(run: Run, prices: dict) -> str:
             + (f" · no price for {', '.join(missing)} (set RAG_PRICES_JSON)" if missing else ""))
 
 
+FLOW_MIN_PX = 720
+"""Narrowest width the flow is drawn at (its labels and boxes need it); a narrower screen scrolls it."""
+FLOW_CSS = (f"<style>div:has(> [class*='_flowbox'][class*='st-key-']){{overflow-x:auto}}"
+            f"[class*='_flowbox'][class*='st-key-']{{min-width:{FLOW_MIN_PX}px}}</style>")
+"""Our own constant CSS (no data in it): the flow's container scrolls, the figure keeps FLOW_MIN_PX."""
+
+
 def replay(run: Run, steps: list[story.Step], prices: dict, *, key: str) -> None:
     """A step slider.
 
@@ -256,7 +297,7 @@ def replay(run: Run, steps: list[story.Step], prices: dict, *, key: str) -> None
     if n:
         step = st.slider("Step", 0, n, n, key=f"{key}_w_step_{run.id}",
                          help="Shows the run up to this step on the flow, and the step in full "
-                              "below. ▶ Play on the figure animates the whole run.")
+                              "below.")
     # Each click remounts the chart under a new key: plotly would otherwise keep the clicked
     # point selected and dim everything else.
     clicks = f"{key}_flow_clicks"
@@ -268,16 +309,20 @@ def replay(run: Run, steps: list[story.Step], prices: dict, *, key: str) -> None
             st.session_state[f"{key}_w_node"] = node
         st.session_state[clicks] = st.session_state.get(clicks, 0) + 1
 
-    st.plotly_chart(replays.replay_figure(run, step=step), width="stretch", key=flow_key,
-                    on_select=on_click, selection_mode="points", config={"displaylogo": False})
+    # The slider is the one step control: the figure has no Play or slider of its own to disagree with it.
+    # On a narrow screen the flow keeps a readable width and scrolls sideways (FLOW_CSS).
+    st.html(FLOW_CSS)
+    with st.container(key=f"{key}_flowbox"):
+        st.plotly_chart(replays.replay_figure(run, step=step, controls=False), width="stretch",
+                        key=flow_key, on_select=on_click, selection_mode="points",
+                        config={"displaylogo": False})
     st.caption("Boxes are coloured by the verdict of their last visit; blue arrows are the run's "
                "path, numbered by step; orange is the replay so far. Click a box for its visits.")
     with st.container(border=True):
         if step:
             step_card(steps[step - 1], events[steps[step - 1].step], n, run, prices)
         else:
-            st.markdown("**Step 0** — the run has not started. Move the slider, or press ▶ Play "
-                        "on the figure.")
+            st.markdown(f"**Step 0 of {n}** — the run has not started. Move the slider to replay it.")
 
 
 def node_details(run: Run, steps: list[story.Step], prices: dict, *, key: str) -> None:
@@ -323,7 +368,7 @@ def events(run: Run) -> None:
     """One expander per event: its summary and route, and the whole event as JSON."""
     for ev in run.events:
         visit = f" (visit {ev.attempt})" if ev.attempt > 1 else ""
-        with st.expander(f"**{ev.step}. {safe(ev.node)}**{visit} — {safe(ev.summary)}"):
+        with st.expander(f"**{ev.step}. {safe(ev.node)}**{visit} — {safe(story.event_summary(ev))}"):
             if ev.route:
                 to, why = ev.route.get("to", "?"), ev.route.get("why", "")
                 st.markdown(f"→ **{safe(to)}**: {safe(why)}")

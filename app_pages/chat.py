@@ -132,7 +132,7 @@ def show_run(run: Run, *, turn: int | None = None, rating: int | None = None) ->
         st.caption(f"Understood as: {safe(run.standalone_question)}")
     _ui.answer(run)
     _conversation.markers(run)
-    st.caption(safe(run.stop_reason))
+    _ui.stop_caption(run)
     if run.citations:
         st.markdown("**Sources**")
         _ui.citations(run.citations, key=f"chat_{run.id}", knowledge_base=run.knowledge_base)
@@ -207,8 +207,8 @@ if question := st.chat_input("Ask about your documents", disabled=read_only):
                 if kind != "run":  # the elapsed time, live, while the run goes on
                     status.update(label=f"Running the graph… {time.monotonic() - started:.1f} s")
             answer_box.empty()
-            status.update(label=safe(run.stop_reason) or "Done",
-                          state="error" if run.error else "complete", expanded=False)
+            label, state = _ui.stop_status(run)
+            status.update(label=label, state=state, expanded=False)
         except (StoreError, ValueError) as exc:
             st.error(f"The question could not be run: {safe(exc)}")
             messages.append({"role": "assistant", "content": f"Not run: {exc}", "run_id": None})

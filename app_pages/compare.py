@@ -18,8 +18,8 @@ from rag.models import Comparison
 from rag.run import make_context, run_comparison
 from rag.store.chroma import StoreError
 from rag.trace import charts as figures
+from rag.trace import diff as changed
 from rag.trace.export import comparison_html, comparison_json
-from rag.trace.pricing import format_cost, run_cost
 from rag.trace.story import grounded_verdict, useful_verdict
 
 DEFAULT_PRESETS = ["naive", "crag", "full"]
@@ -90,12 +90,20 @@ if not comparisons:
 current = st.session_state.get("cmp_current")
 if current not in comparisons:
     current = list(comparisons)[-1]
-if len(comparisons) > 1:
-    ids = list(reversed(comparisons))
-    current = st.selectbox("Comparison", ids, index=ids.index(current), key="cmp_w_pick",
-                           format_func=lambda i: f"{_ui.when(comparisons[i].created_at):%H:%M:%S}"
-                                                 f" · {comparisons[i].question[:80]}")
     st.session_state["cmp_current"] = current
+
+
+def _pick() -> None:
+    st.session_state["cmp_current"] = st.session_state["cmp_w_pick"]
+
+
+if len(comparisons) > 1:
+    # Driven by cmp_current, so a new comparison is shown at once (the box would keep its old pick).
+    st.session_state["cmp_w_pick"] = current
+    ids = list(reversed(comparisons))
+    st.selectbox("Comparison", ids, key="cmp_w_pick", on_change=_pick,
+                 format_func=lambda i: f"{_ui.when(comparisons[i].created_at):%H:%M:%S}"
+                                       f" · {comparisons[i].question[:80]}")
 cmp: Comparison = comparisons[current]
 
 st.subheader(f"“{safe(cmp.question)}”")
@@ -105,15 +113,36 @@ _ui.downloads("cmp", f"retrace-comparison-{cmp.id[:8]}", columns=(a, b),
               html=lambda: comparison_html(cmp, prices=prices, secrets=secrets),
               json=lambda: comparison_json(cmp, prices=prices, secrets=secrets),
               html_help="One self-contained file: opens offline, with every run's replay.")
+# One table, a row per pipeline: it fits four pipelines where per-column tables overflowed.
+st.dataframe(changed.metric_rows(cmp, prices), hide_index=True, width="stretch", column_config={
+    "pipeline": st.column_config.TextColumn("Pipeline"),
+    "steps": st.column_config.NumberColumn("Steps"),
+    "llm_calls": st.column_config.NumberColumn("LLM calls"),
+    "tokens": st.column_config.NumberColumn("Tokens"),
+    "cost": st.column_config.TextColumn("Cost"),
+    "latency_ms": st.column_config.NumberColumn("Latency (ms)", format="%d")})
+
+st.subheader("What self-correction changed")
+base = cmp.labels[changed.baseline(cmp)]
+for change in changed.changes(cmp):
+    steps = ", ".join(change.added_steps)
+    st.markdown(f"**{safe(change.label)}** added: {safe(steps)}" if steps
+                else f"**{safe(change.label)}** added no step over {safe(base)}.")
+    if change.same_answer:
+        st.caption(f"Same answer as {safe(base)}.")
+    else:
+        st.caption(f"Its answer against {safe(base)}'s: added words green, removed ones struck out.")
+        st.markdown(_ui.diff_markdown(change.diff))
+if differ := changed.verdict_differences(cmp):
+    st.caption("The verdicts that differ:")
+    st.dataframe(differ, hide_index=True, width="stretch")  # cells are plain text
+else:
+    st.caption("Every pipeline reached the same verdicts.")
 
 for col, label, run in zip(st.columns(len(cmp.runs)), cmp.labels, cmp.runs, strict=True):
     with col:
         st.markdown(f"#### {safe(label)}")
         _ui.stop_alert(run, icons=False)
-        tokens = run.prompt_tokens + run.completion_tokens
-        st.markdown(f"| LLM calls | tokens | cost | latency |\n|---|---|---|---|\n"
-                    f"| {run.llm_calls} | {tokens} | {safe(format_cost(run_cost(run, prices)))} | "
-                    f"{run.duration_ms:.0f} ms |")
         grounded, useful = grounded_verdict(run), useful_verdict(run)
         st.markdown(f":{VERDICT_COLOURS.get(grounded, 'red')}-badge[grounding: {safe(grounded)}] "
                     f":{VERDICT_COLOURS.get(useful, 'red')}-badge[answer check: {safe(useful)}]")

@@ -55,11 +55,17 @@ with st.expander("Chunking", expanded=False):
                "a file already indexed stays as it is until you delete it and index it again.")
 chunking = ChunkSettings(int(chunk_size), int(chunk_overlap))
 
+# A new key after each indexing empties the uploader (its chips would otherwise stay).
+batch = st.session_state.get("docs_batch", 0)
 uploaded = st.file_uploader(
     "PDF, Word, HTML, text or Markdown files", accept_multiple_files=True,
-    type=["pdf", "docx", "html", "htm", "txt", "md", "markdown"], key="docs_uploader",
+    type=["pdf", "docx", "html", "htm", "txt", "md", "markdown"],
+    key=f"docs_uploader_{batch}" if batch else "docs_uploader",
     max_upload_size=max(1, math.ceil(settings.max_upload_mb)),
     help=f"Up to {settings.max_upload_mb:g} MB per file. Re-uploading the same bytes is a no-op.")
+
+if uploaded:  # the chips cut long names short: every chosen file, named in full
+    st.caption("Chosen: " + " · ".join(f"{safe(f.name)} ({_ui.human_size(f.size)})" for f in uploaded))
 
 use_ocr = st.toggle("Read scanned pages (OCR)", value=True, key="docs_ocr",
                     help="Pages with no text layer are read by OCR on this machine, "
@@ -98,6 +104,7 @@ if st.button("Index files", type="primary", disabled=not uploaded, key="docs_ind
         locked.update({r.filename: data[r.filename] for r in new if r.code in LOCKED_CODES})
         reports.clear()
         _merge(new)
+        st.session_state["docs_batch"] = batch + 1
         st.rerun()
 
 for report in reports:
@@ -108,9 +115,11 @@ waiting = [r.filename for r in reports if r.code in LOCKED_CODES and r.filename 
 if waiting:
     st.markdown("**Encrypted PDFs** need their password to be read. The password is used "
                 "once for this retry and not kept.")
-    for name in waiting:
-        st.text_input(f"Password for {safe(name)}", type="password", key=f"docs_pw_{name}")
-    if st.button("Retry with password", key="docs_retry"):
+    with st.form("docs_pw_form", border=False):  # a form: Enter in a password field submits it
+        for name in waiting:
+            st.text_input(f"Password for {safe(name)}", type="password", key=f"docs_pw_{name}")
+        retry = st.form_submit_button("Retry with password", key="docs_retry")
+    if retry:
         passwords = {n: st.session_state.get(f"docs_pw_{n}", "") for n in waiting}
         passwords = {n: pw for n, pw in passwords.items() if pw}
         if not passwords:
@@ -155,6 +164,11 @@ if chunks:
         [{"Page": c.page, "Chunk": c.index, "Characters": len(c.text), "Text": c.text}
          for c in chunks],
         hide_index=True, column_config={"Text": st.column_config.TextColumn(width="large")})
+    # The table shows one line per chunk: one chunk in full, line by line, to read it.
+    pick = st.selectbox("Read a chunk", range(len(chunks)), key=f"docs_chunk_{sha}",
+                        format_func=lambda i: f"Chunk {chunks[i].index} · page {chunks[i].page}")
+    with st.container(border=True):
+        st.markdown(safe(chunks[pick].text, multiline=True))
 
 with st.popover(f"Delete {name}", icon=":material/delete:"):
     st.warning(f"This removes {name} and its {doc.chunks} chunks from '{safe(kb.name)}'. "

@@ -89,12 +89,14 @@ st.dataframe([{"path": path, "runs": count} for path, count in ins.paths], hide_
                             "runs": st.column_config.ProgressColumn(
                                 "Runs", format="%d", width="small", min_value=0, max_value=top)})
 st.markdown("**By pipeline**")
-st.dataframe(insights.by_pipeline(runs, prices), hide_index=True, width="stretch",
+# A share no run could have (no grounding check ran) is said, not shown as a literal "None".
+rows = [{**r, "hallucination_rate": pct(r["hallucination_rate"]) if r["hallucination_rate"] is not None
+         else "not checked"} for r in insights.by_pipeline(runs, prices)]
+st.dataframe(rows, hide_index=True, width="stretch",
              column_config={
                  "pipeline": st.column_config.TextColumn("Pipeline"),
                  "rewrite_rate": st.column_config.NumberColumn("Rewrite rate", format="percent"),
-                 "hallucination_rate": st.column_config.NumberColumn(
-                     "Failed grounding checks", format="percent"),
+                 "hallucination_rate": st.column_config.TextColumn("Failed grounding checks"),
                  "llm_calls": st.column_config.NumberColumn("LLM calls / question",
                                                             format="%.1f"),
                  "tokens": st.column_config.NumberColumn("Tokens / question", format="%.0f"),

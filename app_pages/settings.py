@@ -63,4 +63,6 @@ for column, (label, check) in zip(st.columns(len(checks)), checks.items(), stric
             ok, message = check(active)
         st.session_state[f"settings_result_{label}"] = (ok, message)
     if result := st.session_state.get(f"settings_result_{label}"):
-        (column.success if result[0] else column.error)(safe(result[1]))
+        ok, message = result  # nothing configured to test (no key) is a notice, not an error
+        alert = column.success if ok else column.info if message in health.NOT_CONFIGURED else column.error
+        alert(safe(message))

@@ -14,6 +14,11 @@ from rag.store.chroma import is_unreachable, list_knowledge_bases, make_client, 
 from rag.store.embeddings import embedding_identity, make_embedding_function
 from rag.web import WebSearchError, make_web_search
 
+NO_OPENAI_KEY = "No OpenAI key: the offline engine is in use."
+NO_TAVILY_KEY = "No Tavily key: web search is off (web_search records it as skipped)."
+NOT_CONFIGURED = frozenset({NO_OPENAI_KEY, NO_TAVILY_KEY})
+"""Lines of a check that found nothing to test (a choice, not a failure): a notice, not an error."""
+
 
 def _ms(started: float) -> str:
     return f"{(time.perf_counter() - started) * 1000:.0f} ms"
@@ -22,7 +27,7 @@ def _ms(started: float) -> str:
 def check_llm(settings: Settings) -> tuple[bool, str]:
     """Ask the grader model for a one-word reply through ChatOpenAI."""
     if not settings.openai_api_key:
-        return False, "No OpenAI key: the offline engine is in use."
+        return False, NO_OPENAI_KEY
     from langchain_openai import ChatOpenAI
     from pydantic import SecretStr
 
@@ -59,7 +64,7 @@ def check_web(settings: Settings) -> tuple[bool, str]:
     """Run one Tavily search (only when a Tavily key is set)."""
     web = make_web_search(settings)
     if web is None:
-        return False, "No Tavily key: web search is off (web_search records it as skipped)."
+        return False, NO_TAVILY_KEY
     started = time.perf_counter()
     try:
         results = web.search("retrieval-augmented generation")

@@ -202,3 +202,18 @@ def has_number(text: str) -> bool:
 def number_tokens(text: str) -> list[str]:
     """Distinct word tokens of ``text`` that contain a digit ("2022", "q1"), in order."""
     return list(dict.fromkeys(w for w in words(text) if any(ch.isdigit() for ch in w)))
+
+
+def clip(text: object, limit: int) -> str:
+    """``text`` on one line, at most ``limit`` characters.
+
+    Cut at a word boundary with an ellipsis (``…``) when it is longer; a single word longer than half of
+    ``limit`` is cut inside, still with the ellipsis.
+    """
+    flat = " ".join(str(text).split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    if flat[limit - 1] != " " and " " in cut[limit // 2:]:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:") + "…"

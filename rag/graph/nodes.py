@@ -44,6 +44,7 @@ from rag.models import (
     Verdict,
     WebSearchDetail,
 )
+from rag.text import clip
 from rag.web import WebSearchError
 
 
@@ -162,7 +163,7 @@ def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
         summary = (f"Retrieved {len(chunks)} chunks ({how}) for {len(queries)} sub-questions"
                    f"{best}")
     else:
-        summary = f"Retrieved {len(chunks)} chunks ({how}) for '{query[:80]}'{best}"
+        summary = f"Retrieved {len(chunks)} chunks ({how}) for '{clip(query, 80)}'{best}"
     return record(state, runtime, "retrieve", started, summary, detail, update,
                    decide=routing.decide_after_retrieve)
 
@@ -245,7 +246,7 @@ def _regrade_other_hops(engine, sub_queries: list[str], by_query: dict[str, list
                 if g.relevant:
                     graded[c.id] = g.model_copy(update={"reasoning": (
                         f"Not relevant to the sub-question that retrieved it, but to the hop "
-                        f"'{other[:80]}': {g.reasoning}")})
+                        f"'{clip(other, 80)}': {g.reasoning}")})
                     asked[c.id] = other
             misses = [c for c in misses if not graded[c.id].relevant]
 
@@ -276,7 +277,8 @@ def rewrite_query(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                            ungrounded_claims=list(claims), mode=old_mode, from_mode=old_mode)
     # Clearing the last verdicts makes the next answer re-earn its checks.
     return record(state, runtime, "rewrite_query", started,
-                   f"Rewrite {rewrites} of {o.max_rewrites} ({result.strategy}): '{result.query[:80]}'",
+                   f"Rewrite {rewrites} of {o.max_rewrites} ({result.strategy}): "
+                   f"'{clip(result.query, 80)}'",
                    detail, {"query": result.query, "rewrites": rewrites, "grounded": None,
                             "useful": None, "ungrounded_claims": [], "sub_queries": [],
                             "last_strategy": result.strategy},

@@ -9,6 +9,7 @@ nothing is built at import time, and every figure can be checked from its JSON.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -85,6 +86,33 @@ def path_figure(run: Run, *, title: str | None = None) -> go.Figure:
 
 # --------------------------------------------------------------------------- timeline
 
+TICK_CHARS = 20
+"""Characters per line of a timeline label before it wraps."""
+TICK_PX = 7
+"""Width of one label character at the axis font (12 px), in px, for the left margin."""
+
+
+def tick_label(text: str, width: int = TICK_CHARS) -> str:
+    """``text`` (``8. grade_documents 3 of 3``) in lines of at most ``width`` characters, escaped.
+
+    Lines are joined by ``<br>``. A trailing ``k of n`` stays whole, on the last line when it fits; a longer
+    name breaks after an underscore (``finalize_with_`` / ``caveat``), else every ``width`` characters.
+    """
+    m = re.fullmatch(r"(.*?)((?: \d+ of \d+)?)", " ".join(text.split()))
+    head, tail = (m.group(1), m.group(2).strip()) if m else (text, "")
+    lines: list[str] = []
+    while len(head) > width:
+        cut = head.rfind("_", 0, width) + 1 or head.rfind(" ", 0, width + 1) + 1 or width
+        lines.append(head[:cut].rstrip())
+        head = head[cut:]
+    lines.append(head)
+    if tail:
+        if len(lines[-1]) + 1 + len(tail) <= width:
+            lines[-1] += " " + tail
+        else:
+            lines.append(tail)
+    return "<br>".join(esc(line) for line in lines)
+
 
 def timeline_figure(run: Run, prices: Mapping[str, Price] | None = None) -> go.Figure:
     """A Gantt chart of the run.
@@ -103,7 +131,8 @@ def timeline_figure(run: Run, prices: Mapping[str, Price] | None = None) -> go.F
     prices = load_prices() if prices is None else prices
     story = steps(run)
     t0 = min((e.started_at for e in run.events), default=0.0)
-    labels = [f"{s.step}. {s.label}" for s in story]
+    labels = [tick_label(f"{s.step}. {s.label}") for s in story]
+    longest = max((len(line) for lab in labels for line in lab.split("<br>")), default=0)
     costs = [event_cost(e, run, prices) for e in run.events]
     texts = [f"{e.prompt_tokens + e.completion_tokens} tok · {format_cost(c)}"
              if e.llm_calls or e.prompt_tokens or e.completion_tokens else ""
@@ -125,8 +154,10 @@ def timeline_figure(run: Run, prices: Mapping[str, Price] | None = None) -> go.F
         title=dict(text=(f"{run.duration_ms:.0f} ms · {run.llm_calls} LLM call(s) · "
                          f"{total_tokens} tokens"), x=0.01, font=dict(size=13)),
         xaxis=dict(title="ms since the run started", rangemode="tozero"),
-        yaxis=dict(autorange="reversed", type="category"),
-        height=80 + 24 * max(1, len(labels)), margin=dict(l=10, r=90, t=40, b=40),
+        # Labels wrapped to TICK_CHARS and a left margin that holds them: never clipped, even on a phone
+        yaxis=dict(autorange="reversed", type="category", automargin=True, ticksuffix=" "),
+        height=80 + (34 if "<br>" in "".join(labels) else 24) * max(1, len(labels)),
+        margin=dict(l=TICK_PX * longest + 16, r=90, t=40, b=40),
         showlegend=False, plot_bgcolor="rgba(0,0,0,0)", bargap=0.25)
     return fig
 

@@ -49,7 +49,11 @@ ol.steps li{margin:4px 0}.why{color:#4b5563}
 .facts td:first-child{width:180px;color:#6b7280}
 details{margin:4px 0}summary{cursor:pointer}
 footer{margin-top:40px;color:#9ca3af;font-size:.8rem}
+.flow{overflow-x:auto}.flow>div{min-width:720px}
+@media (max-width:640px){main{padding:16px 10px 32px}.facts td:first-child{width:auto}
+td{overflow-wrap:anywhere}}
 """
+"""The flow keeps 720 px, the narrowest its labels and boxes read at; a narrower page scrolls it."""
 
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
@@ -210,7 +214,7 @@ def _run_body(run: Run, prices, figures: _Figures, graph, prefix: str, h: int = 
             f"{_facts(run, prices)}"
             f"<h{h}>Flow and replay</h{h}><p class=\"muted\">Press ▶ Play or drag the slider: "
             f"each step rings its node and says what it decided and why. Hover a box for every "
-            f"visit.</p>{figures(replay_figure(run, graph), f'{prefix}-flow')}"
+            f"visit.</p><div class=\"flow\">{figures(replay_figure(run, graph), f'{prefix}-flow')}</div>"
             f"<h{h}>Step by step</h{h}>{_steps(run, h + 1)}"
             f"<h{h}>Verdicts</h{h}>{_verdicts(run, h + 1)}"
             f"<h{h}>Timeline</h{h}>{figures(timeline_figure(run, prices), f'{prefix}-timeline')}"

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag.graph.build import build_graph
 from rag.models import Run, TraceEvent
+from rag.text import clip
 from rag.trace.geometry import (
     END,
     EXTRA_ROW_Y,
@@ -57,7 +58,6 @@ COLOR_TEXT_LIGHT = "#ffffff"
 
 HOVER_WIDTH = 72
 """Characters per hover line before wrapping."""
-TITLE_WIDTH = 110
 
 
 def node_statuses(run: Run) -> dict[str, str]:
@@ -134,14 +134,9 @@ def wrap_html(text: object, width: int, max_lines: int = 2) -> str:
     A cut last line ends with an ellipsis.
     """
     lines = textwrap.wrap(" ".join(str(text).split()), width) or [""]
-    if len(lines) > max_lines:
-        lines = lines[:max_lines]
-        lines[-1] = lines[-1][: width - 1] + "…"
+    if len(lines) > max_lines:  # the last line cut at a word boundary, with an ellipsis
+        lines = lines[:max_lines - 1] + [clip(" ".join(lines[max_lines - 1:]), width)]
     return "<br>".join(esc(line) for line in lines)
-
-
-def _title(text: str) -> str:
-    return "<br>".join(esc(line) for line in textwrap.wrap(text, TITLE_WIDTH)) or "(no stop reason)"
 
 
 def _transitions(run: Run) -> list[tuple[str, str, int | None]]:
@@ -182,6 +177,23 @@ def _step_labels(curve: Curve, src: str, dst: str, numbered: list[int],
     return out
 
 
+LABEL_CHARS = 14
+"""A node name longer than this is drawn on two lines, broken after an underscore."""
+
+
+def node_label(node: str, width: int = LABEL_CHARS) -> str:
+    """``node``'s name for its box, bold and escaped: on two lines when it is longer than ``width``.
+
+    Broken after the underscore nearest its middle (``contextualize_`` / ``question``), so a label stays
+    about as wide as its box and a narrow figure neither cuts it nor runs it into its neighbours.
+    """
+    cuts = [i + 1 for i, ch in enumerate(node) if ch == "_"]
+    if len(node) <= width or not cuts:
+        return f"<b>{esc(node)}</b>"
+    cut = min(cuts, key=lambda i: abs(i - len(node) / 2))
+    return f"<b>{esc(node[:cut])}<br>{esc(node[cut:])}</b>"
+
+
 def flow_figure(run: Run, graph=None) -> go.Figure:
     """The run drawn over its graph: a plotly Figure of every node and edge, with the path.
 
@@ -193,8 +205,9 @@ def flow_figure(run: Run, graph=None) -> go.Figure:
     nodes visited more than once are labelled ``name ×visits``. Each box is coloured by the
     verdict of its last visit (:data:`STATUS_COLORS`), its hover lists every visit (step,
     attempt, summary, ``→ next: why``, compact detail), and the node trace (named ``nodes``)
-    carries ``customdata`` = node name per point, for click selection. The title is the run's
-    stop reason. Edge traces are named ``edge:src->dst``, path traces ``path:src->dst``.
+    carries ``customdata`` = node name per point, for click selection. The figure has no title (the
+    pages and the export state the stop reason once, above it). Edge traces are named
+    ``edge:src->dst``, path traces ``path:src->dst``.
     """
     import plotly.graph_objects as go  # plotly loads when a figure is built, not with the library
 
@@ -277,7 +290,7 @@ def flow_figure(run: Run, graph=None) -> go.Figure:
         status = statuses.get(node, NOT_VISITED)
         fill = STATUS_COLORS[status]
         visits = len(events_of.get(node, []))
-        labels.append(f"<b>{esc(node)}</b>" + (f"<br>×{visits}" if visits > 1 else ""))
+        labels.append(node_label(node) + (f"<br>×{visits}" if visits > 1 else ""))
         symbols.append("square")
         sizes.append(30)
         colors.append(fill)
@@ -307,17 +320,16 @@ def flow_figure(run: Run, graph=None) -> go.Figure:
     ys_all = [b.y - b.hh for b in boxes.values()] + [b.y + b.hh for b in boxes.values()]
     curve_pts = [p for c in curves.values() for p in c.points(12)]
     ys_all += [p[1] for p in curve_pts]
-    n_title_lines = _title(run.stop_reason).count("<br>") + 1
-    fig.update_layout(
-        title=dict(text=_title(run.stop_reason), x=0.01, xanchor="left", font=dict(size=15)),
+    fig.update_layout(  # no title: the page says the stop reason once, above the figure
         shapes=shapes, annotations=annotations, showlegend=True,
-        legend=dict(orientation="h", x=0.5, xanchor="center", y=-0.02, yanchor="top",
+        # Above the flow: below it, a narrow screen wraps it over the replay's slider and Play.
+        legend=dict(orientation="h", x=0.5, xanchor="center", y=1.0, yanchor="bottom",
                     itemclick=False, itemdoubleclick=False, font=dict(size=11)),
         xaxis=dict(visible=False, range=[min(xs_all) - 0.15, max(xs_all) + 0.15],
                    fixedrange=True),
         yaxis=dict(visible=False, range=[min(ys_all) - 0.2, max(ys_all) + 0.2], fixedrange=True),
         height=460 + (110 if any(p[1] <= EXTRA_ROW_Y for p in pos.values()) else 0),
-        margin=dict(l=10, r=10, t=30 + 22 * n_title_lines, b=40),
+        margin=dict(l=10, r=10, t=16, b=40),
         plot_bgcolor="rgba(0,0,0,0)", paper_bgcolor="rgba(0,0,0,0)",
         hovermode="closest", hoverdistance=30, clickmode="event+select", dragmode=False)
     return fig

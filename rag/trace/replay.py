@@ -34,7 +34,7 @@ def step_caption(step: Step | None, n: int) -> str:
     ``Step 3 of 13 · rewrite 1 of 2 — decided … → next: why``.
     """
     if step is None:
-        return (f"<b>Step 0 of {n}</b> · press ▶ Play, or drag the slider, to replay the run "
+        return (f"<b>Step 0 of {n}</b> · drag the slider to replay the run "
                 "step by step")
     nxt = f" → {step.next}: {step.why}" if step.next else f" · {step.why}"
     body = wrap_html(f"{step.decided}{nxt}", CAPTION_WIDTH)
@@ -48,7 +48,7 @@ def _trace_xy(fig, name: str) -> tuple[list, list]:
     return [], []
 
 
-def replay_figure(run: Run, graph=None, *, step: int | None = None) -> go.Figure:
+def replay_figure(run: Run, graph=None, *, step: int | None = None, controls: bool = True) -> go.Figure:
     """The flow of :func:`rag.viz.flow_figure` with a replay: plotly frames ``"0"`` ..
 
     ``"n"`` (n = number of steps), where frame k draws steps 1..k as an orange trail along the edges taken,
@@ -58,6 +58,9 @@ def replay_figure(run: Run, graph=None, *, step: int | None = None) -> go.Figure
     ``step`` (0..n, default n: the whole run) is the frame shown first; out-of-range values are
     clamped. The replay traces are named as in :data:`REPLAY_TRACES`; ``replay:current`` carries
     ``customdata`` = node name, like the ``nodes`` trace, for click selection.
+
+    ``controls=False`` leaves out the frames, slider and Play: the figure shows ``step`` only, for a page
+    whose own step control drives it (one control, so the figure and the page never disagree on the step).
     """
     import plotly.graph_objects as go  # plotly loads when a figure is built, not with the library
 
@@ -124,6 +127,8 @@ def replay_figure(run: Run, graph=None, *, step: int | None = None) -> go.Figure
                          showlegend=False)
     base = list(fig.data)
     fig = go.Figure(data=[trail] + base + [ring_trace, current, caption], layout=fig.layout)
+    if not controls:
+        return fig
     indices = [0, len(base) + 1, len(base) + 2, len(base) + 3]
     fig.frames = [go.Frame(name=str(k), data=frame_data(k), traces=indices)
                   for k in range(n + 1)]

@@ -48,8 +48,7 @@ def stop_kind(run: Run) -> str:
     if run.error:
         return ERROR
     last = run.path[-1] if run.path else None
-    return {"finalize": ANSWERED, "finalize_with_caveat": CAVEAT, "reply_directly": ANSWERED,
-            "fallback": ABSTAINED}.get(last or "", UNFINISHED)
+    return ENDINGS.get(last or "", UNFINISHED)
 
 
 def headline(run: Run) -> str:
@@ -61,6 +60,35 @@ def headline(run: Run) -> str:
     if run.stop_reason:
         return run.stop_reason
     return f"{STOP_KINDS[stop_kind(run)]}: the run recorded no stop reason."
+
+
+ENDINGS = {"finalize": ANSWERED, "finalize_with_caveat": CAVEAT, "reply_directly": ANSWERED,
+           "fallback": ABSTAINED}
+"""Ending node -> the stop kind it gives a run."""
+
+
+def event_summary(event: TraceEvent) -> str:
+    """What ``event`` decided, in one line: its summary, or for an ending node the ending in words.
+
+    An ending's summary is the run's stop reason, which every view states once, above the steps
+    (``No answer (abstained)`` rather than the reason again).
+    """
+    kind = ENDINGS.get(event.node)
+    return STOP_KINDS[kind] if kind else event.summary
+
+
+def stop_note(run: Run) -> str | None:
+    """The stop reason to show under the answer, or None when the answer already says why.
+
+    A caveat or a fallback answer carries its reason (``Caveat: the rewrite budget (2) was spent…``), so it is
+    not said twice; None too when the run has no stop reason.
+    """
+    reason = (run.stop_reason or "").strip()
+    if not reason:
+        return None
+    why = reason.split(": ", 1)[-1]
+    flat = " ".join(why.split()).rstrip(".").lower()
+    return None if flat and flat in " ".join((run.answer or "").split()).lower() else reason
 
 
 @dataclass(frozen=True)
@@ -115,7 +143,7 @@ def steps(run: Run) -> list[Step]:
             why = "the run ends here"
         reasoning = str(getattr(e.detail, "reasoning", "") or "")
         out.append(Step(step=e.step, node=e.node, label=step_label(e, run, visits[e.node]),
-                        round=round_, decided=e.summary, why=why, next=route.get("to"),
+                        round=round_, decided=event_summary(e), why=why, next=route.get("to"),
                         reasoning=reasoning, fallbacks=tuple(e.detail.fallbacks)))
         if e.node == "rewrite_query":
             round_ += 1
@@ -222,11 +250,13 @@ def event_rows(run: Run) -> list[dict]:
     """One row per trace event of ``run``, in step order.
 
     Keys: ``step`` (1-based), ``node``, ``attempt`` (nth visit to the node, 1-based),
-    ``duration_ms`` (wall time, ms), ``summary``, ``next`` (the node the router chose, None for
-    a terminal node) and ``why`` (the router's reason in plain words, None for a terminal node).
+    ``duration_ms`` (wall time, ms), ``summary`` (:func:`event_summary`), ``next`` (the node the router
+    chose, None for a terminal node) and ``why`` (the router's reason in plain words, None for a terminal
+    node).
     """
     return [{"step": e.step, "node": e.node, "attempt": e.attempt, "duration_ms": e.duration_ms,
-             "summary": e.summary, "next": (e.route or {}).get("to"), "why": (e.route or {}).get("why")}
+             "summary": event_summary(e), "next": (e.route or {}).get("to"),
+             "why": (e.route or {}).get("why")}
             for e in run.events]
 
 

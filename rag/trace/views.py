@@ -41,6 +41,7 @@ from rag.models import (
     WebSearchDetail,
     source_label,
 )
+from rag.text import clip
 
 OK = "ok"
 WEAK = "weak"
@@ -63,13 +64,7 @@ GENERATOR = "generator"
 
 def short(text: object, limit: int = 140) -> str:
     """``text`` on one line, cut at a word boundary to at most ``limit`` characters with an ellipsis."""
-    flat = " ".join(str(text).split())
-    if len(flat) <= limit:
-        return flat
-    cut = flat[: limit - 1]
-    if " " in cut[limit // 2:]:
-        cut = cut[: cut.rindex(" ")]
-    return cut.rstrip(" ,;:") + "…"
+    return clip(text, limit)
 
 
 @dataclass(frozen=True)

@@ -104,7 +104,7 @@ def test_compare_citation_opens_its_pdf_page(data_dir):
     [report] = ingest_files(kb_for(data_dir), [LEWIS], workers=1)
     assert report.status == "ingested"
     at = AppTest.from_file(APP, default_timeout=120).run()
-    at.switch_page("pages/compare.py").run()
+    at.switch_page("app_pages/compare.py").run()
     assert not at.exception, at.exception
     at.text_input(key="cmp_w_question").input(QUESTION)
     at.button(key="cmp_run").click().run()

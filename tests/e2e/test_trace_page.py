@@ -94,7 +94,7 @@ def test_a_run_shows_its_flow_verdicts_steps_and_answer(rewritten):
     assert {"source", "page", "grade", "relevant", "reasoning"} <= set(verdicts.columns)
     assert all(verdicts["reasoning"].str.len() > 0)
     assert list(steps_table["node"]) == rewritten.path
-    assert list(steps_table["summary"]) == [e.summary for e in rewritten.events]
+    assert list(steps_table["summary"]) == [story.event_summary(e) for e in rewritten.events]
 
     # one expander per event with its JSON, plus one per citation
     labels = [e.label for e in at.expander]
@@ -126,8 +126,7 @@ def test_several_runs_can_be_chosen_and_follow_trace_run_id(naive, rewritten, ab
     assert not at.exception, at.exception
     assert at.session_state["trace_run_id"] == abstained.id
     assert [e.value for e in at.error] == [md_escape(abstained.stop_reason)]
-    title = figure_of(at)["layout"]["title"]["text"]
-    assert "No answer" in title
+    assert not (figure_of(at)["layout"].get("title") or {}).get("text")  # said once, above
 
     # a trace_run_id that is gone falls back to the newest run
     at = open_page(runs, "no-such-run")

@@ -78,7 +78,7 @@ def test_replay_has_one_frame_per_step_in_the_runs_order(runs):
         said = plain(caption["text"][0])
         assert said.startswith(f"Step {k} of {n} · {label}")
         event = run.events[k - 1]
-        assert " ".join(event.summary.split())[:60] in said
+        assert " ".join(story.event_summary(event).split())[:60] in said
         if event.route:
             assert f"→ {event.route['to']}" in said
         previous = node
@@ -121,7 +121,7 @@ def test_loops_are_unrolled_and_labelled_with_attempts(runs):
     assert [r.query for r in rounds] == queries and rounds[0].query == run.question
     # each step says what it decided and why the run went on
     for s, e in zip(story.steps(run), run.events, strict=False):
-        assert s.decided == e.summary
+        assert s.decided == story.event_summary(e)  # an ending: its kind (the reason is said once)
         assert s.why == (e.route["why"] if e.route else "the run ends here")
 
     fig = as_json(figures.path_figure(run))
@@ -149,7 +149,7 @@ def test_timeline_bars_follow_the_events(runs):
     run = runs["rewritten"]
     fig = as_json(figures.timeline_figure(run, PRICES))
     bars = trace(fig, "steps")
-    assert bars["y"] == [f"{s.step}. {s.label}" for s in story.steps(run)]
+    assert bars["y"] == [figures.tick_label(f"{s.step}. {s.label}") for s in story.steps(run)]
     t0 = run.events[0].started_at
     for base, width, e in zip(bars["base"], bars["x"], run.events, strict=False):
         assert base == pytest.approx((e.started_at - t0) * 1000, abs=0.01)
