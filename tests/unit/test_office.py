@@ -37,7 +37,8 @@ def test_docx_paragraphs_and_tables_in_order() -> None:
     assert text.index("Quarterly retrieval report") < text.index("BM25") < text.index("recall@6 | 0.81") \
         < text.index("Reciprocal rank fusion")
     chunks = chunk_document(doc, doc_sha="d" * 64)
-    assert chunks[0].metadata == {"source": "report.docx", "page": 1, "chunk_index": 0, "doc_sha": "d" * 64}
+    assert chunks[0].metadata == {"source": "report.docx", "page": 1, "chunk_index": 0, "doc_sha": "d" * 64,
+                                  "span_start": 0, "span_end": len(chunks[0].text)}
 
 
 def test_docx_bad_input_is_one_line() -> None:
