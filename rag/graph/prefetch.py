@@ -171,23 +171,23 @@ class Prefetch:
     """Calls spent on the grades (the plan's own meta travels with the plan)."""
 
 
-def prefetch(ctx: RunContext, question: str, mode: str, *, grade: bool,
+def prefetch(ctx: RunContext, question: str, mode: str, *, grade: bool, plan: bool = True,
              speculate: Callable[[list[Chunk]], bool] | None = None,
              history: Sequence[Turn] = ()) -> Prefetch:
     """Retrieve the first hop, then do in one round what the next nodes would do one after another.
 
-    Plan its decomposition (when on), grade it (``grade``) and, when ``speculate(first_hop)`` says so,
-    start a speculative answer from it.
+    Plan its decomposition (``plan``, when decomposition is on), grade it (``grade``) and, when
+    ``speculate(first_hop)`` says so, start a speculative answer from it.
     """
     first_hop, _ = retrieve_cached(ctx, question, mode)
     engine, o = ctx.engine, ctx.options
     spec = (Speculation(ctx, question, first_hop[:o.top_k], history)
             if speculate is not None and grade and first_hop and speculate(first_hop) else None)
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="prefetch") as pool:
-        plan = pool.submit(engine.decompose, question, first_hop) if o.decomposition else None
+        planned = pool.submit(engine.decompose, question, first_hop) if plan and o.decomposition else None
         grades: Any = pool.submit(engine.grade, question, first_hop) if grade and first_hop else None
         out = Prefetch(question=question, mode=mode, first_hop=first_hop,
-                       plan=plan.result() if plan else None, speculation=spec)
+                       plan=planned.result() if planned else None, speculation=spec)
         if grades is not None:
             out.metas = [g.meta.model_copy(update={"fallback": None}) for g in grades.result()]
     return out
