@@ -194,21 +194,23 @@ def prefetch(ctx: RunContext, question: str, mode: str, *, grade: bool, plan: bo
 
 
 def speculate_while_grading(state: Mapping[str, Any], ctx: RunContext,
-                            chunks: list[Chunk]) -> Speculation | None:
+                            chunks: list[Chunk]) -> tuple[Speculation | None, list[CallMeta]]:
     """The speculative answer generate may use.
 
     The one routing started, or (LLM engine, first grading of a question not decomposed) one started now
     from the evidence grading keeps if every chunk passes. It runs while the chunks are graded; generate
-    uses it only when the evidence is exactly that.
+    uses it only when the evidence is exactly that. Returns (the speculation or None, the calls of an
+    earlier speculation it replaces, which still count).
     """
     o = ctx.options
     question = state["question"]
     guess = speculative_evidence(state.get("documents", []), chunks, o.top_k)
     spec = state.get("speculation")
     if isinstance(spec, Speculation) and spec.accepts(question, guess):
-        return spec
+        return spec, []
+    dropped = [spec.discarded_meta()] if isinstance(spec, Speculation) else []
     first = not state.get("rewrites") and not state.get("documents") and not state.get("generations")
     if not (is_llm(ctx) and first and chunks and not state.get("sub_queries")):
-        return None
+        return None, dropped
     history = list(state.get("history") or []) if o.use_history else []
-    return Speculation(ctx, question, guess, history)
+    return Speculation(ctx, question, guess, history), dropped

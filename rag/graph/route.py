@@ -142,6 +142,8 @@ def route_question(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     metas: list[CallMeta] = [result.meta]
     if pre is not None:  # spent whether or not the router agreed
         metas += pre.metas
+        if usable is None and pre.speculation is not None:
+            metas.append(pre.speculation.discarded_meta())
         if pre.plan is not None:
             metas.append(pre.plan.meta.model_copy(update={"fallback": None}))
     # The LLM router's one-hop finding skips decomposition; offline, decompose_query decides (no call).
