@@ -47,7 +47,8 @@ _REPLIES = {
                        "reasoning": "Every claim is in its cited chunk."},
     "AnswerGrade": {"useful": True, "reasoning": "It answers the question."},
     "Decomposition": {"kind": "single", "sub_questions": [], "reasoning": "One search suffices."},
-    "RouteQuery": {"datasource": "kb", "retrieval_mode": "default", "reasoning": "The documents cover it."},
+    "RouteQuery": {"datasource": "kb", "retrieval_mode": "default", "hops": "one",
+                   "reasoning": "The documents cover it."},
     "StandaloneQuestion": {"question": "", "reasoning": "It stands alone."},
 }
 ANSWER = "Retrace grades each retrieved chunk and keeps the relevant ones as evidence [1]."

@@ -146,6 +146,10 @@ class RouteQuery(Judgment):
         description="bm25 for keyword-like questions (error messages, codes, exact names, numbers); dense "
                     "or hybrid for conceptual questions when the embeddings are semantic; default when "
                     "neither fits.")
+    hops: Literal["one", "multi"] = Field(
+        description="one: a single search can answer it; multi: it compares two or more things, or "
+                    "needs a fact about something it does not name (a bridge), so it must be split "
+                    "into sub-questions.")
     reasoning: str = Field(description="One or two plain sentences: why.")
 
 

@@ -12,7 +12,8 @@ import re
 from collections.abc import Callable, Sequence
 
 from rag.engines.base import Answer, RouteQuery
-from rag.engines.lexical import LexicalCore, _pct, _quote
+from rag.engines.decomposition import _COMPARISON, _bridge_signal
+from rag.engines.lexical import LexicalCore, _pct, _quote, entities
 from rag.text import STOPWORDS
 
 _CHAT_TEXT = ("hello hi hey hiya howdy greetings yo thanks thank thx cheers bye goodbye ok okay cool great "
@@ -52,6 +53,12 @@ def keyword_signs(question: str) -> list[str]:
     return found
 
 
+def _hops(question: str) -> str:
+    """``multi`` for a comparison of named things or a question with a bridge signal, else ``one``."""
+    comparing = len(entities(question)) >= 2 and _COMPARISON.search(question)
+    return "multi" if comparing or _bridge_signal(question) else "one"
+
+
 def is_small_talk(question: str) -> bool:
     """True for a greeting, thanks or a goodbye: every word is a chat word or a stop word."""
     tokens = re.findall(r"[a-z']+", question.lower())
@@ -80,22 +87,22 @@ class RouterMixin(LexicalCore):
         one when the embeddings are ``semantic``, else ``default`` (``default_mode``).
         """
         if is_small_talk(question):
-            return RouteQuery(datasource="none", retrieval_mode="default", reasoning=(
+            return RouteQuery(hops=_hops(question), datasource="none", retrieval_mode="default", reasoning=(
                 "A greeting or small talk: it asks nothing the documents could answer, so no "
                 "retrieval is needed."))
         if _ABOUT_THE_CHAT.search(question):
-            return RouteQuery(datasource="none", retrieval_mode="default", reasoning=(
+            return RouteQuery(hops=_hops(question), datasource="none", retrieval_mode="default", reasoning=(
                 "A question about this chat itself, not about the documents: no retrieval needed."))
         if self.stats.n_docs == 0:
-            return RouteQuery(datasource="web", retrieval_mode="default", reasoning=(
+            return RouteQuery(hops=_hops(question), datasource="web", retrieval_mode="default", reasoning=(
                 "The knowledge base is empty, so only the web could answer."))
         missing, share = self.missing_terms(question)
         if lacking:
-            return RouteQuery(datasource="web", retrieval_mode="default", reasoning=(
+            return RouteQuery(hops=_hops(question), datasource="web", retrieval_mode="default", reasoning=(
                 f"No passage of the knowledge base mentions {_quote(list(lacking), 3)} (its words never "
                 f"occur together there): the question asks about something the documents do not cover."))
         if missing and share >= OUT_OF_SCOPE_AT:
-            return RouteQuery(datasource="web", retrieval_mode="default", reasoning=(
+            return RouteQuery(hops=_hops(question), datasource="web", retrieval_mode="default", reasoning=(
                 f"The knowledge base never uses {_quote(missing)}, which "
                 f"{'carry' if len(missing) > 1 else 'carries'} {_pct(share)} of the question's weight: "
                 f"its documents are unlikely to answer it."))
@@ -107,18 +114,18 @@ class RouterMixin(LexicalCore):
                    + (f" (all but {_quote(missing)})." if missing else "."))
         signs = keyword_signs(question)
         if signs:
-            return RouteQuery(datasource="kb", retrieval_mode="bm25", reasoning=(
+            return RouteQuery(hops=_hops(question), datasource="kb", retrieval_mode="bm25", reasoning=(
                 f"Keyword-like: it holds {', '.join(signs[:3])}, which exact term matching (BM25) finds "
                 f"better than embeddings.{covered}"))
         if _CONCEPTUAL.search(question):
             if semantic:
-                return RouteQuery(datasource="kb", retrieval_mode="hybrid", reasoning=(
+                return RouteQuery(hops=_hops(question), datasource="kb", retrieval_mode="hybrid", reasoning=(
                     f"A conceptual question: semantic embeddings can match its meaning, fused with BM25 "
                     f"(hybrid).{covered}"))
-            return RouteQuery(datasource="kb", retrieval_mode="default", reasoning=(
+            return RouteQuery(hops=_hops(question), datasource="kb", retrieval_mode="default", reasoning=(
                 f"A conceptual question, but the embeddings are the offline lexical ones, so the "
                 f"configured default ({default_mode}) is used.{covered}"))
-        return RouteQuery(datasource="kb", retrieval_mode="default", reasoning=(
+        return RouteQuery(hops=_hops(question), datasource="kb", retrieval_mode="default", reasoning=(
             f"Neither keyword-like nor clearly conceptual: the configured default "
             f"({default_mode}).{covered}"))
 

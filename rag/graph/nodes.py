@@ -197,7 +197,7 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
         by_query.setdefault(asked[c.id], []).append(c)
     graded: dict[str, RelevanceGrade] = {}
     partial = bool(state.get("sub_queries"))  # each passage may answer only its hop
-    speculation = speculate_while_grading(state, runtime.context, chunks)
+    speculation, dropped = speculate_while_grading(state, runtime.context, chunks)
     for q, group in by_query.items():
         graded.update({c.id: g for c, g in
                        zip(group, runtime.context.engine.grade(q, group, partial=partial), strict=False)})
@@ -227,7 +227,7 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     return record(state, runtime, "grade_documents", started,
                    f"{n_rel} of {len(chunks)} chunks relevant; {len(documents)} in evidence",
                    detail, {"verdicts": verdicts, "documents": documents, "speculation": speculation},
-                   [g.meta for g in grades], routing.decide_after_grading)
+                   [*(g.meta for g in grades), *dropped], routing.decide_after_grading)
 
 
 def _regrade_other_hops(engine, sub_queries: list[str], by_query: dict[str, list[Chunk]],

@@ -171,44 +171,46 @@ class Prefetch:
     """Calls spent on the grades (the plan's own meta travels with the plan)."""
 
 
-def prefetch(ctx: RunContext, question: str, mode: str, *, grade: bool,
+def prefetch(ctx: RunContext, question: str, mode: str, *, grade: bool, plan: bool = True,
              speculate: Callable[[list[Chunk]], bool] | None = None,
              history: Sequence[Turn] = ()) -> Prefetch:
     """Retrieve the first hop, then do in one round what the next nodes would do one after another.
 
-    Plan its decomposition (when on), grade it (``grade``) and, when ``speculate(first_hop)`` says so,
-    start a speculative answer from it.
+    Plan its decomposition (``plan``, when decomposition is on), grade it (``grade``) and, when
+    ``speculate(first_hop)`` says so, start a speculative answer from it.
     """
     first_hop, _ = retrieve_cached(ctx, question, mode)
     engine, o = ctx.engine, ctx.options
     spec = (Speculation(ctx, question, first_hop[:o.top_k], history)
             if speculate is not None and grade and first_hop and speculate(first_hop) else None)
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="prefetch") as pool:
-        plan = pool.submit(engine.decompose, question, first_hop) if o.decomposition else None
+        planned = pool.submit(engine.decompose, question, first_hop) if plan and o.decomposition else None
         grades: Any = pool.submit(engine.grade, question, first_hop) if grade and first_hop else None
         out = Prefetch(question=question, mode=mode, first_hop=first_hop,
-                       plan=plan.result() if plan else None, speculation=spec)
+                       plan=planned.result() if planned else None, speculation=spec)
         if grades is not None:
             out.metas = [g.meta.model_copy(update={"fallback": None}) for g in grades.result()]
     return out
 
 
 def speculate_while_grading(state: Mapping[str, Any], ctx: RunContext,
-                            chunks: list[Chunk]) -> Speculation | None:
+                            chunks: list[Chunk]) -> tuple[Speculation | None, list[CallMeta]]:
     """The speculative answer generate may use.
 
     The one routing started, or (LLM engine, first grading of a question not decomposed) one started now
     from the evidence grading keeps if every chunk passes. It runs while the chunks are graded; generate
-    uses it only when the evidence is exactly that.
+    uses it only when the evidence is exactly that. Returns (the speculation or None, the calls of an
+    earlier speculation it replaces, which still count).
     """
     o = ctx.options
     question = state["question"]
     guess = speculative_evidence(state.get("documents", []), chunks, o.top_k)
     spec = state.get("speculation")
     if isinstance(spec, Speculation) and spec.accepts(question, guess):
-        return spec
+        return spec, []
+    dropped = [spec.discarded_meta()] if isinstance(spec, Speculation) else []
     first = not state.get("rewrites") and not state.get("documents") and not state.get("generations")
     if not (is_llm(ctx) and first and chunks and not state.get("sub_queries")):
-        return None
+        return None, dropped
     history = list(state.get("history") or []) if o.use_history else []
-    return Speculation(ctx, question, guess, history)
+    return Speculation(ctx, question, guess, history), dropped

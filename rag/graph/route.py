@@ -91,12 +91,16 @@ def _lacking(kb, engine, question: str) -> list[str]:
 
 def _route_with_prefetch(ctx: RunContext, state: GraphState, question: str,
                          args: dict) -> tuple[RouteQuery, Prefetch | None]:
-    """The LLM router's call, and in the same round the first hop the rules predict, graded and planned."""
+    """The LLM router's call, and in the same round the first hop the rules predict, graded.
+
+    An answer is speculated from it when the rules expect one hop. The plan waits for the router: a
+    one-hop question needs none (decompose_query is skipped), a multi-hop one gets it in decompose_query.
+    """
     o = ctx.options
     rules = getattr(ctx.engine, "fallback", None)
     guess = rules.route(question, **args) if rules is not None else None
     guess_mode = o.retrieval if guess is None or guess.retrieval_mode == "default" else guess.retrieval_mode
-    overlap = (guess is None or guess.datasource == "kb") and (o.decomposition or o.grading)
+    overlap = (guess is None or guess.datasource == "kb") and o.grading
     history = list(state.get("history") or []) if o.use_history else []
 
     def one_hop(first_hop: list[Chunk]) -> bool:
@@ -105,8 +109,8 @@ def _route_with_prefetch(ctx: RunContext, state: GraphState, question: str,
 
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="route") as pool:
         routed = pool.submit(ctx.engine.route, question, sources=_sources(ctx.kb), **args)
-        ahead = (pool.submit(prefetch, ctx, question, guess_mode, grade=o.grading, speculate=one_hop,
-                             history=history) if overlap else None)
+        ahead = (pool.submit(prefetch, ctx, question, guess_mode, grade=o.grading, plan=False,
+                             speculate=one_hop, history=history) if overlap else None)
         return routed.result(), ahead.result() if ahead else None
 
 
@@ -128,7 +132,8 @@ def route_question(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     args: dict[str, Any] = dict(web_available=web_available, semantic=_semantic(ctx.kb),
                                 default_mode=o.retrieval, lacking=lacking)
     pre: Prefetch | None = None
-    if is_llm(ctx):
+    llm = is_llm(ctx)
+    if llm:
         result, pre = _route_with_prefetch(ctx, state, question, args)
     else:
         result = ctx.engine.route(question, sources=[], **args)
@@ -137,14 +142,18 @@ def route_question(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     metas: list[CallMeta] = [result.meta]
     if pre is not None:  # spent whether or not the router agreed
         metas += pre.metas
+        if usable is None and pre.speculation is not None:
+            metas.append(pre.speculation.discarded_meta())
         if pre.plan is not None:
             metas.append(pre.plan.meta.model_copy(update={"fallback": None}))
-    one_hop = bool(o.decomposition and usable and usable.plan and usable.plan.kind == "single")
+    # The LLM router's one-hop finding skips decomposition; offline, decompose_query decides (no call).
+    one_hop = llm and o.decomposition and result.datasource == "kb" and result.hops == "one"
     missing = ctx.engine.missing_terms(question)[0]
     where = _WHERE[result.datasource].format(mode=mode) + ("; one-hop" if one_hop else "")
     detail = RouteDetail(datasource=result.datasource,
                          retrieval_mode=mode if result.datasource == "kb" else "",
-                         hops="one" if one_hop else "", reasoning=result.reasoning,
+                         hops=result.hops if llm and o.decomposition and result.datasource == "kb" else "",
+                         reasoning=result.reasoning,
                          missing_terms=list(dict.fromkeys([*lacking, *missing]))[:12],
                          prefetched=usable is not None)
     update: dict = {"datasource": result.datasource, "web_available": web_available, "retrieval_mode": mode,

@@ -292,7 +292,7 @@ def default_script(kind: str, body: dict) -> Reply:
     if kind == "StandaloneQuestion":
         return Reply(json.dumps(standalone_reply(user_text(body))))
     if kind == "RouteQuery":
-        return Reply(json.dumps({"datasource": "kb", "retrieval_mode": "default",
+        return Reply(json.dumps({"datasource": "kb", "retrieval_mode": "default", "hops": "one",
                                  "reasoning": "The documents cover the question."}))
     if kind in ("stream", "text"):
         return Reply(

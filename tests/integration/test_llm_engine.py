@@ -56,25 +56,25 @@ def test_every_node_runs_through_the_llm(llm_kb, fake):
                        on_token=tokens.append)
     assert run.engine == "openai"
     assert run.models == {"grader": "grader-mini", "generator": "generator-big"}
-    # issue 13: the router plans the question one-hop in its own round, so decompose_query is skipped
+    # issue 13: the router finds the question one-hop, so decompose_query is skipped (no plan)
     assert run.path == ["route_question", "retrieve", "grade_documents", "generate",
                         "check_grounding", "grade_answer", "finalize"], (run.path, run.stop_reason)
     kinds = fake.kinds()
     assert kinds.count("RelevanceGrade") == 6 and kinds.count("stream") == 1
     assert kinds.count("GroundingCheck") == 1 and kinds.count("AnswerGrade") == 1
-    assert kinds.count("Decomposition") == 1 and kinds.count("RouteQuery") == 1
-    assert run.llm_calls == len(kinds) == 11
+    assert kinds.count("Decomposition") == 0 and kinds.count("RouteQuery") == 1
+    assert run.llm_calls == len(kinds) == 10
     by_node = {e.node: e for e in run.events}
-    # the route, the first hop's 6 grades and its plan share one round; grading then hits the cache
-    assert by_node["route_question"].llm_calls == 1 + 6 + 1
-    assert by_node["route_question"].prompt_tokens == 8 * 11
+    # the route and the first hop's 6 grades share one round; grading then hits the cache
+    assert by_node["route_question"].llm_calls == 1 + 6
+    assert by_node["route_question"].prompt_tokens == 7 * 11
     assert by_node["route_question"].detail.hops == "one" and by_node["route_question"].detail.prefetched
     assert by_node["grade_documents"].llm_calls == 0
     assert all(v.cached for v in by_node["grade_documents"].detail.verdicts)
     # the answer was generated in that round too, from exactly the evidence grading kept
     assert by_node["generate"].detail.speculative
     assert by_node["generate"].completion_tokens == 17  # from the stream's usage chunk
-    assert run.prompt_tokens == 11 * 11
+    assert run.prompt_tokens == 10 * 11
     # streamed word by word, and the answer cites chunk [1] with file and page
     assert len(tokens) > 5 and "".join(tokens).strip() == run.answer
     assert run.citations and run.citations[0].source == LEWIS.name and run.citations[0].page >= 1
@@ -127,16 +127,19 @@ def test_decomposition_through_the_llm_retrieves_each_sub_question(llm_kb, fake)
         if kind == "Decomposition":
             return Reply(json.dumps({"kind": "bridge", "sub_questions": subs,
                                      "reasoning": "Two hops: retriever, then index."}))
+        if kind == "RouteQuery":
+            return Reply(json.dumps({"datasource": "kb", "retrieval_mode": "default", "hops": "multi",
+                                     "reasoning": "Two hops."}))
         return default_script(kind, body)
 
     fake.script = script
     run = run_question(QUESTION, make_context(settings, kb), preset_options("full"))
-    # issue 13: the plan is made in route_question's round (overlapped), decompose_query records it
+    # issue 13: the router finds two hops; decompose_query plans them (its first hop graded alongside)
     assert run.path[:4] == ["route_question", "decompose_query", "retrieve", "grade_documents"]
     plan = run.events[1]
     assert plan.node == "decompose_query" and plan.detail.sub_questions == subs
-    assert plan.detail.overlapped and plan.llm_calls == 0 and "fallbacks" not in plan.detail
-    assert run.events[0].detail.prefetched and run.events[0].detail.hops == ""
+    assert plan.llm_calls == 1 and "fallbacks" not in plan.detail
+    assert run.events[0].detail.prefetched and run.events[0].detail.hops == "multi"
     retrieve = run.events[2]
     assert [s.query for s in retrieve.detail.sub_queries] == subs
     graded_against = {v.graded_against for v in run.events[3].detail.verdicts}
@@ -342,9 +345,9 @@ def test_cli_ask_json_runs_every_node_through_the_server(tmp_path, fake):
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["engine"] == "openai"
-    assert result["llm_calls"] == 11
+    assert result["llm_calls"] == 10
     llm_nodes = [e for e in result["events"] if e["llm_calls"]]
-    # issue 13: routing, the first hop's grades and the plan share one round (route_question)
+    # issue 13: routing and the first hop's grades share one round (route_question); one hop, no plan
     assert {e["node"] for e in llm_nodes} == {"route_question", "generate", "check_grounding",
                                               "grade_answer"}
     assert all(e["prompt_tokens"] > 0 and e["completion_tokens"] > 0 for e in llm_nodes)

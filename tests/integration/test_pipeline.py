@@ -111,6 +111,7 @@ def test_cli_ingest_and_ask_json(tmp_path, rag_cli):
         "--no-grounding",
         "--no-answer-check",
         "--no-decomposition",
+        "--no-routing",  # issue 13: the last switch of Full
         "--json",
         data_dir=tmp_path,
     )
@@ -193,7 +194,7 @@ def test_cli_has_every_command_group_and_shared_arguments(cli):
         ("runs", "list and export saved runs"),
         ("compare", "run one question under 2 to 4 pipelines at once"),
         ("eval", "run a JSONL question set through each preset (answered, abstained, hits)"),
-        ("bench", "benchmarks on real data (qa, retrieval, ingest, scale, grader)")]
+        ("bench", "benchmarks on real data (qa, retrieval, ingest, scale, grader, latency)")]
     assert build_parser().format_help() == build_parser(build=[]).format_help()
     out = cli("--help")
     assert out.returncode == 0 and "{ingest,kb,ask,threads,runs,compare,eval,bench}" in out.stdout

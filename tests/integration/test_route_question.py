@@ -129,14 +129,17 @@ def route_script(kind: str, body: dict) -> Reply:
     if kind == "RouteQuery":
         text = user_text(body)
         if "<question>hello</question>" in text:
-            reply = {"datasource": "none", "retrieval_mode": "default", "reasoning": "A greeting."}
+            reply = {"datasource": "none", "retrieval_mode": "default", "hops": "one",
+                     "reasoning": "A greeting."}
         elif "CUDA" in text:
-            reply = {"datasource": "kb", "retrieval_mode": "bm25", "reasoning": "An exact error message."}
+            reply = {"datasource": "kb", "retrieval_mode": "bm25", "hops": "one",
+                     "reasoning": "An exact error message."}
         elif "FIFA" in text:
-            reply = {"datasource": "web", "retrieval_mode": "default",
+            reply = {"datasource": "web", "retrieval_mode": "default", "hops": "one",
                      "reasoning": "Sports news, not papers."}
         else:
-            reply = {"datasource": "kb", "retrieval_mode": "default", "reasoning": "About the papers."}
+            reply = {"datasource": "kb", "retrieval_mode": "default", "hops": "one",
+                     "reasoning": "About the papers."}
         return Reply(json.dumps(reply))
     if kind == "text":
         return Reply("Hello! Ask me about your documents.")
@@ -188,13 +191,13 @@ def test_full_on_the_llm_overlaps_decomposition_and_runs_the_checks_in_one_round
                        max_retries=0)
     RETRIEVAL_CACHE.clear()
     run = run_question(QUESTION, make_context(settings, papers_kb, engine=engine), preset_options("full"))
-    # the plan (single) was made in route_question's round: decompose_query is skipped
+    # the router found one hop: decompose_query is skipped (no plan); the first hop was graded in its round
     assert run.path == ["route_question", "retrieve", "grade_documents", "generate",
                         "check_grounding", "grade_answer", "finalize"], run.stop_reason
     assert_route_is_path(run)
     by = {e.node: e for e in run.events}
     assert _route(run).prefetched and _route(run).hops == "one"
-    assert fake.kinds().count("Decomposition") == 1 and by["grade_documents"].llm_calls == 0
+    assert fake.kinds().count("Decomposition") == 0 and by["grade_documents"].llm_calls == 0
     # the answer was generated in the same round, from exactly the evidence grading kept
     assert by["generate"].detail.speculative and fake.kinds().count("stream") == 1
     assert all(v.cached for v in by["grade_documents"].detail.verdicts)
