@@ -148,11 +148,13 @@ class DecompositionMixin(GradingMixin):
 
         2023) without an LLM.
 
-        Comparison questions (two or more named entities and a comparing word such as "both",
-        "same", "older", "or") get one sub-question per entity with the compared attribute.
-        Otherwise bridge entities are taken from the first hop's best chunks: named entities
-        and titles that the question does not mention, found in the sentences that match the
-        question best; each becomes a sub-question with the question's unmatched terms.
+        Comparison questions (two or more named entities side by side, joined by "and", "or" or a
+        comma, and a comparing word such as "both", "same", "older") get one sub-question per
+        entity with the compared attribute. Otherwise, when the question signals a bridge (see
+        :func:`_bridge_signal`), bridge entities are taken from the first hop's chunks relevant to
+        it as one hop: names the question does not mention, read in the sentences that hold the
+        question's words besides the chunk's own title (see :meth:`_bridge_candidates`); each
+        becomes a sub-question with the question's terms the first chunk did not cover.
         Returns kind ``single`` with no sub-questions when neither applies.
         """
         q_weights = self.weighted_terms(question)

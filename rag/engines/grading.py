@@ -124,7 +124,8 @@ class GradingMixin(LexicalCore):
         IDF-weighted terms (50% for short questions, down to 30% for long ones or when ``partial``), and (2)
         it holds the question's constraints (:func:`constraints`: numbers and years, named entities, quoted
         phrases) close together. ``partial`` (one hop of a decomposed multi-hop question, whose passages each
-        answer a part) needs only one of the hop's own constraints.
+        answer a part) needs only one of the hop's own names (see :meth:`constraints_ok`), or most of the rest
+        of the hop close together (HOP_PREDICATE_AT).
         """
         weights = self.weighted_terms(question)
         cons = constraints(question)
