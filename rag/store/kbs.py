@@ -148,9 +148,25 @@ def describe(client: ClientAPI, name: str) -> KnowledgeBaseInfo:
     return _info(name, col)
 
 
-def list_infos(client: ClientAPI) -> list[KnowledgeBaseInfo]:
-    """Every knowledge base on ``client`` (internal collections left out), sorted by name."""
+def _recover_all(client: ClientAPI) -> dict[str, Any]:
     cols = _collections(client)
+    for n, c in list(cols.items()):
+        if n.endswith(RETIRED) and INTERNAL.match(n) and (c.metadata or {}).get("retired_from"):
+            cols = recover(client, str(c.metadata["retired_from"]), cols)
+    return cols
+
+
+def names(client: ClientAPI) -> list[str]:
+    """The names of every knowledge base on ``client``, sorted (interrupted re-indexes recovered first)."""
+    return sorted(n for n in _recover_all(client) if not INTERNAL.match(n))
+
+
+def list_infos(client: ClientAPI) -> list[KnowledgeBaseInfo]:
+    """Every knowledge base on ``client`` (internal collections left out), sorted by name.
+
+    Interrupted re-indexes are recovered first (:func:`recover`).
+    """
+    cols = _recover_all(client)
     return [_info(n, c) for n, c in sorted(cols.items()) if not INTERNAL.match(n)]
 
 
@@ -221,7 +237,7 @@ def reindex(client: ClientAPI, settings, name: str, embedding: str | None = None
         with contextlib.suppress(Exception):  # the server is gone: the next re-index drops it
             client.delete_collection(building)
         raise
-    old.modify(name=internal_name(name, RETIRED))
+    old.modify(name=internal_name(name, RETIRED), metadata={**old_meta, "retired_from": name})
     test_hook_after_batch()  # lets a crash test kill the process between the two renames
     new.modify(name=name)
     client.delete_collection(internal_name(name, RETIRED))
