@@ -35,17 +35,20 @@ def _label(identity: str) -> str:
 
 def _table(infos: list[kbs.KnowledgeBaseInfo], current: str) -> None:
     missing = not _session.session_settings().openai_api_key
-    st.dataframe(  # cells are plain text (never Markdown)
-        [{"Knowledge base": i.name, "Embedding model": i.embedding or "unknown", "Chunks": i.chunks,
-          "Selected": i.name == current,
-          "Note": "needs an OpenAI key (Settings)" if i.needs_key and missing else ""} for i in infos],
-        hide_index=True)
+    rows = [{"Knowledge base": i.name, "Embedding model": i.embedding or "unknown", "Chunks": str(i.chunks),
+             "Selected": "yes" if i.name == current else "",
+             "Note": "needs an OpenAI key (Settings)" if i.needs_key and missing else ""} for i in infos]
+    if rows:  # a table's cells are Markdown: every one goes through safe()
+        st.table({col: [safe(r[col]) for r in rows] for col in rows[0]})
+    else:
+        st.caption("No knowledge base yet: the selected one is created when you index files into it.")
 
 
 def _switch(names: list[str], current: str) -> None:
+    # keyed by the selection, so it shows the selected knowledge base whenever that changes
     target = st.selectbox("Switch to", names, index=names.index(current) if current in names else 0,
-                          key="kb_w_switch")
-    if st.button("Switch", key="kb_switch", disabled=target == current):
+                          key=f"kb_w_switch_{current}")
+    if st.button("Switch", key="kb_switch") and target != current:
         _session.select_kb(target)
         st.rerun()
 

@@ -158,7 +158,9 @@ def forget_knowledge_bases() -> None:
 
 
 def current_kb_name() -> str:
-    """The knowledge base selected in the sidebar."""
+    """The knowledge base selected in the sidebar (or by :func:`select_kb` when the sidebar was not drawn)."""
+    if pending := st.session_state.pop(KB_PENDING, None):
+        st.session_state[KB_NAME] = pending
     return st.session_state.setdefault(KB_NAME, DEFAULT_KB)
 
 
@@ -172,9 +174,7 @@ def kb_picker(names: list[str]) -> str:
 
     A knowledge base chosen by :func:`select_kb` is selected first.
     """
-    if pending := st.session_state.pop(KB_PENDING, None):
-        st.session_state[KB_NAME] = pending
-    current = current_kb_name()
+    current = current_kb_name()  # takes a pending selection before the widget is drawn
     if current not in names:
         names = sorted({*names, current})
     return st.selectbox("Knowledge base", names, key=KB_NAME,

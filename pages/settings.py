@@ -18,8 +18,9 @@ rows = {
     "Generator model (generate, rewrite, grounding)": (active.generator_model
                                                        if active.openai_api_key else "—"),
     "Base URL": active.openai_base_url or ("api.openai.com" if active.openai_api_key else "—"),
-    "Embeddings": (f"OpenAI-compatible: {active.embedding_model}"
-                   if active.embedding_backend == "openai" else "offline hashing embeddings"),
+    "Embeddings of new knowledge bases": (f"OpenAI-compatible: {active.embedding_model}"
+                                          if active.embedding_backend == "openai"
+                                          else "offline hashing embeddings"),
     "Web search": "Tavily" if active.web_search_enabled else "off (no Tavily key)",
     "Store": (f"Chroma server {active.chroma_host}:{active.chroma_port}" if active.chroma_host
               else f"embedded Chroma in {active.data_dir.resolve()}"),
