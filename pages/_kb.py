@@ -128,8 +128,8 @@ def manage() -> None:
     with st.expander(f"Knowledge bases (selected: {safe(current)})", icon=":material/database:"):
         try:
             infos = _session.kb_infos()
-        except Exception as exc:  # the store is down: the page below says so too
-            st.error(safe(f"Cannot list the knowledge bases: {exc}"))
+        except Exception:  # the store is down: the page below says so, in one line
+            st.caption("The knowledge bases cannot be listed right now.")
             return
         _table(infos, current)
         by_name = {i.name: i for i in infos}
