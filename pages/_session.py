@@ -152,6 +152,22 @@ def kb_infos() -> list[kbs.KnowledgeBaseInfo]:
     return kbs.list_infos(client())
 
 
+def kb_model_line(s: Settings) -> str:
+    """The selected knowledge base and the embedding model it keeps, in words (plain text: render it safely).
+
+    Says when that model needs an OpenAI key ``s`` lacks; ``unavailable`` when the store cannot be listed.
+    """
+    name = current_kb_name()
+    try:
+        info = next((i for i in kb_infos() if i.name == name), None)
+    except Exception:  # the store is down: the Test connection button says why
+        return f"{name} (unavailable)"
+    if info is None:
+        return f"{name} (empty: new documents get the embeddings above)"
+    note = " (needs an OpenAI key)" if info.needs_key and not s.openai_api_key else ""
+    return f"{name}: {info.embedding or 'unknown'} embeddings, {info.chunks} chunks{note}"
+
+
 def forget_knowledge_bases() -> None:
     """Drop the cached knowledge bases (after one was deleted or re-indexed: they hold its old collection)."""
     _knowledge_base.clear()

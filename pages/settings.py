@@ -25,6 +25,7 @@ rows = {
     "Store": (f"Chroma server {active.chroma_host}:{active.chroma_port}" if active.chroma_host
               else f"embedded Chroma in {active.data_dir.resolve()}"),
 }
+rows["Selected knowledge base"] = _session.kb_model_line(active)
 st.table({"setting": list(rows), "value": [safe(v) for v in rows.values()]})  # cells are Markdown
 if typed:
     st.caption("Some of these come from keys typed below for this browser session.")

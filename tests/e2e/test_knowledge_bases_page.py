@@ -87,6 +87,9 @@ def test_typing_a_key_on_settings_leaves_the_existing_kb_usable(data_dir, fake):
     at.button[0].click().run()  # "Use for this session"
     assert not at.exception, at.exception
 
+    # Settings says which model the selected knowledge base keeps
+    table = " ".join(plain(str(v)) for v in at.table[0].value["value"])
+    assert "default: retrace-hashing/dim=1024 embeddings, 88 chunks" in table
     at.switch_page("pages/chat.py").run()
     assert not at.error, [e.value for e in at.error]
     assert any("retrace-hashing/dim=1024" in plain(c.value) for c in at.caption)
