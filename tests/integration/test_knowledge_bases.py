@@ -179,3 +179,11 @@ def test_kb_cli_commands(tmp_path):
     gone = kb_cli("delete", "notes", "--yes", "--json", data_dir=d)
     assert json.loads(gone.stdout) == {"name": "notes", "deleted_chunks": 88}
     assert kb_cli("list", "--json", data_dir=d).stdout.strip() == "[]"
+
+    # a knowledge base embedded by OpenAI, seen with no key: the listing says so; show is one line
+    keyed = Settings.from_env({}, data_dir=d).with_(openai_api_key="sk-x", openai_base_url="http://127.0.0.1:9/v1")
+    kbs.create(make_client(keyed), keyed, "oa-kb", "openai/text-embedding-3-small")
+    assert kb_cli("list", data_dir=d).stdout.splitlines() == [
+        "oa-kb  0 chunks  openai/text-embedding-3-small  (needs an OpenAI key)"]
+    shown = kb_cli("show", "oa-kb", data_dir=d)
+    assert shown.returncode == 1 and shown.stderr.count("\n") == 1 and "need an OpenAI key" in shown.stderr
