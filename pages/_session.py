@@ -139,7 +139,17 @@ def knowledge_base(name: str | None = None) -> KnowledgeBase:
     name, EmbeddingKeyMissing when its model needs an OpenAI key this session lacks.
     """
     s = session_settings()
-    return _knowledge_base(name or current_kb_name(), _store_key(s), s)
+    name = name or current_kb_name()
+    # keyed by the collection's id too: a knowledge base deleted or re-indexed elsewhere (the CLI,
+    # another session) is opened afresh instead of through its old collection
+    return _knowledge_base(name, (*_store_key(s), _collection_id(name)), s)
+
+
+def _collection_id(name: str) -> str:
+    try:
+        return next((str(c.id) for c in client().list_collections() if c.name == name), "")
+    except Exception:  # the store is down: opening it says so
+        return ""
 
 
 def knowledge_base_names() -> list[str]:

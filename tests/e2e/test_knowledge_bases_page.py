@@ -169,3 +169,16 @@ def test_create_switch_and_delete_knowledge_bases_on_the_documents_page(data_dir
     assert "Deleted the knowledge base 'my-papers' (88 chunks)." in [plain(s.value) for s in at.success]
     assert at.session_state["kb_name"] == "default"
     assert "my-papers" not in kbs.names(make_client(Settings.from_env({}, data_dir=data_dir)))
+
+
+def test_a_knowledge_base_reindexed_elsewhere_is_reopened_not_served_stale(data_dir):
+    settings = Settings.from_env({}, data_dir=data_dir)
+    ingest_files(open_knowledge_base(settings), [LEWIS])
+    at = open_app()
+    assert any("retrace-hashing/dim=1024" in plain(c.value) for c in at.caption)
+    kbs.reindex(make_client(settings), settings, "default", "hashing/dim=256")  # as `kb reindex` would
+    at.run()
+    assert not at.error, [e.value for e in at.error]
+    assert any("retrace-hashing/dim=256" in plain(c.value) for c in at.caption)
+    run = ask(at, PAPER_QUESTIONS[0])
+    assert run.error is None and {c.source for c in run.citations} == {LEWIS.name}
