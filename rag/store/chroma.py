@@ -98,8 +98,8 @@ class KnowledgeBase:
             if col is None or (built_with and built_with != ident):
                 raise EmbeddingMismatch(
                     f"knowledge base '{self.name}' was built with embeddings '{built_with}', not "
-                    f"'{ident}'. Re-index it: delete the knowledge base and ingest its files "
-                    "again with the current embedding model, or switch back to the old one.")
+                    f"'{ident}'. Re-index it (`python -m rag kb reindex {self.name} --embedding MODEL`, "
+                    "or Re-index on the Documents page), or open it with its own model.")
             if not (col.metadata or {}).get(RECORDS_FLAG):
                 add_legacy_records(col)
             self._collection = col

@@ -18,7 +18,7 @@ from chromadb.api import ClientAPI
 from rag.config import Settings
 
 _NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,61}[a-zA-Z0-9]$")
-INTERNAL = re.compile(r"^rtx-[0-9a-f]{12}-(reindex|retired)$")
+INTERNAL = re.compile(r"^rtx-[0-9a-f]{12}-(reindex|built|retired)$")
 """Names of the store's internal collections (a re-index under way or being switched), never listed."""
 
 

@@ -7,8 +7,9 @@ whatever key or model is configured later (:func:`rag.store.chroma.open_knowledg
 bases get the configured one (:func:`rag.store.embeddings.configured_embedding`).
 
 Re-indexing (:func:`reindex`) re-embeds the stored chunks (no file is parsed again) into a new, internal
-collection ``rtx-<hash>-reindex``, then switches: the old collection is renamed ``rtx-<hash>-retired``,
-the new one takes the knowledge base's name, and the old one is deleted. A process killed while building
+collection ``rtx-<hash>-reindex``, renamed ``rtx-<hash>-built`` once it holds every chunk, then switches:
+the old collection is renamed ``rtx-<hash>-retired``, the new one takes the knowledge base's name, and the
+old one is deleted. A process killed while building
 leaves the old knowledge base untouched (the next re-index or delete drops the half-built collection);
 killed between the two renames, :func:`recover` (run by every open) finishes the switch, or undoes it.
 Internal collections are never listed (:func:`rag.store.client.list_knowledge_bases`).
@@ -40,9 +41,8 @@ from rag.store.client import (
 from rag.store.embeddings import embedding_function_for, embedding_identity, needs_key, parse_embedding
 from rag.store.records import PAGE_SIZE, RECORDS_FLAG
 
-REINDEX, RETIRED = "reindex", "retired"
-BUILT_KEY = "reindex_built"
-"""Metadata flag of an internal re-index collection holding every chunk (ready to take over)."""
+REINDEX, BUILT, RETIRED = "reindex", "built", "retired"
+"""Roles of the internal collections: being built, completely built (ready to take over), retired."""
 
 Progress = Callable[[int, int], None]
 """``on_progress(done, total)``: chunks re-embedded so far, out of ``total``."""
@@ -118,8 +118,8 @@ def recover(client: ClientAPI, name: str, cols: dict[str, Any] | None = None) ->
     if retired not in cols:
         return cols
     if name not in cols:
-        built = cols.get(internal_name(name, REINDEX))
-        if built is not None and (built.metadata or {}).get(BUILT_KEY):
+        built = cols.get(internal_name(name, BUILT))
+        if built is not None:
             built.modify(name=name)
         else:
             cols[retired].modify(name=name)
@@ -196,7 +196,7 @@ def delete(client: ClientAPI, name: str, data_dir: Path | None = None) -> int:
         raise ValueError(f"no knowledge base named '{name}'")
     chunks = int(cols[name].count())
     client.delete_collection(name)
-    for role in (REINDEX, RETIRED):
+    for role in (REINDEX, BUILT, RETIRED):
         if internal_name(name, role) in cols:
             client.delete_collection(internal_name(name, role))
     if data_dir is not None:
@@ -221,9 +221,10 @@ def reindex(client: ClientAPI, settings, name: str, embedding: str | None = None
     ident = parse_embedding(embedding, settings)
     ef = embedding_function_for(ident, settings, kb_name=name)
     old, building = cols[name], internal_name(name, REINDEX)
-    if building in cols:  # left by a re-index that was killed
-        client.delete_collection(building)
-    old_meta = dict(old.metadata or {})
+    for role in (REINDEX, BUILT):  # left by a re-index that was killed
+        if internal_name(name, role) in cols:
+            client.delete_collection(internal_name(name, role))
+    old_meta = {k: v for k, v in (old.metadata or {}).items() if k != "retired_from"}
     meta = {**old_meta, **fresh_metadata(ef), "revision": int(old_meta.get("revision", 0)) + 1,
             "reindex_of": name}
     new = client.create_collection(building, embedding_function=ef, metadata=meta)
@@ -232,7 +233,7 @@ def reindex(client: ClientAPI, settings, name: str, embedding: str | None = None
         done = _copy(old, new, total, batch_size, on_progress)
         if done != total or new.count() != old.count():
             raise StoreError(f"knowledge base '{name}' changed while it was re-indexed: run it again")
-        new.modify(metadata={**meta, BUILT_KEY: 1})
+        new.modify(name=internal_name(name, BUILT))
     except BaseException:
         with contextlib.suppress(Exception):  # the server is gone: the next re-index drops it
             client.delete_collection(building)

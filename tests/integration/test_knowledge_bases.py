@@ -92,7 +92,8 @@ def test_reindex_re_embeds_stored_chunks_and_keeps_documents(settings, fake):
                     on_progress=lambda done, total: seen.append((done, total)), batch_size=100)
     assert n == len(texts) and seen[0] == (0, n) and seen[-1] == (n, n) and len(seen) > 2
     assert list_knowledge_bases(client) == ["papers"]  # no internal collection left, none shown
-    assert [c.name for c in client.list_collections()] == ["papers"]
+    [live] = client.list_collections()
+    assert live.name == "papers" and "retired_from" not in (live.metadata or {})
     again = open_knowledge_base(online(settings, fake), "papers", client=client)
     assert again.embedding == "openai/text-embedding-3-small"
     assert {(d.source, d.chunks, d.status) for d in again.documents()} == before
