@@ -95,7 +95,6 @@ if notice := st.session_state.pop("chat_notice", None):
     st.success(safe(notice))
 
 
-
 def offer_samples() -> None:
     """Offer the sample documents, loaded into their own knowledge base ``sample`` (then selected)."""
     st.info(f"The knowledge base '{safe(kb_name)}' is empty. Upload documents on the Documents "
