@@ -54,10 +54,7 @@ with st.sidebar:
         st.error(safe(str(exc) if isinstance(exc, StoreError)  # says where and what to do
                       else f"Cannot open {where}: {type(exc).__name__}: {exc}"))
         names = [_session.DEFAULT_KB]
-    current = _session.current_kb_name()
-    if current not in names:
-        names = sorted({*names, current})
-    st.selectbox("Knowledge base", names, key=_session.KB_NAME)
+    _session.kb_picker(names)
     _session.remember_browser()  # this browser keeps its conversations across refreshes
     if settings.chroma_host:
         st.caption(safe(f"Chroma server: {settings.chroma_host}:{settings.chroma_port}"))

@@ -24,7 +24,9 @@ from app_pages._ui import safe
 from rag.config import DEFAULT_COLLECTION, Settings
 from rag.history import DB_NAME, RunStore
 from rag.models import Run
-from rag.store.chroma import KnowledgeBase, StoreError, list_knowledge_bases, make_client, open_knowledge_base
+from rag.store import kbs
+from rag.store.chroma import KnowledgeBase, StoreError, make_client, open_knowledge_base
+from rag.store.client import EmbeddingKeyMissing
 from rag.trace.pricing import DEFAULT_PRICES, PRICES_ENV, Price, load_prices
 
 DEFAULT_KB = DEFAULT_COLLECTION
@@ -42,6 +44,9 @@ RUNS = "runs"
 """Session-state key of this session's runs (run id -> Run, oldest first)."""
 KB_NAME = "kb_name"
 """Session-state key (and sidebar widget key) of the selected knowledge base."""
+KB_PENDING = "kb_switch_to"
+"""Session-state key of a knowledge base to select on the next run (the sidebar widget's own key
+cannot be set once it is drawn)."""
 
 
 # -- settings and keys ----------------------------------------------------------------------
@@ -116,13 +121,12 @@ def client() -> ClientAPI:
 
 
 def _store_key(s: Settings) -> tuple:
-    # Everything that decides which collection is opened and how it embeds. With OpenAI
-    # embeddings the cached object holds a key, so entries are told apart by the key's
-    # fingerprint: one user's key never serves another user.
-    openai = s.embedding_backend == "openai"
-    return (str(s.data_dir), s.chroma_host, s.chroma_port, s.embedding_backend,
-            s.embedding_model if openai else "", s.openai_base_url if openai else "",
-            key_fingerprint(s.openai_api_key) if openai else "")
+    # Everything that decides which collection is opened and how it embeds. A knowledge base
+    # embeds with the model that built it, which may be OpenAI's whatever is configured, so
+    # the cached object may hold a key: entries are told apart by the key's fingerprint and
+    # the server, so one user's key never serves another user.
+    return (str(s.data_dir), s.chroma_host, s.chroma_port, s.embedding_backend, s.embedding_model,
+            s.openai_base_url or "", key_fingerprint(s.openai_api_key))
 
 
 @st.cache_resource(show_spinner=False)
@@ -135,21 +139,76 @@ def _knowledge_base(name: str, store_key: tuple, _settings: Settings) -> Knowled
 def knowledge_base(name: str | None = None) -> KnowledgeBase:
     """The KnowledgeBase ``name`` (default: the one selected in the sidebar), cached per name and store.
 
-    Raises ValueError for an invalid name, EmbeddingMismatch when the collection was built with another
-    embedding model.
+    It embeds with the model that built it, whatever key is typed later. Raises ValueError for an invalid
+    name, EmbeddingKeyMissing when its model needs an OpenAI key this session lacks.
     """
     s = session_settings()
-    return _knowledge_base(name or current_kb_name(), _store_key(s), s)
+    name = name or current_kb_name()
+    # keyed by the collection's id too: a knowledge base deleted or re-indexed elsewhere (the CLI,
+    # another session) is opened afresh instead of through its old collection
+    return _knowledge_base(name, (*_store_key(s), _collection_id(name)), s)
+
+
+def _collection_id(name: str) -> str:
+    try:
+        return next((str(c.id) for c in client().list_collections() if c.name == name), "")
+    except Exception:  # the store is down: opening it says so
+        return ""
 
 
 def knowledge_base_names() -> list[str]:
     """Knowledge bases on the store, plus ``default`` (which exists once something is written)."""
-    return sorted(set(list_knowledge_bases(client())) | {DEFAULT_KB})
+    return sorted(set(kbs.names(client())) | {DEFAULT_KB})
+
+
+def kb_infos() -> list[kbs.KnowledgeBaseInfo]:
+    """Every knowledge base on the store with its embedding model and size, sorted by name."""
+    return kbs.list_infos(client())
+
+
+def kb_model_line(s: Settings) -> str:
+    """The selected knowledge base and the embedding model it keeps, in words (plain text: render it safely).
+
+    Says when that model needs an OpenAI key ``s`` lacks; ``unavailable`` when the store cannot be listed.
+    """
+    name = current_kb_name()
+    try:
+        info = next((i for i in kb_infos() if i.name == name), None)
+    except Exception:  # the store is down: the Test connection button says why
+        return f"{name} (unavailable)"
+    if info is None:
+        return f"{name} (empty: new documents get the embeddings above)"
+    note = " (needs an OpenAI key)" if info.needs_key and not s.openai_api_key else ""
+    return f"{name}: {info.embedding or 'unknown'} embeddings, {info.chunks} chunks{note}"
+
+
+def forget_knowledge_bases() -> None:
+    """Drop the cached knowledge bases (after one was deleted or re-indexed: they hold its old collection)."""
+    _knowledge_base.clear()
 
 
 def current_kb_name() -> str:
-    """The knowledge base selected in the sidebar."""
+    """The knowledge base selected in the sidebar (or by :func:`select_kb` when the sidebar was not drawn)."""
+    if pending := st.session_state.pop(KB_PENDING, None):
+        st.session_state[KB_NAME] = pending
     return st.session_state.setdefault(KB_NAME, DEFAULT_KB)
+
+
+def select_kb(name: str) -> None:
+    """Make ``name`` the selected knowledge base from the next run on (call ``st.rerun()`` after)."""
+    st.session_state[KB_PENDING] = name
+
+
+def kb_picker(names: list[str]) -> str:
+    """The sidebar's knowledge-base selector over ``names`` (plus the current one); returns the selected name.
+
+    A knowledge base chosen by :func:`select_kb` is selected first.
+    """
+    current = current_kb_name()  # takes a pending selection before the widget is drawn
+    if current not in names:
+        names = sorted({*names, current})
+    return st.selectbox("Knowledge base", names, key=KB_NAME,
+                        help="Questions are asked of this knowledge base; the Documents page manages them.")
 
 
 @contextmanager
@@ -160,6 +219,9 @@ def stop_on_store_error(name: str) -> Iterator[None]:
     """
     try:
         yield
+    except EmbeddingKeyMissing as exc:  # one line: which model, which key, what to do
+        st.error(safe(str(exc)))
+        st.stop()
     except (StoreError, ValueError) as exc:  # bad name, other embedding model
         st.error(safe(f"Cannot open the knowledge base '{name}': {exc}"))
         st.stop()

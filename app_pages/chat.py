@@ -10,7 +10,7 @@ from app_pages._ui import safe
 from rag.config import Options, preset_label
 from rag.models import Run
 from rag.run import make_context, run_live
-from rag.samples import load_samples
+from rag.samples import SAMPLE_KB, load_samples
 from rag.store.chroma import StoreError
 
 DEFAULT_PRESET = "full"
@@ -96,28 +96,35 @@ with _session.stop_on_store_error(kb_name):
 if notice := st.session_state.pop("chat_notice", None):
     st.success(safe(notice))
 
-if n_chunks == 0:
+
+def offer_samples() -> None:
+    """Offer the sample documents, loaded into their own knowledge base ``sample`` (then selected)."""
     st.info(f"The knowledge base '{safe(kb_name)}' is empty. Upload documents on the Documents "
             "page, or load the sample knowledge base: Retrace's own documentation (how to use "
-            "it, how the graph decides, a glossary).")
-    if st.button("Load the sample knowledge base", type="primary", key="chat_load_samples"):
-        try:
-            with st.spinner("Indexing the sample documents…"):
-                reports = load_samples(kb)
-        except (StoreError, ValueError) as exc:
-            st.error(f"Could not load the samples: {safe(exc)}")
-        else:
-            failed = [r for r in reports if not r.ok]
-            for r in failed:
-                _ui.file_report(r)
-            if not failed:
-                st.session_state["chat_notice"] = (
-                    f"Loaded {len(reports)} sample documents "
-                    f"({sum(r.chunks for r in reports)} chunks). Try: "
-                    "“When does the graph search the web?”")
-                st.rerun()
+            f"it, how the graph decides, a glossary), into its own knowledge base '{SAMPLE_KB}'.")
+    if not st.button("Load the sample knowledge base", type="primary", key="chat_load_samples"):
+        return
+    try:
+        with st.spinner("Indexing the sample documents…"), _session.stop_on_store_error(SAMPLE_KB):
+            reports = load_samples(_session.knowledge_base(SAMPLE_KB))  # never the user's
+    except (StoreError, ValueError) as exc:
+        st.error(f"Could not load the samples: {safe(exc)}")
+        return
+    failed = [r for r in reports if not r.ok]
+    for r in failed:
+        _ui.file_report(r)
+    if not failed:
+        st.session_state["chat_notice"] = (
+            f"Loaded {len(reports)} sample documents ({sum(r.chunks for r in reports)} chunks) into "
+            f"the knowledge base '{SAMPLE_KB}', now selected. Try: “When does the graph search the web?”")
+        _session.select_kb(SAMPLE_KB)
+        st.rerun()
+
+
+if n_chunks == 0:
+    offer_samples()
 else:
-    st.caption(f"Asking '{safe(kb_name)}' ({n_chunks} chunks) with the "
+    st.caption(f"Asking '{safe(kb_name)}' ({n_chunks} chunks, embeddings {safe(kb.embedding)}) with the "
                f"{preset_label(chosen['preset'])} pipeline.")
 
 

@@ -4,7 +4,7 @@ import math
 
 import streamlit as st
 
-from app_pages import _session, _ui
+from app_pages import _kb, _session, _ui
 from app_pages._ui import safe
 from rag.ingest import sources
 from rag.ingest.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, MIN_CHUNK_SIZE
@@ -19,6 +19,7 @@ reports: list[FileReport] = st.session_state.setdefault("docs_reports", [])
 locked: dict[str, bytes] = st.session_state.setdefault("docs_locked", {})
 
 st.title("Documents")
+_kb.manage()  # create, switch, delete and re-index knowledge bases (pages/_kb.py)
 with _session.stop_on_store_error(_session.current_kb_name()):
     kb = _session.knowledge_base()
     n_chunks = kb.count()

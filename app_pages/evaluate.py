@@ -39,7 +39,8 @@ if source == UPLOAD:
 elif SAMPLE_SET.is_file():
     lines = SAMPLE_SET.read_text(encoding="utf-8").splitlines()
     st.caption("Five questions the sample documents answer and three they cannot. Load the samples "
-               "into this knowledge base first (Chat page) for the answerable ones to count.")
+               "first (Chat page) and select the knowledge base 'sample' for the answerable ones "
+               "to count.")
 
 items = []
 if lines:

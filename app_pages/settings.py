@@ -18,12 +18,14 @@ rows = {
     "Generator model (generate, rewrite, grounding)": (active.generator_model
                                                        if active.openai_api_key else "—"),
     "Base URL": active.openai_base_url or ("api.openai.com" if active.openai_api_key else "—"),
-    "Embeddings": (f"OpenAI-compatible: {active.embedding_model}"
-                   if active.embedding_backend == "openai" else "offline hashing embeddings"),
+    "Embeddings of new knowledge bases": (f"OpenAI-compatible: {active.embedding_model}"
+                                          if active.embedding_backend == "openai"
+                                          else "offline hashing embeddings"),
     "Web search": "Tavily" if active.web_search_enabled else "off (no Tavily key)",
     "Store": (f"Chroma server {active.chroma_host}:{active.chroma_port}" if active.chroma_host
               else f"embedded Chroma in {active.data_dir.resolve()}"),
 }
+rows["Selected knowledge base"] = _session.kb_model_line(active)
 st.table({"setting": list(rows), "value": [safe(v) for v in rows.values()]})  # cells are Markdown
 if typed:
     st.caption("Some of these come from keys typed below for this browser session.")

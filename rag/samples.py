@@ -1,4 +1,8 @@
-"""The sample knowledge base: the project's own documentation under ``docs/``, ready to ingest."""
+"""The sample knowledge base: the project's own documentation under ``docs/``, ready to ingest.
+
+The samples load into their own knowledge base, ``sample`` (:data:`SAMPLE_KB`), never into a user's: there
+they would be cited for questions about the user's own documents.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,8 @@ from pathlib import Path
 
 from rag.ingest.pipeline import FileReport, ingest_files
 
+SAMPLE_KB = "sample"
+"""The knowledge base the app loads the samples into."""
 SAMPLES_DIR = Path(__file__).resolve().parent.parent / "docs"
 """Where the sample documents live: the repository's ``docs/`` folder."""
 
@@ -22,6 +28,8 @@ def sample_files() -> list[Path]:
 
 def load_samples(kb, **kw) -> list[FileReport]:
     """Ingest the sample documents into ``kb``; one FileReport per file, in file-name order.
+
+    The app passes the knowledge base :data:`SAMPLE_KB`, never the user's.
 
     ``kw`` goes to :func:`rag.ingest.pipeline.ingest_files` (``chunking``, ``on_progress``,
     ``max_bytes``). Files already in ``kb`` report ``already indexed``, so calling this twice

@@ -32,7 +32,8 @@ from rag.store.client import (
     unreachable_message,
     validate_collection_name,
 )
-from rag.store.embeddings import embedding_identity, make_embedding_function
+from rag.store.embeddings import embedding_function_for, embedding_identity, make_embedding_function
+from rag.store.kbs import fresh_metadata, recorded_embedding
 from rag.store.records import (
     COMPLETE_KEY,
     PAGE_SIZE,
@@ -81,7 +82,7 @@ class KnowledgeBase:
         """
         if self._collection is None:
             ident = embedding_identity(self.embedding_function)
-            fresh = {"embedding": ident, "revision": 0, RECORDS_FLAG: 1}
+            fresh = fresh_metadata(self.embedding_function)
             try:
                 col = self.client.get_or_create_collection(
                     self.name, embedding_function=self.embedding_function, metadata=fresh)
@@ -99,8 +100,8 @@ class KnowledgeBase:
             if col is None or (built_with and built_with != ident):
                 raise EmbeddingMismatch(
                     f"knowledge base '{self.name}' was built with embeddings '{built_with}', not "
-                    f"'{ident}'. Re-index it: delete the knowledge base and ingest its files "
-                    "again with the current embedding model, or switch back to the old one.")
+                    f"'{ident}'. Re-index it (`python -m rag kb reindex {self.name} --embedding MODEL`, "
+                    "or Re-index on the Documents page), or open it with its own model.")
             if not (col.metadata or {}).get(RECORDS_FLAG):
                 add_legacy_records(col)
             self._collection = col
@@ -116,6 +117,11 @@ class KnowledgeBase:
         return "another model"
 
     # -- state ---------------------------------------------------------------------------
+    @property
+    def embedding(self) -> str:
+        """The identity of the embedding model this knowledge base embeds with (e.g. ``openai/<model>``)."""
+        return embedding_identity(self.embedding_function)
+
     @translate_unreachable
     def count(self) -> int:
         """Number of stored chunks (those of incomplete documents included)."""
@@ -370,6 +376,7 @@ class KnowledgeBase:
         """The stored documents, newest first, each ``complete`` or ``incomplete``."""
         docs: dict[str, dict] = {}
         records: dict[str, int] = {}
+        ocr_pages: dict[str, set] = {}
         offset = 0
         while True:
             got = self.collection.get(limit=PAGE_SIZE, offset=offset, include=["metadatas"])
@@ -382,10 +389,12 @@ class KnowledgeBase:
                                           "size_bytes": int(meta.get("size_bytes", 0)),
                                           "added_at": float(meta.get("added_at", 0.0))})
                 d["chunks"] += 1
+                if meta.get("ocr"):
+                    ocr_pages.setdefault(sha, set()).add(meta.get("page"))
                 if meta.get(COMPLETE_KEY):
                     records[sha] = int(meta[COMPLETE_KEY])
             offset += len(got["ids"])
-        infos = [DocumentInfo(doc_sha=sha, **d,
+        infos = [DocumentInfo(doc_sha=sha, **d, ocr_pages=len(ocr_pages.get(sha, ())),
                               status="complete" if records.get(sha) == d["chunks"]
                               else "incomplete")
                  for sha, d in docs.items()]
@@ -436,6 +445,17 @@ class KnowledgeBase:
 def open_knowledge_base(settings: Settings, name: str = DEFAULT_COLLECTION,
                         embedding_function: EmbeddingFunction | None = None,
                         client: ClientAPI | None = None) -> KnowledgeBase:
-    """Open (creating on first write) the knowledge base ``name`` for ``settings``."""
-    ef = embedding_function or make_embedding_function(settings)
-    return KnowledgeBase(client or make_client(settings), name, ef, data_dir=settings.data_dir)
+    """Open (creating on first write) the knowledge base ``name`` for ``settings``.
+
+    It embeds with ``embedding_function`` when given, else with the model recorded by the knowledge base
+    (whatever key or model ``settings`` configure now: see :mod:`rag.store.kbs`), else, for a new one, with
+    the configured model. Raises ValueError for a bad name, EmbeddingKeyMissing (one line) when the recorded
+    model needs an OpenAI key ``settings`` lack, StoreUnavailable when the server cannot be reached.
+    """
+    client = client or make_client(settings)
+    ef = embedding_function
+    if ef is None:
+        recorded = recorded_embedding(client, validate_collection_name(name))
+        ef = (embedding_function_for(recorded[0], settings, base_url=recorded[1], kb_name=name)
+              if recorded else make_embedding_function(settings))
+    return KnowledgeBase(client, name, ef, data_dir=settings.data_dir)

@@ -18,6 +18,8 @@ from chromadb.api import ClientAPI
 from rag.config import Settings
 
 _NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,61}[a-zA-Z0-9]$")
+INTERNAL = re.compile(r"^rtx-[0-9a-f]{12}-(reindex|built|retired)$")
+"""Names of the store's internal collections (a re-index under way or being switched), never listed."""
 
 
 class StoreError(Exception):
@@ -26,6 +28,10 @@ class StoreError(Exception):
 
 class EmbeddingMismatch(StoreError):
     """The collection was built with another embedding model than the one asked for."""
+
+
+class EmbeddingKeyMissing(StoreError):
+    """The knowledge base's embedding model needs a key (OpenAI) that is not configured."""
 
 
 class StoreUnavailable(StoreError):
@@ -161,7 +167,7 @@ def validate_collection_name(name: str) -> str:
 
 
 def list_knowledge_bases(client: ClientAPI) -> list[str]:
-    """Names of the knowledge bases (collections) on ``client``, sorted.
+    """Names of the knowledge bases (collections) on ``client``, sorted (internal collections left out).
 
     Raises StoreUnavailable when the server cannot be reached.
     """
@@ -172,4 +178,5 @@ def list_knowledge_bases(client: ClientAPI) -> list[str]:
             raise StoreUnavailable(unreachable_message(
                 server_address(client) or "the configured host")) from None
         raise
-    return sorted(c if isinstance(c, str) else c.name for c in cols)
+    names = (c if isinstance(c, str) else c.name for c in cols)
+    return sorted(n for n in names if not INTERNAL.match(n))

@@ -205,3 +205,70 @@ def embedding_identity(ef: EmbeddingFunction) -> str:
     if callable(ident):
         return ident()
     return f"{ef.name()}/{sorted((ef.get_config() or {}).items())}"
+
+
+HASHING_IDENTITY = HashingEmbeddingFunction().identity()
+"""The identity of the default offline embeddings (``retrace-hashing/dim=1024``)."""
+OPENAI_PREFIX = "openai/"
+
+
+def configured_embedding(settings) -> str:
+    """The identity of the embedding model ``settings`` configure for new knowledge bases.
+
+    ``openai/<RAG_EMBEDDING_MODEL>`` when an OpenAI key is set (see ``Settings.embedding_backend``), else
+    the offline ``retrace-hashing/dim=1024``.
+    """
+    if settings.embedding_backend == "openai":
+        return OPENAI_PREFIX + settings.embedding_model
+    return HASHING_IDENTITY
+
+
+def parse_embedding(spec: str | None, settings) -> str:
+    """The identity an embedding model given by a user names.
+
+    ``None``/``""``/``configured``: :func:`configured_embedding`; ``hashing``, ``hashing/dim=N`` or
+    ``retrace-hashing/dim=N``: the offline embeddings (N >= 16); ``openai/<model>`` or a bare
+    ``text-embedding-*`` model name: OpenAI-compatible embeddings. Raises ValueError for anything else.
+    """
+    text = (spec or "").strip()
+    if text in ("", "configured"):
+        return configured_embedding(settings)
+    if text == "hashing":
+        return HASHING_IDENTITY
+    for prefix in ("hashing/dim=", f"{HASHING_NAME}/dim="):
+        if text.startswith(prefix) and text[len(prefix):].isdigit() and int(text[len(prefix):]) >= 16:
+            return f"{HASHING_NAME}/dim={int(text[len(prefix):])}"
+    if text.startswith(OPENAI_PREFIX) and len(text) > len(OPENAI_PREFIX):
+        return text
+    if text.startswith("text-embedding-"):
+        return OPENAI_PREFIX + text
+    raise ValueError(f"unknown embedding model {text!r}: use 'hashing' (offline, no key), "
+                     "'hashing/dim=N', or 'openai/<model>' (needs an OpenAI key)")
+
+
+def needs_key(identity: str) -> bool:
+    """True when the embedding model ``identity`` needs an OpenAI key (hashing needs none)."""
+    return identity.startswith(OPENAI_PREFIX)
+
+
+def embedding_function_for(identity: str, settings, *, base_url: str | None = None,
+                           kb_name: str | None = None) -> EmbeddingFunction:
+    """The registered embedding function of the model ``identity`` (from :func:`embedding_identity`).
+
+    OpenAI-compatible models take the key from ``settings`` and its base URL when set, else ``base_url`` (the
+    server that built the knowledge base). Raises EmbeddingKeyMissing (one line naming ``kb_name``) when the
+    model needs a key ``settings`` lack, ValueError for an unknown identity.
+    """
+    from rag.store.client import EmbeddingKeyMissing
+
+    if identity.startswith(f"{HASHING_NAME}/dim="):
+        return HashingEmbeddingFunction(dim=int(identity.rsplit("=", 1)[1]))
+    if needs_key(identity):
+        if not settings.openai_api_key:
+            what = f"knowledge base '{kb_name}'" if kb_name else "this knowledge base"
+            raise EmbeddingKeyMissing(
+                f"{what} was built with embeddings '{identity}', which need an OpenAI key: type one on "
+                f"the Settings page or set OPENAI_API_KEY (or re-index it with hashing embeddings)")
+        return OpenAICompatibleEmbeddingFunction(identity[len(OPENAI_PREFIX):], settings.openai_api_key,
+                                                 settings.openai_base_url or base_url or None)
+    raise ValueError(f"unknown embedding model {identity!r}")

@@ -50,6 +50,8 @@ class DocumentInfo:
     added_at: float
     """UNIX time in seconds."""
     status: str = "complete"
+    ocr_pages: int = 0
+    """How many of its pages were read by OCR (their chunks carry ``ocr: true``)."""
 
     @property
     def complete(self) -> bool:
@@ -90,14 +92,15 @@ def add_legacy_records(col) -> None:
 def document_lines(kb: KnowledgeBase, docs: list[DocumentInfo] | None = None) -> list[str]:
     """One line per stored document for a listing (``python -m rag kb show``), newest first.
 
-    Status, pages, chunks, file name and sha256 prefix; an incomplete document says how to repair it. ``docs``
-    defaults to ``kb.documents()``. Raises StoreUnavailable when the server cannot be reached.
+    Status, pages, chunks, OCR'd pages, file name and sha256 prefix; an incomplete document says how to
+    repair it. ``docs`` defaults to ``kb.documents()``. Raises StoreUnavailable when the server cannot be
+    reached.
     """
     lines = []
     for d in kb.documents() if docs is None else docs:
         mark = "ok        " if d.complete else "INCOMPLETE"
         fix = "" if d.complete else "  (interrupted ingest: ingest the same file again to repair it)"
-        lines.append(f"{mark} {d.pages:>5} pages {d.chunks:>6} chunks  {d.source}  "
+        lines.append(f"{mark} {d.pages:>5} pages {d.chunks:>6} chunks {d.ocr_pages:>4} OCR'd  {d.source}  "
                      f"{d.doc_sha[:12]}{fix}")
     return lines
 

@@ -49,7 +49,7 @@ def test_sidebar_shows_engine_and_data_dir(data_dir):
     side = [plain(c.value) for c in at.sidebar.caption]
     assert "Offline engine (no keys)" in side
     assert any(str(data_dir.resolve()) in c for c in side), side
-    assert at.sidebar.selectbox(key="kb_name").value == "default"
+    assert at.session_state["kb_name"] == "default"
 
 
 def test_documents_index_password_retry_scanned_and_delete(data_dir):
@@ -112,10 +112,16 @@ def test_chat_on_empty_kb_offers_and_loads_samples(data_dir):
     assert not at.exception, at.exception
     assert any(s.value.startswith("Loaded 3 sample documents") for s in at.success)
     assert not any("is empty" in i.value for i in at.info)
-    kb = kb_for(data_dir)
+    # into their own knowledge base, now selected; never into the user's
+    assert at.session_state["kb_name"] == "sample"
+    from rag.config import Settings
+    from rag.store.chroma import open_knowledge_base
+
+    kb = open_knowledge_base(Settings.from_env({}, data_dir=data_dir), "sample")
     assert kb.count() > 0
     assert sorted(d.source for d in kb.documents()) == [
         "glossary.md", "how-the-graph-decides.md", "using-retrace.md"]
+    assert kb_for(data_dir).count() == 0
 
 
 def test_chat_answers_with_citations_and_opens_trace(data_dir):

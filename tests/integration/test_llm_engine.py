@@ -21,6 +21,7 @@ from rag.ingest.pipeline import ingest_files
 from rag.models import Chunk
 from rag.run import make_context, run_question
 from rag.store.chroma import EmbeddingMismatch, open_knowledge_base
+from rag.store.embeddings import OpenAICompatibleEmbeddingFunction
 from rag.web import make_web_search
 from tests.conftest import LEWIS, ROOT
 from tests.fakes.servers import Reply, default_script, free_port
@@ -294,12 +295,19 @@ def test_no_tavily_client_without_a_key(monkeypatch):
     assert make_web_search(Settings.from_env({})) is None
 
 
-def test_embedding_model_per_collection_is_enforced(tmp_path, fake):
+def test_embedding_model_per_collection_is_kept_and_enforced(tmp_path, fake):
     offline = Settings.from_env({}, data_dir=tmp_path / "data")
     ingest_files(open_knowledge_base(offline), [LEWIS])
     online = llm_settings(tmp_path, fake)
+    # A key configured later does not change the model that built the knowledge base.
+    kb = open_knowledge_base(online)
+    assert kb.embedding == "retrace-hashing/dim=1024"
+    fake.requests.clear()
+    assert kb.query("retrieval component", 3) and not fake.requests  # no embedding request
+    # Forcing another model on it is still refused.
+    forced = OpenAICompatibleEmbeddingFunction(api_key="sk-test", base_url=fake.base_url)
     with pytest.raises(EmbeddingMismatch, match="retrace-hashing.*openai/text-embedding-3-small"):
-        open_knowledge_base(online).count()
+        open_knowledge_base(online, embedding_function=forced).count()
 
 
 def test_no_key_in_trace_log_or_data_dir(tmp_path, fake, tavily, caplog):

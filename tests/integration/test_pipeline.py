@@ -188,7 +188,7 @@ def test_cli_has_every_command_group_and_shared_arguments(cli):
 
     assert [(c.name, c.help) for c in commands()] == [
         ("ingest", "index PDF, Word (.docx), HTML, .txt and .md files"),
-        ("kb", "list knowledge bases, show a knowledge base's documents and their status"),
+        ("kb", "manage knowledge bases (list, create, delete, reindex) and show their documents and status"),
         ("ask", "ask a question through the graph"),
         ("threads", "list, show and delete saved conversations (threads)"),
         ("runs", "list and export saved runs"),
@@ -201,6 +201,9 @@ def test_cli_has_every_command_group_and_shared_arguments(cli):
     for command, shared in ((["ingest"], ["--data-dir", "--collection"]),
                             (["kb", "list"], ["--data-dir", "--json"]),
                             (["kb", "show"], ["--data-dir", "--collection", "--json"]),
+                            (["kb", "create"], ["--data-dir", "--json", "--embedding"]),
+                            (["kb", "delete"], ["--data-dir", "--json", "--yes"]),
+                            (["kb", "reindex"], ["--data-dir", "--json", "--embedding"]),
                             (["ask"], ["--data-dir", "--collection", "--json"]),
                             (["threads", "list"], ["--data-dir", "--json"]),
                             (["compare"], ["--data-dir", "--collection", "--json"]),
