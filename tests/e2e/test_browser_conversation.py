@@ -75,6 +75,7 @@ def test_a_conversation_survives_refresh_and_restart_stays_private_regenerates_a
         page.get_by_text("Understood as: How is Self-RAG trained?", exact=True).wait_for()
         page.locator("[data-testid=stSidebar]").get_by_role(
             "button", name=re.compile(r"^What is Self-RAG\? \(\d\)")).wait_for()  # listed
+        answers(page).nth(2).scroll_into_view_if_needed()
         shot(page, "1-three-turns")
 
         # A refresh: the conversation is listed and opens with its three turns.
@@ -126,6 +127,7 @@ def test_a_conversation_survives_refresh_and_restart_stays_private_regenerates_a
         page.get_by_text("Answer 2 of 2 · Custom (regenerated)").wait_for(timeout=120_000)
         page.get_by_text("Answer 1 of 2 · Full").wait_for()
         answers(page).nth(3).wait_for()
+        page.get_by_text("Answer 2 of 2 · Custom (regenerated)").scroll_into_view_if_needed()
         shot(page, "6-regenerated")
         turn = store.get_thread(thread.id).turns[0]
         assert [r.id for r in turn.runs][0] == first.id and len(turn.runs) == 2
