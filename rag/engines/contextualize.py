@@ -20,6 +20,7 @@ _POSSESSIVE_REF = {"its", "their", "theirs"}
 _TOPIC = re.compile(
     r"(?:[\"“]([^\"”]{2,80})[\"”])"
     r"|\b([A-Z][\w'’.&+-]*(?:\s+(?:(?:in|of|on|for|and|the|to|de|van|von)\s+)*[A-Z0-9][\w'’.&+-]*)*)")
+_CLAUSE_JOIN = re.compile(r"\s(?:and|but|or)\s|[,;:]", re.I)
 MAX_CARRIED_TOPICS = 3
 MAX_CARRIED_TERMS = 3
 
@@ -46,6 +47,16 @@ def topics(text: str) -> list[str]:
     return list(found)
 
 
+def _refers_inside(question: str, at: int) -> bool:
+    """Whether the back-reference at ``at`` points inside ``question`` itself.
+
+    As in "What is the retriever of RAG and how is it trained?": a name comes before it and a new clause
+    ("and", "but", "or", a comma) starts between that name and the reference.
+    """
+    before = question[:at]
+    joins = [m.start() for m in _CLAUSE_JOIN.finditer(before)]
+    return bool(joins) and bool(topics(before[:joins[-1]]))
+
 
 class ContextualizeMixin(LexicalCore):
     """The offline engine's contextualize_question judgment."""
@@ -70,7 +81,7 @@ class ContextualizeMixin(LexicalCore):
         or names no topic of its own; a follow-up that names its own topic and does not refer back is left as
         it is. The reasoning says what was carried over and from which turn (1-based).
         """
-        refs = [m.group(0) for m in _BACK_REF.finditer(question)]
+        refs = [m.group(0) for m in _BACK_REF.finditer(question) if not _refers_inside(question, m.start())]
         own = topics(question)
         if not refs and own:
             return StandaloneQuestion(question=question, reasoning=(

@@ -286,3 +286,18 @@ def test_eval_asks_a_conversation_in_one_thread_and_splits_first_turns_from_foll
     assert [r["standalone_question"] for r in off.items][1] == "How is it trained?"
     plain = run_eval(items[3:], ctx, ["naive"])
     assert "follow_ups" not in plain.presets["naive"] and plain.items[0]["turn"] is None
+
+
+def test_a_question_that_names_its_own_topic_keeps_its_inner_it(papers_kb):
+    """'it' after a name and a new clause refers inside the question: nothing is carried over."""
+    from rag.engines.local import LocalEngine
+    from rag.models import Turn
+    from rag.store.bm25 import lexical_stats
+
+    engine = LocalEngine(lexical_stats(papers_kb))
+    earlier = [Turn(question="What is the boiling point of tungsten?")]
+    q = "What is the retrieval component of RAG and how is it trained?"
+    result = engine.contextualize(q, earlier)
+    assert result.question == q, result
+    follow_up = engine.contextualize("How is it trained?", [Turn(question=q)])
+    assert "RAG" in follow_up.question and "turn 1" in follow_up.reasoning
