@@ -16,6 +16,12 @@ QUESTION = "What is the retrieval component of RAG and how is it trained?"
 pytestmark = [pytest.mark.browser, needs_chromium]
 
 
+def idle(page) -> None:
+    """Wait until the app has no script run going (Streamlit's running indicator is gone)."""
+    page.wait_for_timeout(500)
+    page.locator("[data-testid=stStatusWidget]").wait_for(state="hidden", timeout=120_000)
+
+
 def test_citation_opens_its_page_with_the_passage_highlighted(tmp_path, browser):
     server = Server(tmp_path / "data", tmp_path / "streamlit.log")
     context = browser.new_context(viewport={"width": 1400, "height": 1100})
@@ -26,18 +32,19 @@ def test_citation_opens_its_page_with_the_passage_highlighted(tmp_path, browser)
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         page.goto(server.url)
         nav = page.locator("[data-testid=stSidebarNav]")
-        nav.get_by_text("Documents").click()
+        nav.get_by_text("Documents", exact=True).click()
         page.locator("input[type=file]").first.set_input_files(str(LEWIS))
         page.get_by_role("button", name="Index files").click()
         page.get_by_text(f"{LEWIS.name}: ingested 19 pages", exact=False).first.wait_for(timeout=120_000)
 
-        nav.get_by_text("Chat").click()
+        nav.get_by_text("Chat", exact=True).click()
         box = page.get_by_placeholder("Ask about your documents")
         box.fill(QUESTION)
         box.press("Enter")
         page.get_by_role("button", name="Open trace").first.wait_for(timeout=120_000)
         source = page.locator("[data-testid=stExpander]").filter(has_text=f"{LEWIS.name} p.").first
         source.locator("summary").click()
+        idle(page)  # a click while the script still runs can be lost in its rerun
         source.get_by_text("Show on its page").click()
         image = source.locator("[data-testid=stImage] img, img").first
         image.wait_for(timeout=60_000)
