@@ -178,17 +178,23 @@ def merge_boxes(boxes: list[Box]) -> list[Box]:
 
 
 def _highlight(image, boxes: list[Box]) -> bytes:
-    """``image`` with translucent boxes drawn over it, as PNG bytes."""
-    from PIL import Image, ImageDraw
+    """``image`` with the union of ``boxes`` tinted and outlined, as PNG bytes.
+
+    Overlapping boxes (OCR lines touch) are tinted once, and only the union's edge is outlined.
+    """
+    from PIL import Image, ImageDraw, ImageFilter
 
     base = image.convert("RGBA")
-    overlay = Image.new("RGBA", base.size, (0, 0, 0, 0))
-    draw = ImageDraw.Draw(overlay)
+    mask = Image.new("L", base.size, 0)
+    draw = ImageDraw.Draw(mask)
     for left, top, right, bottom in boxes:
-        draw.rectangle((left - 1, top - 1, right + 1, bottom + 1), fill=HIGHLIGHT_FILL,
-                       outline=HIGHLIGHT_EDGE, width=1)
+        draw.rectangle((left - 1, top - 1, right + 1, bottom + 1), fill=255)
+    fill = Image.new("RGBA", base.size, HIGHLIGHT_FILL)
+    base.paste(Image.alpha_composite(base, fill), (0, 0), mask)
+    edge = mask.filter(ImageFilter.FIND_EDGES)
+    base.paste(Image.new("RGBA", base.size, HIGHLIGHT_EDGE), (0, 0), edge)
     out = io.BytesIO()
-    Image.alpha_composite(base, overlay).convert("RGB").save(out, format="PNG", optimize=False)
+    base.convert("RGB").save(out, format="PNG", optimize=False)
     return out.getvalue()
 
 
