@@ -289,10 +289,15 @@ class KeywordIndex:
         return _unpack(row[0] if row else None)
 
     def _merge(self, new: dict[str, list[tuple[int, int, int]]]) -> None:
-        for term, entries in new.items():
-            merged = np.concatenate([self._postings(term), np.array(entries, dtype=np.int32).T], axis=1)
-            self._db.execute("INSERT OR REPLACE INTO postings(term, rows) VALUES (?, ?)",
-                             (term, merged.tobytes()))
+        terms_ = list(new)
+        for start in range(0, len(terms_), 500):  # one read and one write statement per 500 terms
+            part = terms_[start:start + 500]
+            marks = ",".join("?" * len(part))
+            old = dict(self._db.execute(f"SELECT term, rows FROM postings WHERE term IN ({marks})", part))
+            self._db.executemany(
+                "INSERT OR REPLACE INTO postings(term, rows) VALUES (?, ?)",
+                [(t, np.concatenate([_unpack(old.get(t)), np.array(new[t], dtype=np.int32).T],
+                                    axis=1).tobytes()) for t in part])
 
     def _unpost(self, rowids: np.ndarray, affected: set[str]) -> None:
         for term in affected:
