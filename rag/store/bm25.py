@@ -15,6 +15,7 @@ import shutil
 import signal
 import sqlite3
 import threading
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -26,9 +27,9 @@ from rag.models import Chunk
 from rag.store.records import PAGE_SIZE
 from rag.text import terms
 
-INDEX_FORMAT = 4
+INDEX_FORMAT = 5
 """Version of the on-disk keyword index layout and of the tokenizer (:func:`rag.text.terms`) it was
-built with (4: posting lists in SQLite, complete documents only): an index saved under another version
+built with (5: posting lists in SQLite, complete documents only): an index saved under another version
 is emptied and rebuilt from the store."""
 
 
@@ -125,7 +126,7 @@ class KeywordIndex:
     """The persistent, incremental BM25 index of one knowledge base: an inverted index in SQLite.
 
     Each chunk's :func:`rag.text.terms` (stems, CJK bigrams) are stored with it, and each term has one
-    posting list (a blob of int32 chunk row ids, term frequencies and chunk lengths) that adds and
+    posting list (a blob of int32 (chunk row id, term frequency, chunk length) triples) that adds and
     deletes rewrite. A question reads the posting lists of its terms only and scores every chunk they
     hold with numpy: bm25s' Lucene BM25 (k1 = :data:`K1`, b = :data:`B`, idf ln(1 + (N - df + 0.5) /
     (df + 0.5))), exactly, over all matches. (SQLite FTS5 was measured first: its ``bm25()`` ranking of
@@ -284,7 +285,7 @@ class KeywordIndex:
         return removed
 
     def _postings(self, term: str) -> np.ndarray:
-        """The posting list of ``term``: a (3, n) int32 array of chunk row ids, term frequencies, lengths."""
+        """The posting list of ``term``: a (3, n) int32 view of chunk row ids, term frequencies, lengths."""
         row = self._db.execute("SELECT rows FROM postings WHERE term = ?", (term,)).fetchone()
         return _unpack(row[0] if row else None)
 
@@ -294,17 +295,17 @@ class KeywordIndex:
             part = terms_[start:start + 500]
             marks = ",".join("?" * len(part))
             old = dict(self._db.execute(f"SELECT term, rows FROM postings WHERE term IN ({marks})", part))
-            self._db.executemany(
+            self._db.executemany(  # (row id, tf, length) int32 triples: appending is concatenation
                 "INSERT OR REPLACE INTO postings(term, rows) VALUES (?, ?)",
-                [(t, np.concatenate([_unpack(old.get(t)), np.array(new[t], dtype=np.int32).T],
-                                    axis=1).tobytes()) for t in part])
+                [(t, old.get(t, b"") + array("i", [x for e in new[t] for x in e]).tobytes()) for t in part])
 
     def _unpost(self, rowids: np.ndarray, affected: set[str]) -> None:
         for term in affected:
             kept = self._postings(term)
             kept = kept[:, ~np.isin(kept[0], rowids)]
             if kept.shape[1]:
-                self._db.execute("UPDATE postings SET rows = ? WHERE term = ?", (kept.tobytes(), term))
+                self._db.execute("UPDATE postings SET rows = ? WHERE term = ?",
+                                 (np.ascontiguousarray(kept.T).tobytes(), term))
             else:
                 self._db.execute("DELETE FROM postings WHERE term = ?", (term,))
 
@@ -403,7 +404,7 @@ K1, B = 1.5, 0.75
 def _unpack(blob: bytes | None) -> np.ndarray:
     if not blob:
         return np.zeros((3, 0), dtype=np.int32)
-    return np.frombuffer(blob, dtype=np.int32).reshape(3, -1)
+    return np.frombuffer(blob, dtype=np.int32).reshape(-1, 3).T
 
 SYNC_BATCH = 200
 """Documents read back from the store per transaction when the index catches up with it."""
