@@ -146,6 +146,24 @@ class KnowledgeBase:
         meta.setdefault("embedding", embedding_identity(self.embedding_function))
         col.modify(metadata=meta)
 
+    def _carry_complete(self, added: dict[str, int], removed: list[str], chunk_delta: int) -> None:
+        """Carry the complete-documents cache across this object's own write (already bumped).
+
+        Only when nothing else changed the store since the cache was filled (its revision is exactly one
+        behind, its chunk count exactly ``chunk_delta`` off), so the next question does not re-read every
+        completion record; otherwise the next :meth:`complete_documents` re-reads them.
+        """
+        cache = self._complete_cache
+        if cache is None:
+            return
+        with contextlib.suppress(Exception):
+            name, rev, count = cache[0]
+            after = self.fingerprint()
+            if after == (name, rev + 1, count + chunk_delta):
+                docs = {s: n for s, n in cache[1].items() if s not in removed}
+                docs.update(added)
+                self._complete_cache = (after, docs)
+
     @translate_unreachable
     def complete_documents(self) -> dict[str, int]:
         """doc_sha -> chunk count of every complete document (one completion record each).
@@ -233,8 +251,10 @@ class KnowledgeBase:
             return 0
         doc_sha = chunks[0].doc_sha
         now = time.time()
+        leftover = False
         try:
             if self.collection.get(where={"doc_sha": doc_sha}, limit=1, include=[])["ids"]:
+                leftover = True
                 self.collection.delete(where={"doc_sha": doc_sha})  # an incomplete leftover
             for start in range(0, len(chunks), batch_size):
                 part = chunks[start:start + batch_size]
@@ -257,6 +277,8 @@ class KnowledgeBase:
                 self.collection.delete(where={"doc_sha": doc_sha})
             raise
         self._bump()
+        if not leftover:
+            self._carry_complete({doc_sha: len(chunks)}, [], len(chunks))
         return len(chunks)
 
     def _upsert_rows(self, part: list[tuple[ChunkRecord, int, int]], now: float,
@@ -332,6 +354,7 @@ class KnowledgeBase:
                 pass
             raise
         self._bump()
+        self._carry_complete({sha: n for sha, (_, n) in first_id.items()}, [], len(rows))
         return len(rows)
 
     @translate_unreachable
@@ -350,6 +373,7 @@ class KnowledgeBase:
             keyword_index(self).delete([doc_sha])
             self.collection.delete(ids=ids)
             self._bump()
+            self._carry_complete({}, [doc_sha], -len(ids))
         return len(ids)
 
     # -- reads ---------------------------------------------------------------------------
