@@ -105,7 +105,8 @@ def test_a_new_comparison_is_shown_not_the_previous_one(data_dir):
         assert f"“{q}”" in heads, (q, heads)
         newest = list(at.session_state["cmp_comparisons"])[-1]
         pickers = [s for s in at.selectbox if s.key == "cmp_w_pick"]  # (the sidebar has the KB picker)
-        assert [p.value for p in pickers] == ([newest] if len(at.session_state["cmp_comparisons"]) > 1 else [])
+        shown = [newest] if len(at.session_state["cmp_comparisons"]) > 1 else []
+        assert [p.value for p in pickers] == shown
     # picking an older one still works
     first = list(at.session_state["cmp_comparisons"])[0]
     at.selectbox(key="cmp_w_pick").set_value(first).run()
@@ -134,7 +135,8 @@ def test_compare_says_what_self_correction_changed_in_one_table_for_four(data_di
     added = [n for n in dict.fromkeys(full.path) if full.path.count(n) > naive.path.count(n)]
     assert "route_question" in added  # Full's router sends a question outside the knowledge base away
     crag = cmp.runs[cmp.labels.index("Corrective RAG (CRAG)")]
-    assert {"grade_documents", "rewrite_query"} <= {n for n in crag.path if crag.path.count(n) > naive.path.count(n)}
+    crag_added = {n for n in crag.path if crag.path.count(n) > naive.path.count(n)}
+    assert {"grade_documents", "rewrite_query"} <= crag_added
     line = next(t for t in texts(at) if t.startswith("**Full** added: "))
     assert [s.split(" ×")[0] for s in line.removeprefix("**Full** added: ").split(", ")] == added
     # the verdicts that differ, as a table
