@@ -28,6 +28,7 @@ from typing import Any
 from chromadb.api import ClientAPI
 from chromadb.api.types import EmbeddingFunction
 
+from rag.ingest.sources import forget_knowledge_base
 from rag.store.client import (
     INTERNAL,
     StoreError,
@@ -187,7 +188,7 @@ def create(client: ClientAPI, settings, name: str, embedding: str | None = None)
 
 
 def delete(client: ClientAPI, name: str, data_dir: Path | None = None) -> int:
-    """Delete the knowledge base ``name``: its collection, internal leftovers and derived indexes.
+    """Delete the knowledge base ``name``: its collection, internal leftovers, keyword index and kept PDFs.
 
     Returns how many chunks it held. Raises ValueError for an invalid or unknown name.
     """
@@ -201,6 +202,7 @@ def delete(client: ClientAPI, name: str, data_dir: Path | None = None) -> int:
             client.delete_collection(internal_name(name, role))
     if data_dir is not None:
         shutil.rmtree(Path(data_dir) / "bm25" / name, ignore_errors=True)
+        forget_knowledge_base(Path(data_dir), name)
     return chunks
 
 

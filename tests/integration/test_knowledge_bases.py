@@ -68,13 +68,15 @@ def test_create_list_delete_and_names(settings):
     kbs.create(client, settings, "alpha", "hashing/dim=256")
     with pytest.raises(ValueError, match="already exists"):
         kbs.create(client, settings, "alpha")
-    ingest_files(open_knowledge_base(settings, "alpha", client=client), [TEXT])
+    ingest_files(open_knowledge_base(settings, "alpha", client=client), [TEXT, LEWIS])
     assert open_knowledge_base(settings, "alpha", client=client).embedding == "retrace-hashing/dim=256"
+    derived = [settings.data_dir / "bm25" / "alpha", settings.data_dir / "sources" / "alpha"]
+    assert all(d.is_dir() and any(d.iterdir()) for d in derived)  # keyword index, the kept PDF
     [info] = kbs.list_infos(client)
-    assert (info.name, info.embedding, info.chunks, info.needs_key) == (
-        "alpha", "retrace-hashing/dim=256", 1, False)
-    assert kbs.delete(client, "alpha", settings.data_dir) == 1
+    assert (info.name, info.embedding, info.needs_key) == ("alpha", "retrace-hashing/dim=256", False)
+    assert kbs.delete(client, "alpha", settings.data_dir) == info.chunks > 1
     assert list_knowledge_bases(client) == []
+    assert not any(d.exists() for d in derived)
     with pytest.raises(ValueError, match="no knowledge base named 'alpha'"):
         kbs.delete(client, "alpha")
 
