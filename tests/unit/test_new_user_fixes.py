@@ -135,7 +135,7 @@ def test_steps_added_over_naive_rag(runs):
     naive, rewritten = runs["naive"], runs["rewritten"]
     assert diff.added_steps(naive, naive) == []
     added = diff.added_steps(naive, rewritten)
-    assert added == ["route_question", "retrieve ×2", "grade_documents ×3", "rewrite_query ×2", "web_search",
+    assert added == ["retrieve ×2", "grade_documents ×3", "rewrite_query ×2", "web_search",
                      "check_grounding", "grade_answer", "finalize_with_caveat"]
 
 
