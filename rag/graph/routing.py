@@ -141,17 +141,19 @@ def decide_after_contextualize(state: State, o: Options) -> Decision:
 def decide_after_route(state: State, o: Options) -> Decision:
     """Where the router sends the question.
 
-    No retrieval: reply directly. The web: search it when configured and web fallback is on, else
-    abstain honestly. The knowledge base: decompose (when on and the question is not one-hop) or retrieve.
+    No retrieval: reply directly. The web: web_search when web fallback is on (it records ``skipped: no web
+    search configured`` when there is none, and the run abstains), else abstain honestly. The knowledge
+    base: decompose (when on and the question is not one-hop) or retrieve.
     """
     source = state.get("datasource", "kb")
     if source == "none":
         return Decision(REPLY_DIRECTLY, "no retrieval needed")
     if source == "web":
-        if state.get("web_available") and o.web_fallback:
-            return Decision(WEB_SEARCH, "outside the knowledge base; searching the web")
-        why = "web search is off" if state.get("web_available") else "no web search is configured"
-        return Decision(FALLBACK, f"outside the knowledge base and {why}")
+        if o.web_fallback:  # web_search searches, or records that none is configured; then the end
+            return Decision(WEB_SEARCH, "outside the knowledge base; searching the web"
+                            if state.get("web_available") else
+                            "outside the knowledge base; web search (none is configured)")
+        return Decision(FALLBACK, "outside the knowledge base and web search is off")
     mode = current_mode(state, o)
     if o.decomposition and not state.get("one_hop"):
         return Decision(DECOMPOSE_QUERY, f"knowledge base ({mode}); decomposition is on")

@@ -94,9 +94,9 @@ def test_off_topic_question_rewrites_then_abstains_with_plain_reason(ctx):
 
 def test_routing_sends_an_off_topic_question_to_an_abstention(ctx):
     run = run_question("What is the boiling point of tungsten at sea level?", ctx, preset_options("full"))
-    assert run.path == ["route_question", "fallback"]
+    assert run.path == ["route_question", "web_search", "fallback"]
     assert "outside the knowledge base" in run.stop_reason and "tungsten" in run.stop_reason
-    assert "no web search is configured" in run.stop_reason and run.citations == []
+    assert "no web search configured" in run.stop_reason and run.citations == []
 
 
 def test_weak_evidence_finalizes_with_caveat(ctx):

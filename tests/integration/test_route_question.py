@@ -95,10 +95,10 @@ def test_an_error_message_goes_to_bm25(gpu_kb):
 
 def test_an_out_of_scope_question_goes_to_the_web_or_abstains(papers_kb, tavily):
     alone = run_question(FIFA, make_context(papers_kb.settings, papers_kb), preset_options("full"))
-    assert alone.path == ["route_question", "fallback"]
+    assert alone.path == ["route_question", "web_search", "fallback"]
     assert _route(alone).datasource == "web" and "FIFA World Cup" in _route(alone).reasoning
     assert alone.stop_reason == ("No answer: the question is outside the knowledge base (it never "
-                                 "mentions 'FIFA World Cup'); no web search is configured")
+                                 "mentions 'FIFA World Cup'); web search skipped: no web search configured")
     assert alone.answer.startswith("I could not find an answer")
 
     settings = papers_kb.settings.with_(tavily_api_key="tvly-test", tavily_api_base_url=tavily.base_url)
@@ -163,7 +163,8 @@ def test_llm_router_sends_each_question_where_it_belongs(papers_kb, gpu_kb, fake
     assert next(e.detail for e in cuda.events if isinstance(e.detail, RetrieveDetail)).mode == "bm25"
 
     alone = run_question(FIFA, make_context(settings, papers_kb), preset_options("full"))
-    assert alone.path == ["route_question", "fallback"] and "no web search is configured" in alone.stop_reason
+    assert alone.path == ["route_question", "web_search", "fallback"]
+    assert "no web search configured" in alone.stop_reason
     with_web = settings.with_(tavily_api_key="tvly-test", tavily_api_base_url=tavily.base_url)
     web = run_question(FIFA, make_context(with_web, papers_kb), preset_options("full"))
     assert web.path[:2] == ["route_question", "web_search"] and tavily.requests

@@ -54,11 +54,14 @@ def brk_kb(tmp_path_factory):
 def test_fifa_question_falls_back_after_web_search_is_skipped(four_papers_kb):
     ctx = make_context(four_papers_kb.settings, four_papers_kb)
     # issue 13: with routing on the question never reaches the correction loop (no passage holds
-    # 'FIFA World Cup' with 2022): route_question sends it to an honest abstention at once
+    # 'FIFA World Cup' with 2022): route_question sends it to web_search, which records that none is
+    # configured, and the run abstains
     routed = run_question("Who won the 2022 FIFA World Cup?", ctx, preset_options("full"))
-    assert routed.path == ["route_question", "fallback"], routed.path
+    assert routed.path == ["route_question", "web_search", "fallback"], routed.path
+    [skipped] = [e for e in routed.events if e.node == "web_search"]
+    assert skipped.detail.status == "skipped: no web search configured"
     assert "outside the knowledge base" in routed.stop_reason
-    assert "no web search is configured" in routed.stop_reason
+    assert "no web search configured" in routed.stop_reason
     # routing off: the correction loop itself
     run = run_question("Who won the 2022 FIFA World Cup?", ctx, preset_options("full", routing=False))
     assert run.path[-1] == "fallback", run.stop_reason

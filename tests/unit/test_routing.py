@@ -83,7 +83,7 @@ def test_route_decisions():
     assert route(routing.decide_after_route, state(datasource="none")) == "reply_directly"
     assert route(routing.decide_after_route, state(datasource="web", web_available=True)) == "web_search"
     d = decide(routing.decide_after_route, state(datasource="web", web_available=False))
-    assert d.to == "fallback" and "no web search is configured" in d.why
+    assert d.to == "web_search" and "none is configured" in d.why  # web_search records the skip
     d = decide(routing.decide_after_route, state(datasource="web", web_available=True,
                                                  options=Options(web_fallback=False)))
     assert d.to == "fallback" and "web search is off" in d.why
