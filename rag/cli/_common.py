@@ -9,6 +9,7 @@ command line is saved (session ``cli``). Light on purpose: every command imports
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rag.config import DEFAULT_COLLECTION, Settings
@@ -73,12 +74,7 @@ def save_cli_run(settings: Settings, run: Run) -> str | None:
     Returns:
         None, or why it could not be saved (the answer is printed all the same).
     """
-    try:
-        RunStore.for_settings(settings).save(run, CLI_SESSION)
-    except Exception as exc:
-        return scrub(f"the run could not be saved to the history: {type(exc).__name__}: {exc}",
-                     settings)
-    return None
+    return _save(settings, "run", lambda store: store.save(run, CLI_SESSION))
 
 
 def save_cli_comparison(settings: Settings, cmp: Comparison) -> str | None:
@@ -87,10 +83,15 @@ def save_cli_comparison(settings: Settings, cmp: Comparison) -> str | None:
     Returns:
         None, or why it could not be saved (the runs are printed all the same).
     """
+    return _save(settings, "comparison", lambda store: store.save_comparison(cmp, CLI_SESSION))
+
+
+def _save(settings: Settings, what: str, save: Callable[[RunStore], object]) -> str | None:
+    """Run ``save`` on the history; None, or why ``what`` could not be saved (secrets scrubbed)."""
     try:
-        RunStore.for_settings(settings).save_comparison(cmp, CLI_SESSION)
+        save(RunStore.for_settings(settings))
     except Exception as exc:
-        return scrub(f"the comparison could not be saved to the history: "
-                     f"{type(exc).__name__}: {exc}", settings)
+        return scrub(f"the {what} could not be saved to the history: {type(exc).__name__}: {exc}",
+                     settings)
     return None
 

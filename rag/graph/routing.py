@@ -122,20 +122,25 @@ def decide_start(o: Options, history: Sequence[object] = ()) -> Decision:
         n = len(history)
         return Decision(CONTEXTUALIZE_QUESTION,
                         f"the thread has {n} earlier turn{'s' if n != 1 else ''} and chat history is on")
-    if o.routing:
-        return Decision(ROUTE_QUESTION, "routing is on")
-    if o.decomposition:
-        return Decision(DECOMPOSE_QUERY, "decomposition is on")
-    return Decision(RETRIEVE, "decomposition is off")
+    return _first_step(o, ("routing is on", "decomposition is on", "decomposition is off"))
 
 
 def decide_after_contextualize(state: State, o: Options) -> Decision:
     """Then as a first question would: route_question, decompose_query or retrieve, whichever is on first."""
+    return _first_step(o, ("route the standalone question", "decompose the standalone question",
+                           "retrieve for the standalone question"))
+
+
+def _first_step(o: Options, why: tuple[str, str, str]) -> Decision:
+    """Route_question when routing is on, else decompose_query when decomposition is on, else retrieve.
+
+    ``why`` gives the reason for each, in that order.
+    """
     if o.routing:
-        return Decision(ROUTE_QUESTION, "route the standalone question")
+        return Decision(ROUTE_QUESTION, why[0])
     if o.decomposition:
-        return Decision(DECOMPOSE_QUERY, "decompose the standalone question")
-    return Decision(RETRIEVE, "retrieve for the standalone question")
+        return Decision(DECOMPOSE_QUERY, why[1])
+    return Decision(RETRIEVE, why[2])
 
 
 def decide_after_route(state: State, o: Options) -> Decision:

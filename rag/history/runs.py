@@ -204,12 +204,8 @@ class RunStore(ThreadStore):
         Returns False when there is no such run; raises RunOwnedElsewhere when another session owns it.
         """
         with self._db() as db:
-            row = db.execute("SELECT session_id FROM runs WHERE id = ?", (run_id,)).fetchone()
-            if row is None:
+            if not _owned(db, run_id, session_id, "delete"):
                 return False
-            if row["session_id"] != session_id:
-                raise RunOwnedElsewhere(f"run {run_id} belongs to another session; "
-                                        "a session may delete only its own runs")
             db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
         return True
 
@@ -232,12 +228,8 @@ class RunStore(ThreadStore):
         if value not in (FEEDBACK_UP, FEEDBACK_DOWN, None):
             raise ValueError(f"feedback must be 1 (up), 0 (down) or None, got {value!r}")
         with self._db() as db:
-            row = db.execute("SELECT session_id FROM runs WHERE id = ?", (run_id,)).fetchone()
-            if row is None:
+            if not _owned(db, run_id, session_id, "rate"):
                 return False
-            if row["session_id"] != session_id:
-                raise RunOwnedElsewhere(f"run {run_id} belongs to another session; "
-                                        "a session may rate only its own runs")
             db.execute("UPDATE runs SET feedback = ? WHERE id = ?", (value, run_id))
         return True
 
@@ -302,3 +294,13 @@ class RunStore(ThreadStore):
                                   run_ids=json.loads(r["run_ids"]), labels=json.loads(r["labels"]))
                 for r in rows]
 
+
+def _owned(db, run_id: str, session_id: str, verb: str) -> bool:
+    """Whether ``run_id`` exists (False when not); raises RunOwnedElsewhere when another session owns it."""
+    row = db.execute("SELECT session_id FROM runs WHERE id = ?", (run_id,)).fetchone()
+    if row is None:
+        return False
+    if row["session_id"] != session_id:
+        raise RunOwnedElsewhere(f"run {run_id} belongs to another session; "
+                                f"a session may {verb} only its own runs")
+    return True

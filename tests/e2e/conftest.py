@@ -6,6 +6,8 @@ A fresh data dir for AppTest, a real `streamlit run` server, and Debian's chromi
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -16,7 +18,8 @@ from pathlib import Path
 import pytest
 import streamlit as st
 
-from tests.conftest import ROOT
+from rag.config import Settings
+from tests.conftest import LEWIS, ROOT, SELF_RAG
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
@@ -37,6 +40,34 @@ def data_dir(tmp_path, monkeypatch):
     Cached settings, clients and knowledge bases are dropped so the app opens this one.
     """
     d = tmp_path / "data"
+    monkeypatch.setenv("RAG_DATA_DIR", str(d))
+    st.cache_resource.clear()
+    yield d
+    st.cache_resource.clear()
+
+
+def plain(text: str) -> str:
+    """Markdown-escaped UI text back to what the user reads."""
+    return re.sub(r"\\(.)", r"\1", text).replace("\u2060", "")
+
+
+@pytest.fixture(scope="session")
+def papers_dir(tmp_path_factory):
+    """A data dir holding the two papers (Lewis RAG, Self-RAG), ingested once for the session."""
+    from rag.ingest.pipeline import ingest_files
+    from rag.store.chroma import open_knowledge_base
+
+    d = tmp_path_factory.mktemp("e2e-papers") / "data"
+    kb = open_knowledge_base(Settings.from_env({}, data_dir=d))
+    assert [r.status for r in ingest_files(kb, [LEWIS, SELF_RAG])] == ["ingested", "ingested"]
+    return d
+
+
+@pytest.fixture
+def papers_copy(papers_dir, tmp_path, monkeypatch):
+    """A fresh copy of :func:`papers_dir` per test (so each test has its own history), opened by the app."""
+    d = tmp_path / "data"
+    shutil.copytree(papers_dir, d)
     monkeypatch.setenv("RAG_DATA_DIR", str(d))
     st.cache_resource.clear()
     yield d

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from tests.e2e.conftest import plain
+
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
 DATA = ROOT.parent / "shared" / "data"
@@ -19,10 +21,6 @@ PASSWORD = "asdfzxcv"
 PDF = "application/pdf"
 QUESTION = "What is the retrieval component of RAG and how is it trained?"
 
-
-def plain(text: str) -> str:
-    """Markdown-escaped UI text back to what the user reads."""
-    return re.sub(r"\\(.)", r"\1", text).replace("\u2060", "")
 
 
 def upload(path: Path) -> tuple[str, bytes, str]:

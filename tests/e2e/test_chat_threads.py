@@ -6,18 +6,14 @@ with its collapsed step log.
 
 from __future__ import annotations
 
-import re
-
 from streamlit.testing.v1 import AppTest
 
 from rag.history import RunStore
 from tests.conftest import ROOT, SELF_RAG
+from tests.e2e.conftest import plain
 
 APP = str(ROOT / "app.py")
 
-
-def plain(text: str) -> str:
-    return re.sub(r"\\(.)", r"\1", text).replace("\u2060", "")
 
 
 def open_app(session_id: str) -> AppTest:

@@ -7,49 +7,26 @@ run history (SQLite) in a temporary data dir.
 from __future__ import annotations
 
 import json
-import re
-import shutil
 
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from rag.config import Settings
 from rag.history import RunStore
 from rag.trace import insights, story
-from tests.conftest import LEWIS, ROOT, SELF_RAG
+from tests.conftest import ROOT
+from tests.e2e.conftest import plain
 from tests.run_fixtures import CLAIM, QUESTION, llm_run
 
 APP = str(ROOT / "app.py")
 ME = "session-me"
 
 
-def plain(text: str) -> str:
-    """Markdown-escaped UI text back to what the user reads."""
-    return re.sub(r"\\(.)", r"\1", text).replace("\u2060", "")
-
-
-@pytest.fixture(scope="module")
-def papers_dir(tmp_path_factory):
-    """A data dir holding the two papers, ingested once for the module."""
-    from rag.ingest.pipeline import ingest_files
-    from rag.store.chroma import open_knowledge_base
-
-    d = tmp_path_factory.mktemp("history-papers") / "data"
-    kb = open_knowledge_base(Settings.from_env({}, data_dir=d))
-    assert [r.status for r in ingest_files(kb, [LEWIS, SELF_RAG])] == ["ingested", "ingested"]
-    return d
-
 
 @pytest.fixture
-def data_dir(papers_dir, tmp_path, monkeypatch):
-    """A fresh copy of the papers' data dir per test (so each test has its own history)."""
-    d = tmp_path / "data"
-    shutil.copytree(papers_dir, d)
-    monkeypatch.setenv("RAG_DATA_DIR", str(d))
-    st.cache_resource.clear()
-    yield d
-    st.cache_resource.clear()
+def data_dir(papers_copy):
+    """The two papers' data dir, copied for this test (its own history)."""
+    return papers_copy
 
 
 def open_app(session_id: str | None = ME) -> AppTest:

@@ -6,8 +6,6 @@ Real Chroma in a temporary data dir, the real papers, the real graph; the fake O
 
 from __future__ import annotations
 
-import re
-
 from streamlit.testing.v1 import AppTest
 
 from rag.config import Settings
@@ -16,6 +14,7 @@ from rag.samples import sample_files
 from rag.store import kbs
 from rag.store.chroma import make_client, open_knowledge_base
 from tests.conftest import LEWIS, ROOT, SELF_RAG
+from tests.e2e.conftest import plain
 
 APP = str(ROOT / "app.py")
 PDF = "application/pdf"
@@ -27,9 +26,6 @@ PAPER_QUESTIONS = [
     "What does the generator condition on when it writes an answer?",
 ]
 
-
-def plain(text: str) -> str:
-    return re.sub(r"\\(.)", r"\1", text).replace("\u2060", "")
 
 
 def open_app() -> AppTest:

@@ -7,21 +7,18 @@ reach os.environ or disk, and never serve another session.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import LEWIS, ROOT
+from tests.e2e.conftest import plain
 
 APP = str(ROOT / "app.py")
 KEY = "sk-session-typed-SECRET-9d1e"
 TAVILY_KEY = "tvly-session-SECRET-3c"
 QUESTION = "What is the retrieval component of RAG and how is it trained?"
 
-
-def plain(text: str) -> str:
-    return re.sub(r"\\(.)", r"\1", text).replace("\u2060", "")
 
 
 
