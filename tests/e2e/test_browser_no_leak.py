@@ -136,8 +136,13 @@ def test_hostile_names_and_urls_make_no_request(app, planted, hostile_web, brows
     box.press("Enter")
     page.get_by_role("button", name="Open trace").first.wait_for(timeout=120_000)
     assert hostile_web.requests, "the graph never searched the web"
-    for summary in page.locator("[data-testid=stExpander] summary").all():
-        summary.click()  # open every source
+    # The page reruns once the answer is saved; open the sources only once it is idle, and count
+    # them afresh, so a rerun between counting and clicking cannot leave a stale locator.
+    page.locator("[data-testid=stStatusWidget]").wait_for(state="hidden", timeout=120_000)
+    summaries = page.locator("[data-testid=stExpander] summary")
+    for i in range(summaries.count()):
+        if i < summaries.count():
+            summaries.nth(i).click()  # open every source
     shows(page, hostile_web.results[0]["url"])
     page.wait_for_timeout(1000)
     page.screenshot(path=str(ARTIFACTS / "browser-hostile-chat.png"), full_page=True)
