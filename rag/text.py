@@ -65,19 +65,31 @@ def words(text: str) -> list[str]:
     character bigrams (``'检索器'`` gives ``'检索'``, ``'索器'``); other text is unchanged by them.
     """
     out: list[str] = []
-    cjk = _HAS_CJK.search(text) is not None
-    for match in _WORD.finditer(text.lower()):
-        token = match.group(0).replace("’", "'")
-        if token.endswith("'s"):
-            token = token[:-2]
-        token = token.replace("'", "")
-        if cjk and _HAS_CJK.search(token):
-            for i, piece in enumerate(_CJK_RUN.split(token)):
-                if piece:
-                    out.extend(_cjk_bigrams(piece) if i % 2 else [piece])
-        else:
-            out.append(token)
+    for token in _WORD.findall(text.lower()):
+        out.extend(_token_words(token))
     return out
+
+
+def _token_words(token: str) -> list[str]:
+    """The words of one :data:`_WORD` match (lower-cased): itself, folded, or its CJK bigrams."""
+    token = token.replace("’", "'")
+    if token.endswith("'s"):
+        token = token[:-2]
+    token = token.replace("'", "")
+    if not _HAS_CJK.search(token):
+        return [token]
+    out: list[str] = []
+    for i, piece in enumerate(_CJK_RUN.split(token)):
+        if piece:
+            out.extend(_cjk_bigrams(piece) if i % 2 else [piece])
+    return out
+
+
+_TOKEN_TERMS: dict[str, tuple[str, ...]] = {}
+"""Cache of :func:`terms` per :data:`_WORD` match (with the default stop words); emptied when it
+reaches :data:`_TOKEN_TERMS_MAX` entries. Text repeats its words, so most tokens are looked up, not
+folded and stemmed again (ingest tokenises every chunk)."""
+_TOKEN_TERMS_MAX = 500_000
 
 
 @lru_cache(maxsize=200_000)
@@ -99,8 +111,22 @@ def terms(text: str, *, drop: frozenset[str] = STOPWORDS) -> list[str]:
     Digits are kept (years and numbers matter in questions), and so are CJK bigrams and lone
     CJK characters (see :func:`words`).
     """
-    return [stem(w) for w in words(text)
-            if w not in drop and (len(w) > 1 or w.isdigit() or _HAS_CJK.match(w))]
+    if drop is not STOPWORDS:
+        return _keep(words(text), drop)
+    out: list[str] = []
+    cache = _TOKEN_TERMS
+    for token in _WORD.findall(text.lower()):
+        got = cache.get(token)
+        if got is None:
+            if len(cache) >= _TOKEN_TERMS_MAX:
+                cache.clear()
+            got = cache[token] = tuple(_keep(_token_words(token), drop))
+        out.extend(got)
+    return out
+
+
+def _keep(ws: list[str], drop: frozenset[str]) -> list[str]:
+    return [stem(w) for w in ws if w not in drop and (len(w) > 1 or w.isdigit() or _HAS_CJK.match(w))]
 
 
 def query_terms(text: str) -> list[str]:

@@ -211,10 +211,6 @@ class KnowledgeBase:
         """
         return self.document_status(doc_sha) == "complete"
 
-    def _mark_complete(self, first_id: str, n_chunks: int) -> None:
-        """Write a document's completion record: the last write of every document."""
-        self.collection.update(ids=[first_id], metadatas=[{COMPLETE_KEY: n_chunks}])
-
     def _index_keywords(self, docs: list[list[ChunkRecord]],
                         terms: dict[str, list[str]] | None = None) -> None:
         """Add whole documents to the keyword index in one transaction, just before their completion records.
@@ -236,15 +232,17 @@ class KnowledgeBase:
     def add_document(self, chunks: list[ChunkRecord], *, pages: int, size_bytes: int,
                      batch_size: int = 256, embeddings: list | None = None,
                      terms: dict[str, list[str]] | None = None) -> int:
-        """Store all ``chunks`` of one document, then its completion record.
+        """Store all ``chunks`` of one document; its last chunk carries the completion record.
 
         Chunks left by an earlier, interrupted ingest of the same document are deleted first.
-        The keyword index gets the whole document in one transaction just before the completion
-        record (``terms``: chunk id -> :func:`rag.text.terms`, when already computed).
-        ``embeddings`` may carry precomputed vectors (one per chunk). On an exception the
-        chunks already written are deleted again and the error is re-raised; if the process
-        dies instead (SIGKILL, power loss, the server gone), the chunks stay without a
-        completion record: the document is incomplete and the next ingest repairs it.
+        Chunks go to Chroma in upserts of ``batch_size``; the keyword index gets the whole
+        document in one transaction just before the last upsert, whose last chunk carries the
+        completion record (``terms``: chunk id -> :func:`rag.text.terms`, when already computed).
+        The record counts the document's chunks, so it marks the document complete only when
+        every chunk is stored. ``embeddings`` may carry precomputed vectors (one per chunk). On
+        an exception the chunks already written are deleted again and the error is re-raised;
+        if the process dies instead (SIGKILL, power loss, the server gone), the chunks stay
+        without a completion record: the document is incomplete and the next ingest repairs it.
         Returns the number of chunks stored.
         """
         if not chunks:
@@ -256,20 +254,19 @@ class KnowledgeBase:
             if self.collection.get(where={"doc_sha": doc_sha}, limit=1, include=[])["ids"]:
                 leftover = True
                 self.collection.delete(where={"doc_sha": doc_sha})  # an incomplete leftover
+            last = ((len(chunks) - 1) // batch_size) * batch_size
             for start in range(0, len(chunks), batch_size):
                 part = chunks[start:start + batch_size]
-                kwargs = {}
-                if embeddings is not None:
-                    kwargs["embeddings"] = embeddings[start:start + batch_size]
+                if start == last:
+                    self._index_keywords([chunks], terms)
+                metadatas = [{**c.metadata, "pages": pages, "size_bytes": size_bytes, "added_at": now}
+                             for c in part]
+                if start == last:
+                    metadatas[-1][COMPLETE_KEY] = len(chunks)
                 self.collection.upsert(
-                    ids=[c.id for c in part],
-                    documents=[c.text for c in part],
-                    metadatas=[{**c.metadata, "pages": pages, "size_bytes": size_bytes,
-                                "added_at": now} for c in part],
-                    **kwargs)
+                    ids=[c.id for c in part], documents=[c.text for c in part], metadatas=metadatas,
+                    **({} if embeddings is None else {"embeddings": embeddings[start:start + batch_size]}))
                 test_hook_after_batch()
-            self._index_keywords([chunks], terms)
-            self._mark_complete(chunks[0].id, len(chunks))
         except BaseException:
             # e.g. the server is gone: the missing record marks it incomplete
             self._unindex_keywords([doc_sha])
@@ -281,23 +278,30 @@ class KnowledgeBase:
             self._carry_complete({doc_sha: len(chunks)}, [], len(chunks))
         return len(chunks)
 
-    def _upsert_rows(self, part: list[tuple[ChunkRecord, int, int]], now: float,
-                     toks: dict[str, list[str]]) -> None:
-        """Upsert ``(chunk, pages, size_bytes)`` rows.
+    def _tokenise(self, part: list[tuple[ChunkRecord, int, int]], toks: dict[str, list[str]]) -> None:
+        """With a local embedding function (hashing), fill ``toks`` with these rows' chunk id -> terms.
 
-        With a local embedding function (hashing) each chunk is tokenised once, here, for its vector and,
-        through ``toks`` (filled with chunk id -> terms), for the keyword index.
+        Each chunk is tokenised once, for its vector and for the keyword index.
+        """
+        if getattr(self.embedding_function, "embed_terms", None) is not None:
+            toks.update((c.id, text_terms(c.text)) for c, _, _ in part)
+
+    def _upsert_rows(self, part: list[tuple[ChunkRecord, int, int]], now: float,
+                     toks: dict[str, list[str]], records: dict[str, int]) -> None:
+        """Upsert ``(chunk, pages, size_bytes)`` rows; ``records`` maps chunk ids to completion counts.
+
+        With a local embedding function (hashing) the vectors are made from ``toks`` (:meth:`_tokenise`).
         """
         kwargs = {}
         embed_terms = getattr(self.embedding_function, "embed_terms", None)
         if embed_terms is not None:
-            toks.update((c.id, text_terms(c.text)) for c, _, _ in part)
             kwargs["embeddings"] = [embed_terms(toks[c.id]) for c, _, _ in part]
-        self.collection.upsert(
-            ids=[c.id for c, _, _ in part],
-            documents=[c.text for c, _, _ in part],
-            metadatas=[{**c.metadata, "pages": p, "size_bytes": b, "added_at": now} for c, p, b in part],
-            **kwargs)
+        metadatas = [{**c.metadata, "pages": p, "size_bytes": b, "added_at": now} for c, p, b in part]
+        for (c, _, _), meta in zip(part, metadatas, strict=True):
+            if c.id in records:
+                meta[COMPLETE_KEY] = records[c.id]
+        self.collection.upsert(ids=[c.id for c, _, _ in part], documents=[c.text for c, _, _ in part],
+                               metadatas=metadatas, **kwargs)
 
     @translate_unreachable
     def add_documents(self, documents: Iterable[tuple[list[ChunkRecord], int, int]], *,
@@ -306,8 +310,9 @@ class KnowledgeBase:
 
         Chunks go to Chroma in upserts of ``batch_size`` that may span documents, which is
         much faster than :meth:`add_document` for many small documents (a corpus of
-        paragraphs). After each upsert, the documents whose last chunk it stored get their
-        completion records. On an exception the documents not completely written are deleted
+        paragraphs). The documents whose last chunk an upsert stores are added to the keyword
+        index just before it, and the upsert carries their completion records (on their last
+        chunks). On an exception the documents not completely written are deleted
         again, the complete ones stay, and the error is re-raised. Returns the number of
         chunks stored.
         """
@@ -330,17 +335,14 @@ class KnowledgeBase:
         try:
             for start in range(0, len(rows), batch_size):
                 part = rows[start:start + batch_size]
-                self._upsert_rows(part, now, toks)
-                test_hook_after_batch()
-                finished = [sha for sha, last in last_row.items()
-                            if done <= last < start + len(part)]
-                if finished:
+                self._tokenise(part, toks)
+                finished = [sha for sha, last in last_row.items() if start <= last < start + len(part)]
+                if finished:  # their keywords first; the upsert then carries their completion records
                     self._index_keywords([by_sha[sha] for sha in finished], toks)
-                    for c in (c for sha in finished for c in by_sha[sha]):
-                        toks.pop(c.id, None)
-                    self.collection.update(
-                        ids=[first_id[sha][0] for sha in finished],
-                        metadatas=[{COMPLETE_KEY: first_id[sha][1]} for sha in finished])
+                self._upsert_rows(part, now, toks, {by_sha[sha][-1].id: first_id[sha][1] for sha in finished})
+                for c in (c for sha in finished for c in by_sha[sha]):
+                    toks.pop(c.id, None)
+                test_hook_after_batch()
                 done = start + len(part)
         except BaseException:
             partial = [sha for sha, last in last_row.items() if last >= done]

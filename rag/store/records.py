@@ -1,8 +1,9 @@
 """Completion records and document listings of a knowledge base (:mod:`rag.store.chroma`).
 
 Crash safety: a document counts as indexed only once its *completion record* is stored. The
-record is the metadata key ``doc_chunks`` (the document's chunk count) set on the document's
-first chunk by a metadata-only update issued after every chunk has been upserted. It lives in
+record is the metadata key ``doc_chunks`` (the document's chunk count) carried by the document's
+last chunk in its last upsert, after every other chunk is stored and the document is in the keyword
+index. It is honoured only when the document has exactly that many chunks stored. It lives in
 the collection itself, so an embedded store and a Chroma server (``CHROMA_HOST``), every client
 of that server and any data directory see the same state, and deleting the collection deletes
 the records with it. A document whose chunks are stored without that record (an ingest killed
@@ -25,7 +26,8 @@ if TYPE_CHECKING:  # only for annotations: rag.store.chroma imports this module
 PAGE_SIZE = 2000  # rows per Chroma get(); keeps memory flat on large collections
 
 COMPLETE_KEY = "doc_chunks"
-"""Chunk metadata key of the completion record: set on a document's first chunk, last."""
+"""Chunk metadata key of the completion record: set on a document's last chunk, in its last upsert
+(documents stored before this layout, and legacy records, carry it on their first chunk)."""
 RECORDS_FLAG = "completion_records"
 """Collection metadata flag: the collection's documents carry completion records (collections
 made before them are given records for the documents they hold, once, on first open)."""

@@ -116,7 +116,7 @@ def long_doc(tmp_path_factory) -> tuple[Path, int]:
     path = tmp_path_factory.mktemp("crash") / "long-report.txt"
     path.write_text(long_text())
     n = clean_chunk_count(path)
-    assert math.ceil(n / BATCH) >= 3, n  # several batches, so a kill can land between them
+    assert math.ceil(n / BATCH) >= 4, n  # several batches, so a kill can land between them
     return path, n
 
 
@@ -128,9 +128,10 @@ def test_sigkill_during_upserts_is_repaired_by_the_next_ingest(tmp_path, long_do
     assert rag_cli("ingest", str(small), data_dir=data_dir).returncode == 0
     batches = math.ceil(clean / BATCH)
 
-    # 1 and 2: mid-document; `batches`: every chunk stored, the completion record not yet.
-    # The second kill lands during the repair of the first.
-    for kill_after in (1, 2, batches):
+    # 1 and 2: mid-document; `batches - 1`: every chunk but the last batch, which carries the
+    # completion record, stored. The second kill lands during the
+    # repair of the first.
+    for kill_after in (1, 2, batches - 1):
         out = rag_cli("ingest", str(path), data_dir=data_dir, RETRACE_TEST_KILL_AFTER_BATCHES=str(kill_after))
         assert out.returncode == -signal.SIGKILL, (out.returncode, out.stdout, out.stderr)
         seen = inspect(data_dir)
@@ -208,7 +209,8 @@ def test_sigkill_around_the_keyword_index_write_leaves_no_half_indexed_document(
     else:  # committed whole, but the completion record never came
         assert len(raw["docs"]) == 2 and raw["chunks"] == clean + 1 and raw["terms"] > small_only["terms"]
     seen = inspect(data_dir)  # a reader reconciles the index with the completion records
-    assert seen["docs"][path.name] == [clean, "incomplete"]
+    # the keyword index is written just before the last upsert, which carries the completion record
+    assert seen["docs"][path.name] == [(math.ceil(clean / BATCH) - 1) * BATCH, "incomplete"]
     assert seen["bm25_sources"] == [SMALL[0]] and seen["bm25_size"] == 1
     assert raw_keyword_index(data_dir) == small_only
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from rag.text import stem
+
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 BASES = [
     "retrieval",
@@ -39,3 +42,24 @@ def test_stems_are_the_same_from_many_threads():
     finally:
         sys.setswitchinterval(old)
     assert results == expected
+
+
+def test_the_c_stemmer_gives_snowballs_stems_on_a_real_paper():
+    """PyStemmer (C), which snowballstemmer runs when installed, stems exactly as Snowball's Python does.
+
+    Keyword indexes store stems, so another stem for the same word would make old documents unmatchable.
+    """
+    import snowballstemmer
+    import Stemmer
+    from snowballstemmer.english_stemmer import EnglishStemmer
+
+    from rag.ingest.loaders import load_document
+    from rag.text import words
+
+    assert snowballstemmer.stemmer is Stemmer.Stemmer  # the fast path is the one in use
+    paper = DATA / "papers" / "2005.11401v4_lewis_rag.pdf"
+    doc = load_document(paper.name, paper.read_bytes())
+    vocab = sorted({w for p in doc.pages for w in words(p.text)})
+    assert len(vocab) > 2000
+    python = EnglishStemmer()
+    assert [stem(w) for w in vocab] == [python.stemWord(w) for w in vocab]
