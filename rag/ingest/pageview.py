@@ -19,6 +19,7 @@ from rag.ingest import sources
 from rag.ingest.pdf import _PDFIUM_LOCK
 from rag.ingest.spans import map_spans
 from rag.ingest.text import normalize_text
+from rag.store.records import row_meta, row_text
 
 PAGE_WIDTH_PX = 1000
 """Pixels across a rendered page (its longer side when it is landscape)."""
@@ -202,7 +203,7 @@ def _row(kb, chunk_id: str) -> tuple[str, dict]:
     got = kb.collection.get(ids=[chunk_id], include=["documents", "metadatas"])
     if not got["ids"]:
         raise PassageUnavailable("the cited chunk is no longer in the knowledge base")
-    return got["documents"][0] or "", dict(got["metadatas"][0] or {})
+    return row_text(got["documents"][0], got["metadatas"][0]), row_meta(got["metadatas"][0])
 
 
 def open_passage(kb, chunk_id: str, *, width_px: int = PAGE_WIDTH_PX) -> PageView | TextView:
@@ -257,7 +258,7 @@ def _in_context(kb, text: str, meta: dict) -> TextView:
                       {"chunk_index": {"$gte": index - CONTEXT_CHUNKS}},
                       {"chunk_index": {"$lte": index + CONTEXT_CHUNKS}}]}
     got = kb.collection.get(where=where, include=["documents", "metadatas"])
-    rows = sorted(((dict(m or {}), d or "")
+    rows = sorted(((row_meta(m), row_text(d, m))
                    for m, d in zip(got["metadatas"], got["documents"], strict=False)),
                   key=lambda r: int(r[0].get("chunk_index", 0)))
     start, end = meta.get("span_start"), meta.get("span_end")

@@ -25,7 +25,7 @@ from rag.ingest.chunking import chunk_document
 from rag.ingest.errors import IngestError
 from rag.ingest.loaders import LoadedDocument, _suffix, assemble_pdf, load_document
 from rag.ingest.pdf import _load_pdf_range
-from rag.ingest.types import Page
+from rag.ingest.types import ChunkRecord, Page
 from rag.text import terms
 
 log = logging.getLogger(__name__)
@@ -87,33 +87,44 @@ def _init_worker(parent_pid: int, pypdf_log_level: int, queue) -> None:
     ocr_engine._engine_lock = threading.Lock()
 
 
+_RangeChunk = tuple[str, int, dict]
+"""One chunk a worker made: ``(text, page, metadata)`` (see :func:`_prepare_range`)."""
+
+
 def _prepare_range(key: str, data: bytes, password: str | None, first: int, last: int,
                    ocr: bool, chunk_size: int, chunk_overlap: int, embed
-                   ) -> tuple[list[tuple], list[str], list[str] | None, list | None, list[str] | None]:
+                   ) -> tuple[list[tuple], list[str], list[_RangeChunk], list | None, list[str] | None]:
     """Worker task.
 
     Pages ``first..last`` (1-based, inclusive) as ``(number, text, ocr, layer, lines)`` tuples, their
-    warnings, and when ``embed`` is given the chunk texts of these pages, their vectors and their
-    :func:`rag.text.terms` joined by spaces (tokenised once, for the vectors and the keyword index; chunks
-    never span pages, so the
-    document's chunks are the ranges' in order). Sends ``(key, number, ocr)`` on the progress queue after each
-    page.
+    warnings, their chunks as ``(text, page, metadata)`` (the metadata :func:`chunk_document` gives, less
+    what depends on the whole document: ``source``, ``chunk_index``, ``doc_sha``; chunks never span pages,
+    so the document's chunks are the ranges' in order), and when ``embed`` is given the chunks' vectors and
+    their :func:`rag.text.terms` joined by spaces (tokenised once, for the vectors and the keyword index).
+    Sends ``(key, number, ocr)`` on the progress queue after each page.
     """
     def on_page(done: int, total: int, used_ocr: bool) -> None:
         if _progress_queue is not None:
             _progress_queue.put((key, first + done - 1, used_ocr))
 
     pages, warnings = _load_pdf_range(data, password, first, last, ocr=ocr, on_page=on_page)
-    texts = vectors = joined = None
-    if embed is not None and pages:
+    chunks: list[tuple[str, int, dict]] = []
+    vectors = joined = None
+    if pages:
         part = LoadedDocument(filename="part", pages=pages, page_count=last, warnings=[])
-        texts = [c.text for c in chunk_document(part, doc_sha="0" * 64, chunk_size=chunk_size,
-                                                chunk_overlap=chunk_overlap)]
-        toks = [terms(t) for t in texts]
+        for c in chunk_document(part, doc_sha="0" * 64, chunk_size=chunk_size, chunk_overlap=chunk_overlap):
+            chunks.append((c.text, c.page, {k: v for k, v in c.metadata.items() if k not in _WHOLE_DOCUMENT}))
+    if embed is not None and chunks:
+        toks = [terms(t) for t, _, _ in chunks]
         embed_terms = getattr(embed, "embed_terms", None)
-        vectors = [embed_terms(t) for t in toks] if embed_terms is not None else list(embed(texts))
+        vectors = ([embed_terms(t) for t in toks] if embed_terms is not None
+                   else list(embed([t for t, _, _ in chunks])))
         joined = [" ".join(t) for t in toks]
-    return [(p.number, p.text, p.ocr, p.layer, p.lines) for p in pages], warnings, texts, vectors, joined
+    return [(p.number, p.text, p.ocr, p.layer, p.lines) for p in pages], warnings, chunks, vectors, joined
+
+
+_WHOLE_DOCUMENT = ("source", "chunk_index", "doc_sha")
+"""Chunk metadata only the whole document gives (:func:`chunk_document`): set when the ranges are joined."""
 
 
 class _Pending:
@@ -145,6 +156,7 @@ class PrefetchingLoader:
         """Start preparing the batch's PDFs in worker processes (see the class docstring)."""
         self._pending: dict[tuple[str, str], _Pending] = {}
         self._vectors: dict[str, tuple[list[str], list, list[str]]] = {}
+        self._chunks: dict[str, list[tuple[str, int, dict]]] = {}
         self._events: dict[str, list[tuple[int, bool]]] = {}
         self._pool = None
         self._queue = None
@@ -228,21 +240,21 @@ class PrefetchingLoader:
                                  ocr=self._ocr, on_page=on_page)
         pages: list[Page] = []
         warnings: list[str] = []
-        texts: list[str] = []
+        chunks: list[tuple[str, int, dict]] = []
         vectors: list = []
         joined: list[str] = []
         embedded = True
         try:
             done = self._wait(pending, sha, on_page)
             for future in pending.futures:
-                got, warned, part_texts, part_vectors, part_terms = future.result()
+                got, warned, part_chunks, part_vectors, part_terms = future.result()
                 pages += [Page(number=n, text=t, ocr=o, layer=raw, lines=lines)
                           for n, t, o, raw, lines in got]
                 warnings += warned
-                if part_texts is None:
-                    embedded = embedded and not got
+                chunks += part_chunks
+                if part_vectors is None or part_terms is None:
+                    embedded = embedded and not part_chunks
                 else:
-                    texts += part_texts
                     vectors += part_vectors
                     joined += part_terms
         except IngestError:
@@ -255,9 +267,28 @@ class PrefetchingLoader:
             for _ in range(done, pending.page_count):  # events still in flight
                 done += 1
                 on_page(done, pending.page_count, False)
+        texts = [t for t, _, _ in chunks]
+        self._chunks[sha] = chunks
         if embedded:
             self._vectors[sha] = (texts, vectors, joined)
         return assemble_pdf(filename, pages, pending.page_count, warnings, ocr=self._ocr)
+
+    def chunk_records(self, filename: str, doc_sha: str) -> list[ChunkRecord] | None:
+        """The chunks the workers made of the document ``doc_sha`` (the file ``filename``), or None.
+
+        Exactly what :func:`rag.ingest.chunking.chunk_document` gives for the document :meth:`load`
+        returned (chunks never span pages, so the ranges' chunks, renumbered, are the document's); None
+        when it was loaded in this process (the caller chunks it).
+        """
+        chunks = self._chunks.pop(doc_sha, None)
+        if chunks is None:
+            return None
+        prefix = doc_sha[:16]
+        return [ChunkRecord(id=f"{prefix}-{i:05d}", text=text, source=filename, page=page, index=i,
+                            doc_sha=doc_sha,
+                            metadata={"source": filename, "page": page, "chunk_index": i, "doc_sha": doc_sha,
+                                      **{k: v for k, v in meta.items() if k != "page"}})
+                for i, (text, page, meta) in enumerate(chunks)]
 
     def _wait(self, pending, sha: str, on_page: Callable[[int, int, bool], None] | None) -> int:
         """Wait for every range of one file, reporting pages as they finish; returns how many were reported.
@@ -306,6 +337,7 @@ class PrefetchingLoader:
             self._queue = None
         self._pending.clear()
         self._vectors.clear()
+        self._chunks.clear()
 
     def __enter__(self) -> PrefetchingLoader:
         """Use the loader in a ``with`` block; leaving it stops the workers."""

@@ -171,13 +171,7 @@ def _ingest_one(kb, name: str, data: bytes, chunking: ChunkSettings, password: s
             _keep_original(kb, name, sha, data)  # indexed before originals were kept: keep it now
             return FileReport(name, "already indexed", "already indexed", doc_sha=sha)
         page_cb = (lambda done, total, ocr: on_page(name, done, total, ocr)) if on_page else None
-        if loader is None:
-            doc = load_document(name, data, password=password, max_bytes=max_bytes,
-                                on_page=page_cb)
-        else:
-            doc = loader.load(name, data, password=password, max_bytes=max_bytes, on_page=page_cb)
-        chunks = chunk_document(doc, doc_sha=sha, chunk_size=chunking.chunk_size,
-                                chunk_overlap=chunking.chunk_overlap)
+        doc, chunks = _load_and_chunk(name, data, sha, chunking, password, max_bytes, loader, page_cb)
         if not chunks:
             return FileReport(name, "failed", "no extractable text", code="no_extractable_text",
                               doc_sha=sha)
@@ -213,6 +207,21 @@ def _ingest_one(kb, name: str, data: bytes, chunking: ChunkSettings, password: s
     return FileReport(name, "ingested", f"ingested {pages}, {len(chunks)} chunks{warn}{repaired}",
                       doc_sha=sha, pages=doc.page_count, chunks=len(chunks),
                       ocr_pages=len(doc.ocr_pages), warnings=list(doc.warnings))
+
+
+def _load_and_chunk(name: str, data: bytes, sha: str, chunking: ChunkSettings, password: str | None,
+                    max_bytes: int | None, loader, page_cb) -> tuple[LoadedDocument, list]:
+    """The file's document and its chunks: made by the loader's workers when they prepared it, else here."""
+    if loader is None:
+        doc = load_document(name, data, password=password, max_bytes=max_bytes, on_page=page_cb)
+        chunks = None
+    else:
+        doc = loader.load(name, data, password=password, max_bytes=max_bytes, on_page=page_cb)
+        chunks = loader.chunk_records(name, sha)
+    if chunks is None:
+        chunks = chunk_document(doc, doc_sha=sha, chunk_size=chunking.chunk_size,
+                                chunk_overlap=chunking.chunk_overlap)
+    return doc, chunks
 
 
 def _keep_original(kb, name: str, sha: str, data: bytes) -> str | None:

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from rag.models import Chunk
-from rag.store.records import PAGE_SIZE
+from rag.store.records import PAGE_SIZE, row_text
 from rag.text import terms
 
 INDEX_FORMAT = 5
@@ -466,7 +466,7 @@ def _read_documents(kb, shas: list[str]) -> Iterator[tuple[str, list[tuple[str, 
         for cid, text, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=False):
             meta = meta or {}
             by_doc.setdefault(str(meta.get("doc_sha", "")), []).append(
-                (int(meta.get("chunk_index", 0)), cid, text or ""))
+                (int(meta.get("chunk_index", 0)), cid, row_text(text, meta)))
         offset += len(got["ids"])
     for sha in shas:
         yield sha, [(cid, text) for _, cid, text in sorted(by_doc.get(sha, []))]

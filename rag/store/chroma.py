@@ -38,6 +38,7 @@ from rag.store.records import (
     COMPLETE_KEY,
     PAGE_SIZE,
     RECORDS_FLAG,
+    TEXT_KEY,
     DocumentInfo,
     add_legacy_records,
     document_lines,
@@ -259,13 +260,13 @@ class KnowledgeBase:
                 part = chunks[start:start + batch_size]
                 if start == last:
                     self._index_keywords([chunks], terms)
-                metadatas = [{**c.metadata, "pages": pages, "size_bytes": size_bytes, "added_at": now}
-                             for c in part]
+                metadatas = [{**c.metadata, "pages": pages, "size_bytes": size_bytes, "added_at": now,
+                              TEXT_KEY: c.text} for c in part]
                 if start == last:
                     metadatas[-1][COMPLETE_KEY] = len(chunks)
-                self.collection.upsert(
-                    ids=[c.id for c in part], documents=[c.text for c in part], metadatas=metadatas,
-                    **({} if embeddings is None else {"embeddings": embeddings[start:start + batch_size]}))
+                vectors = (self.embedding_function([c.text for c in part]) if embeddings is None
+                           else embeddings[start:start + batch_size])
+                self.collection.upsert(ids=[c.id for c in part], metadatas=metadatas, embeddings=vectors)
                 test_hook_after_batch()
         except BaseException:
             # e.g. the server is gone: the missing record marks it incomplete
@@ -296,12 +297,14 @@ class KnowledgeBase:
         embed_terms = getattr(self.embedding_function, "embed_terms", None)
         if embed_terms is not None:
             kwargs["embeddings"] = [embed_terms(toks[c.id]) for c, _, _ in part]
-        metadatas = [{**c.metadata, "pages": p, "size_bytes": b, "added_at": now} for c, p, b in part]
+        else:
+            kwargs["embeddings"] = self.embedding_function([c.text for c, _, _ in part])
+        metadatas = [{**c.metadata, "pages": p, "size_bytes": b, "added_at": now, TEXT_KEY: c.text}
+                     for c, p, b in part]
         for (c, _, _), meta in zip(part, metadatas, strict=True):
             if c.id in records:
                 meta[COMPLETE_KEY] = records[c.id]
-        self.collection.upsert(ids=[c.id for c, _, _ in part], documents=[c.text for c, _, _ in part],
-                               metadatas=metadatas, **kwargs)
+        self.collection.upsert(ids=[c.id for c, _, _ in part], metadatas=metadatas, **kwargs)
 
     @translate_unreachable
     def add_documents(self, documents: Iterable[tuple[list[ChunkRecord], int, int]], *,

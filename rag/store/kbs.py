@@ -40,7 +40,7 @@ from rag.store.client import (
     validate_collection_name,
 )
 from rag.store.embeddings import embedding_function_for, embedding_identity, needs_key, parse_embedding
-from rag.store.records import PAGE_SIZE, RECORDS_FLAG
+from rag.store.records import PAGE_SIZE, RECORDS_FLAG, TEXT_KEY, row_text
 
 REINDEX, BUILT, RETIRED = "reindex", "built", "retired"
 """Roles of the internal collections: being built, completely built (ready to take over), retired."""
@@ -232,7 +232,7 @@ def reindex(client: ClientAPI, settings, name: str, embedding: str | None = None
     new = client.create_collection(building, embedding_function=ef, metadata=meta)
     total = int(old.count())
     try:
-        done = _copy(old, new, total, batch_size, on_progress)
+        done = _copy(old, new, ef, total, batch_size, on_progress)
         if done != total or new.count() != old.count():
             raise StoreError(f"knowledge base '{name}' changed while it was re-indexed: run it again")
         new.modify(name=internal_name(name, BUILT))
@@ -247,7 +247,9 @@ def reindex(client: ClientAPI, settings, name: str, embedding: str | None = None
     return total
 
 
-def _copy(old: Any, new: Any, total: int, batch_size: int, on_progress: Progress | None) -> int:
+def _copy(old: Any, new: Any, ef: EmbeddingFunction, total: int, batch_size: int,
+          on_progress: Progress | None) -> int:
+    """Copy every chunk of ``old`` into ``new``, re-embedded with ``ef``, its text as metadata (TEXT_KEY)."""
     done, offset = 0, 0
     if on_progress:
         on_progress(0, total)
@@ -257,8 +259,10 @@ def _copy(old: Any, new: Any, total: int, batch_size: int, on_progress: Progress
             return done
         for start in range(0, len(got["ids"]), batch_size):
             end = start + batch_size
-            new.add(ids=got["ids"][start:end], documents=got["documents"][start:end],
-                    metadatas=[m or {"source": "?"} for m in got["metadatas"][start:end]])
+            rows = zip(got["documents"][start:end], got["metadatas"][start:end], strict=False)
+            metadatas = [{**(m or {"source": "?"}), TEXT_KEY: row_text(d, m)} for d, m in rows]
+            new.add(ids=got["ids"][start:end], metadatas=metadatas,  # the text as metadata (TEXT_KEY)
+                    embeddings=ef([m[TEXT_KEY] for m in metadatas]))
             done += len(got["ids"][start:end])
             test_hook_after_batch()
             if on_progress:

@@ -162,10 +162,19 @@ def test_parallel_parsing_gives_the_same_documents(settings):
     with PrefetchingLoader(data, lambda name: None, lambda sha: False, workers=2) as loader:
         assert loader.parallel
         parallel = [loader.load(n, d) for n, d in data if n != ENCRYPTED.name]
+        import hashlib
+
+        shas = [hashlib.sha256(d).hexdigest() for n, d in data if n != ENCRYPTED.name]
+        worker_chunks = [loader.chunk_records(doc.filename, sha)
+                         for doc, sha in zip(parallel, shas, strict=True)]
+    from rag.ingest.chunking import chunk_document
     from rag.ingest.loaders import load_document
 
     serial = [load_document(n, d) for n, d in data if n != ENCRYPTED.name]
     assert parallel == serial
+    # the workers' chunks (made range by range) are exactly the whole document's: ids, texts, spans
+    assert worker_chunks == [chunk_document(doc, doc_sha=sha) for doc, sha in zip(serial, shas, strict=True)]
+    assert all(c.metadata.get("pdf_start") is not None for c in worker_chunks[0][:5])
     assert [p.number for p in parallel[0].pages] == list(range(1, 20))
 
     one = open_knowledge_base(settings, "one-process")
