@@ -234,26 +234,31 @@ class KeywordIndex:
             self._delete([sha for sha, _ in docs])
             n = int(self._meta("chunks") or 0)
             length = int(self._meta("length") or 0)
-            added = 0
-            new: dict[str, list[tuple[int, int, int]]] = {}
+            rowid = int(self._db.execute("SELECT coalesce(max(rowid), 0) FROM chunks").fetchone()[0])
+            rows: list[tuple[int, str, str, int, str]] = []
+            vocab: dict[str, int] = {}  # term -> its number in this call
+            owners = array("i")  # per posting: the term's number
+            triples = array("i")  # per posting: chunk row id, term frequency, chunk length
             for sha, chunks in docs:
-                self._db.execute("INSERT INTO docs(doc_sha, chunks) VALUES (?, ?)", (sha, len(chunks)))
                 for cid, toks in chunks:
-                    cur = self._db.execute(
-                        "INSERT INTO chunks(chunk_id, doc_sha, length, terms) VALUES (?, ?, ?, ?)",
-                        (cid, sha, len(toks), " ".join(toks)))
-                    rowid = int(cur.lastrowid or 0)
+                    rowid += 1
+                    rows.append((rowid, cid, sha, len(toks), " ".join(toks)))
                     for t, tf in Counter(toks).items():
-                        new.setdefault(t, []).append((rowid, tf, len(toks)))
+                        owners.append(vocab.setdefault(t, len(vocab)))
+                        triples.extend((rowid, tf, len(toks)))
                     length += len(toks)
-                    added += 1
-                    _test_kill("mid")
-            self._merge(new)
-            self._set_meta("chunks", n + added)
+            self._db.executemany("INSERT INTO docs(doc_sha, chunks) VALUES (?, ?)",
+                                 [(sha, len(chunks)) for sha, chunks in docs])
+            self._db.executemany(
+                "INSERT INTO chunks(rowid, chunk_id, doc_sha, length, terms) VALUES (?, ?, ?, ?, ?)", rows)
+            _test_kill("mid")
+            self._merge(vocab, np.frombuffer(owners, dtype=np.int32),
+                        np.frombuffer(triples, dtype=np.int32).reshape(-1, 3))
+            self._set_meta("chunks", n + len(rows))
             self._set_meta("length", length)
             self._bump()
         _test_kill("after")
-        return added
+        return len(rows)
 
     def delete(self, doc_shas: Iterable[str]) -> int:
         """Remove these documents (unknown ones are ignored) in one transaction; returns chunks removed."""
@@ -289,15 +294,26 @@ class KeywordIndex:
         row = self._db.execute("SELECT rows FROM postings WHERE term = ?", (term,)).fetchone()
         return _unpack(row[0] if row else None)
 
-    def _merge(self, new: dict[str, list[tuple[int, int, int]]]) -> None:
-        terms_ = list(new)
+    def _merge(self, vocab: dict[str, int], owners: np.ndarray, triples: np.ndarray) -> None:
+        """Append new postings to their terms' lists.
+
+        ``triples`` holds one (chunk row id, tf, length) row per posting, in row id order, and ``owners`` the
+        number ``vocab`` gives its term.
+        """
+        if not len(owners):
+            return
+        order = np.argsort(owners, kind="stable")  # grouped by term, row ids still ascending in each
+        grouped = np.ascontiguousarray(triples[order])
+        bounds = np.searchsorted(owners[order], np.arange(len(vocab) + 1))
+        terms_ = list(vocab)
         for start in range(0, len(terms_), 500):  # one read and one write statement per 500 terms
             part = terms_[start:start + 500]
             marks = ",".join("?" * len(part))
             old = dict(self._db.execute(f"SELECT term, rows FROM postings WHERE term IN ({marks})", part))
             self._db.executemany(  # (row id, tf, length) int32 triples: appending is concatenation
                 "INSERT OR REPLACE INTO postings(term, rows) VALUES (?, ?)",
-                [(t, old.get(t, b"") + array("i", [x for e in new[t] for x in e]).tobytes()) for t in part])
+                [(t, old.get(t, b"") + grouped[bounds[vocab[t]]:bounds[vocab[t] + 1]].tobytes())
+                 for t in part])
 
     def _unpost(self, rowids: np.ndarray, affected: set[str]) -> None:
         for term in affected:
