@@ -22,7 +22,7 @@ _REASON_MAX_CHARS = 160
 _HYPHEN_BREAK = re.compile(r"([^\W\d_])[-\u2010][ \t]*\n[ \t]*(?=[^\W\d_])")
 # Unicode category Cc except \t and \n, plus lone surrogates (which cannot be encoded as UTF-8).
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
-_SPACES = re.compile(r"[ \t]+")
+_SPACES = re.compile(r"[ \t]{2,}|\t")  # a run of spaces and tabs (a lone space is left as it is)
 _TRAILING_SPACES = re.compile(r"[ \t]+\n")
 _MANY_NEWLINES = re.compile(r"\n{3,}")
 

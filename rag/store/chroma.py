@@ -7,6 +7,7 @@ Crash safety (completion records, incomplete documents and their repair) is desc
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -51,6 +52,12 @@ __all__ = [  # the store's public names, importable from here as before the spli
     "StoreError", "StoreUnavailable", "document_lines", "is_unreachable", "list_knowledge_bases",
     "make_client", "open_knowledge_base", "server_address", "unreachable_message", "validate_collection_name",
 ]
+
+
+FINGERPRINT_TTL_S = 1.0
+"""Seconds a knowledge base's fingerprint is reused in a process (see :meth:`KnowledgeBase.fingerprint`)."""
+_FINGERPRINTS: dict[str, tuple[float, tuple[str, int, int]]] = {}  # collection id -> (monotonic s, value)
+_FINGERPRINTS_LOCK = threading.Lock()
 
 
 class KnowledgeBase:
@@ -137,8 +144,29 @@ class KnowledgeBase:
         return int((meta or {}).get("revision", 0))
 
     def fingerprint(self) -> tuple[str, int, int]:
-        """(name, revision, chunk count): changes whenever the contents change."""
-        return (self.name, self.revision(), self.count())
+        """(name, revision, chunk count): changes whenever the contents change.
+
+        Reused for :data:`FINGERPRINT_TTL_S` by every knowledge base object of this process on the same
+        collection, and forgotten as soon as one of them writes: a question asks for it several times
+        (dense retrieval, the keyword index, the retrieval cache), and Chroma counts 100,000 chunks in
+        about 15 ms. A write by another process (a CLI ingest into the app's store, another client of a
+        Chroma server) is seen within that time.
+        """
+        key = str(self.collection.id)
+        now = time.monotonic()
+        with _FINGERPRINTS_LOCK:
+            got = _FINGERPRINTS.get(key)
+        if got is not None and now - got[0] < FINGERPRINT_TTL_S:
+            return got[1]
+        fresh = (self.name, self.revision(), self.count())
+        with _FINGERPRINTS_LOCK:
+            _FINGERPRINTS[key] = (now, fresh)
+        return fresh
+
+    def forget_fingerprint(self) -> None:
+        """Make the next :meth:`fingerprint` ask the store again (as it does FINGERPRINT_TTL_S later)."""
+        with _FINGERPRINTS_LOCK:
+            _FINGERPRINTS.pop(str(self.collection.id), None)
 
     def _bump(self) -> None:
         col = self.client.get_collection(self.name, embedding_function=self.embedding_function)
@@ -146,6 +174,7 @@ class KnowledgeBase:
         meta["revision"] = int(meta.get("revision", 0)) + 1
         meta.setdefault("embedding", embedding_identity(self.embedding_function))
         col.modify(metadata=meta)
+        self.forget_fingerprint()
 
     def _carry_complete(self, added: dict[str, int], removed: list[str], chunk_delta: int) -> None:
         """Carry the complete-documents cache across this object's own write (already bumped).
@@ -454,7 +483,7 @@ class KnowledgeBase:
 
         ``Chunk.score`` is cosine similarity (1 - cosine distance).
         """
-        n = self.count()
+        n = self.fingerprint()[2]
         if n == 0 or not text.strip():
             return []
         complete = self.complete_documents()
