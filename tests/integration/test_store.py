@@ -155,3 +155,46 @@ def test_server_mode_against_real_chroma_run(chroma_server, tmp_path):
     run = run_question("How is the retriever trained?", make_context(settings, kb))
     assert run.citations and run.citations[0].source == LEWIS.name
     assert not (tmp_path / "local" / "chroma").exists(), "server mode wrote a local store"
+
+
+def test_chunk_text_is_stored_as_metadata_and_older_rows_still_read(kb):
+    """New chunks keep their text in TEXT_KEY, not as a Chroma document; rows stored before still read."""
+    from rag.store.records import TEXT_KEY
+
+    sha = "e" * 64
+    kb.add_document(records(sha, 3), pages=1, size_bytes=10)
+    got = kb.collection.get(ids=[f"{sha[:16]}-00001"], include=["documents", "metadatas"])
+    assert got["documents"] == [None] and got["metadatas"][0][TEXT_KEY] == "chunk number 1 about retrieval"
+    assert [c.text for c in kb.document_chunks(sha)][1] == "chunk number 1 about retrieval"
+
+    old = "f" * 64  # a chunk the way earlier releases stored it: text as the document, no TEXT_KEY
+    legacy = records(old, 1)[0]
+    kb.collection.upsert(ids=[legacy.id], documents=["legacy words about zircon ledgers"],
+                         metadatas=[{**legacy.metadata, "doc_chunks": 1}])
+    kb.forget_fingerprint()  # written behind the knowledge base's back, as another process would
+    assert [c.text for c in kb.get_chunks([legacy.id])] == ["legacy words about zircon ledgers"]
+    assert kb.query("zircon ledgers", 1)[0].text == "legacy words about zircon ledgers"
+    from rag.store.bm25 import lexical_index
+
+    assert [h[0] for h in lexical_index(kb).search_ids("zircon ledgers", 1)] == [legacy.id]
+
+
+def test_fingerprint_is_shared_forgotten_on_writes_and_expires(settings, monkeypatch):
+    from rag.store import chroma
+
+    one = open_knowledge_base(settings, "fingerprints")
+    two = open_knowledge_base(settings, "fingerprints")
+    one.add_document(records("a" * 64, 2), pages=1, size_bytes=10)
+    before = one.fingerprint()
+    assert two.fingerprint() == before  # the same collection: one cached value
+    two.add_document(records("b" * 64, 3), pages=1, size_bytes=10)  # a write through the other object
+    after = one.fingerprint()
+    assert after != before and after[2] == 5
+    assert set(one.complete_documents()) == {"a" * 64, "b" * 64}
+
+    # another process's write (a raw upsert here) is seen once the cached value expires
+    extra = records("c" * 64, 1)[0]
+    one.collection.upsert(ids=[extra.id], documents=[extra.text], metadatas=[extra.metadata])
+    assert one.fingerprint() == after  # still within FINGERPRINT_TTL_S
+    monkeypatch.setattr(chroma, "FINGERPRINT_TTL_S", 0.0)
+    assert one.fingerprint()[2] == 6
