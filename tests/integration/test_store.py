@@ -198,3 +198,16 @@ def test_fingerprint_is_shared_forgotten_on_writes_and_expires(settings, monkeyp
     assert one.fingerprint() == after  # still within FINGERPRINT_TTL_S
     monkeypatch.setattr(chroma, "FINGERPRINT_TTL_S", 0.0)
     assert one.fingerprint()[2] == 6
+
+
+def test_the_document_list_is_read_once_until_the_store_changes(kb, monkeypatch):
+    kb.add_document(records("1" * 64, 2), pages=1, size_bytes=10)
+    assert [d.doc_sha for d in kb.documents()] == ["1" * 64]
+    reads = []
+    real = kb._read_documents
+    monkeypatch.setattr(kb, "_read_documents", lambda: reads.append(1) or real())
+    assert [d.doc_sha for d in kb.documents()] == ["1" * 64] and reads == []  # a rerun: no read
+    kb.add_document(records("2" * 64, 1), pages=1, size_bytes=10)
+    assert sorted(d.doc_sha for d in kb.documents()) == ["1" * 64, "2" * 64] and reads == [1]
+    kb.delete_document("1" * 64)
+    assert [d.doc_sha for d in kb.documents()] == ["2" * 64] and reads == [1, 1]
