@@ -80,6 +80,21 @@ class RunOwnedElsewhere(PermissionError):
     """The run (or thread) belongs to another session: it may be read, not changed or deleted."""
 
 
+def owned(db: sqlite3.Connection, table: str, row_id: str, session_id: str, verb: str) -> bool:
+    """Whether the row ``row_id`` of ``table`` (``runs`` or ``threads``) exists; False when it does not.
+
+    Raises RunOwnedElsewhere when another session owns it (``verb`` names what was refused, e.g. ``delete``).
+    """
+    noun = {"runs": "run", "threads": "thread"}[table]
+    row = db.execute(f"SELECT session_id FROM {table} WHERE id = ?", (row_id,)).fetchone()
+    if row is None:
+        return False
+    if row["session_id"] != session_id:
+        raise RunOwnedElsewhere(f"{noun} {row_id} belongs to another session; "
+                                f"a session may {verb} only its own {noun}s")
+    return True
+
+
 class Database:
     """The SQLite file at ``path`` (created with its directory on first use), one connection a call.
 

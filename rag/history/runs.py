@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rag.config import preset_of
-from rag.history.base import DB_NAME, RunOwnedElsewhere
+from rag.history.base import DB_NAME, RunOwnedElsewhere, owned
 from rag.history.threads import ThreadStore
 from rag.models import Comparison, Run
 from rag.trace.story import stop_kind
@@ -204,7 +204,7 @@ class RunStore(ThreadStore):
         Returns False when there is no such run; raises RunOwnedElsewhere when another session owns it.
         """
         with self._db() as db:
-            if not _owned(db, run_id, session_id, "delete"):
+            if not owned(db, "runs", run_id, session_id, "delete"):
                 return False
             db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
         return True
@@ -228,7 +228,7 @@ class RunStore(ThreadStore):
         if value not in (FEEDBACK_UP, FEEDBACK_DOWN, None):
             raise ValueError(f"feedback must be 1 (up), 0 (down) or None, got {value!r}")
         with self._db() as db:
-            if not _owned(db, run_id, session_id, "rate"):
+            if not owned(db, "runs", run_id, session_id, "rate"):
                 return False
             db.execute("UPDATE runs SET feedback = ? WHERE id = ?", (value, run_id))
         return True
@@ -294,13 +294,3 @@ class RunStore(ThreadStore):
                                   run_ids=json.loads(r["run_ids"]), labels=json.loads(r["labels"]))
                 for r in rows]
 
-
-def _owned(db, run_id: str, session_id: str, verb: str) -> bool:
-    """Whether ``run_id`` exists (False when not); raises RunOwnedElsewhere when another session owns it."""
-    row = db.execute("SELECT session_id FROM runs WHERE id = ?", (run_id,)).fetchone()
-    if row is None:
-        return False
-    if row["session_id"] != session_id:
-        raise RunOwnedElsewhere(f"run {run_id} belongs to another session; "
-                                f"a session may {verb} only its own runs")
-    return True

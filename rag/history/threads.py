@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import builtins
-import sqlite3
 import time
 import uuid
 from dataclasses import dataclass
 
-from rag.history.base import Database, RunOwnedElsewhere
+from rag.history.base import Database, RunOwnedElsewhere, owned
 from rag.models import Run, Turn
 
 TITLE_CHARS = 80
@@ -153,15 +152,6 @@ class ThreadStore(Database):
         return Thread(summary=summary,
                       turns=[ThreadTurn(turn=n, runs=runs) for n, runs in sorted(turns.items())])
 
-    def _own_thread(self, db: sqlite3.Connection, thread_id: str, session_id: str, verb: str) -> bool:
-        row = db.execute("SELECT session_id FROM threads WHERE id = ?", (thread_id,)).fetchone()
-        if row is None:
-            return False
-        if row["session_id"] != session_id:
-            raise RunOwnedElsewhere(f"thread {thread_id} belongs to another session; "
-                                    f"a session may {verb} only its own threads")
-        return True
-
     def rename_thread(self, thread_id: str, session_id: str, title: str) -> bool:
         """Rename a thread of ``session_id``.
 
@@ -171,7 +161,7 @@ class ThreadStore(Database):
         if not (title or "").strip():
             raise ValueError("a thread title cannot be empty")
         with self._db() as db:
-            if not self._own_thread(db, thread_id, session_id, "rename"):
+            if not owned(db, "threads", thread_id, session_id, "rename"):
                 return False
             db.execute("UPDATE threads SET title = ? WHERE id = ?", (thread_title(title), thread_id))
         return True
@@ -183,7 +173,7 @@ class ThreadStore(Database):
         raises RunOwnedElsewhere when another session owns it.
         """
         with self._db() as db:
-            if not self._own_thread(db, thread_id, session_id, "delete"):
+            if not owned(db, "threads", thread_id, session_id, "delete"):
                 return False
             run_ids = [r[0] for r in db.execute("SELECT run_id FROM thread_runs WHERE thread_id = ?",
                                                 (thread_id,)).fetchall()]
@@ -204,7 +194,7 @@ class ThreadStore(Database):
         ValueError for a turn that does not exist yet.
         """
         with self._db() as db:
-            if not self._own_thread(db, thread_id, session_id, "add to"):
+            if not owned(db, "threads", thread_id, session_id, "add to"):
                 raise ThreadNotFound(f"no thread {thread_id}")
         self.save(run, session_id)
         with self._db() as db:

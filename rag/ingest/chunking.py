@@ -42,7 +42,6 @@ def chunk_document(
         chunk_overlap=chunk_overlap,
         length_function=len,
     )
-    prefix = doc_sha[:16]
     records: list[ChunkRecord] = []
     for page in doc.pages:
         pieces = splitter.split_text(page.text)
@@ -50,26 +49,20 @@ def chunk_document(
             text = piece.strip()
             if not text:
                 continue
-            index = len(records)
-            records.append(
-                ChunkRecord(
-                    id=f"{prefix}-{index:05d}",
-                    text=text,
-                    source=doc.filename,
-                    page=page.number,
-                    index=index,
-                    doc_sha=doc_sha,
-                    metadata={
-                        "source": doc.filename,
-                        "page": page.number,
-                        "chunk_index": index,
-                        "doc_sha": doc_sha,
-                        **({"ocr": True} if page.ocr else {}),
-                        **where,
-                    },
-                )
-            )
+            records.append(chunk_record(doc_sha, doc.filename, len(records), text, page.number,
+                                        {**({"ocr": True} if page.ocr else {}), **where}))
     return records
+
+
+def chunk_record(doc_sha: str, source: str, index: int, text: str, page: int, extra: dict) -> ChunkRecord:
+    """Chunk ``index`` (0-based over the document) of the file ``source``, on its 1-based ``page``.
+
+    Its id is ``f"{doc_sha[:16]}-{index:05d}"``; its metadata ``source``, ``page``, ``chunk_index`` and
+    ``doc_sha``, then ``extra`` (``ocr`` and where it is on its page: :func:`position_metadata`).
+    """
+    return ChunkRecord(id=f"{doc_sha[:16]}-{index:05d}", text=text, source=source, page=page, index=index,
+                       doc_sha=doc_sha, metadata={"source": source, "page": page, "chunk_index": index,
+                                                  "doc_sha": doc_sha, **extra})
 
 
 def position_metadata(page: Page, pieces: list[str]) -> list[dict]:

@@ -21,7 +21,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 
 from rag.ingest import ocr as ocr_engine
 from rag.ingest import pdf as pdf_loader
-from rag.ingest.chunking import chunk_document
+from rag.ingest.chunking import chunk_document, chunk_record
 from rag.ingest.errors import IngestError
 from rag.ingest.loaders import LoadedDocument, _suffix, assemble_pdf, load_document
 from rag.ingest.pdf import _load_pdf_range
@@ -88,7 +88,7 @@ def _init_worker(parent_pid: int, pypdf_log_level: int, queue) -> None:
 
 
 _RangeChunk = tuple[str, int, dict]
-"""One chunk a worker made: ``(text, page, metadata)`` (see :func:`_prepare_range`)."""
+"""One chunk a worker made: ``(text, page, extra metadata)`` (see :func:`_prepare_range`)."""
 
 
 def _prepare_range(key: str, data: bytes, password: str | None, first: int, last: int,
@@ -97,8 +97,8 @@ def _prepare_range(key: str, data: bytes, password: str | None, first: int, last
     """Worker task.
 
     Pages ``first..last`` (1-based, inclusive) as ``(number, text, ocr, layer, lines)`` tuples, their
-    warnings, their chunks as ``(text, page, metadata)`` (the metadata :func:`chunk_document` gives, less
-    what depends on the whole document: ``source``, ``chunk_index``, ``doc_sha``; chunks never span pages,
+    warnings, their chunks as ``(text, page, extra)`` (``extra``: the metadata :func:`chunk_document` gives
+    beyond what :func:`chunk_record` sets for the whole document; chunks never span pages,
     so the document's chunks are the ranges' in order), and when ``embed`` is given the chunks' vectors and
     their :func:`rag.text.terms` joined by spaces (tokenised once, for the vectors and the keyword index).
     Sends ``(key, number, ocr)`` on the progress queue after each page.
@@ -113,7 +113,7 @@ def _prepare_range(key: str, data: bytes, password: str | None, first: int, last
     if pages:
         part = LoadedDocument(filename="part", pages=pages, page_count=last, warnings=[])
         for c in chunk_document(part, doc_sha="0" * 64, chunk_size=chunk_size, chunk_overlap=chunk_overlap):
-            chunks.append((c.text, c.page, {k: v for k, v in c.metadata.items() if k not in _WHOLE_DOCUMENT}))
+            chunks.append((c.text, c.page, {k: v for k, v in c.metadata.items() if k not in _NOT_EXTRA}))
     if embed is not None and chunks:
         toks = [terms(t) for t, _, _ in chunks]
         embed_terms = getattr(embed, "embed_terms", None)
@@ -123,8 +123,8 @@ def _prepare_range(key: str, data: bytes, password: str | None, first: int, last
     return [(p.number, p.text, p.ocr, p.layer, p.lines) for p in pages], warnings, chunks, vectors, joined
 
 
-_WHOLE_DOCUMENT = ("source", "chunk_index", "doc_sha")
-"""Chunk metadata only the whole document gives (:func:`chunk_document`): set when the ranges are joined."""
+_NOT_EXTRA = ("source", "page", "chunk_index", "doc_sha")
+"""Chunk metadata :func:`rag.ingest.chunking.chunk_record` sets itself when the ranges are joined."""
 
 
 class _Pending:
@@ -283,12 +283,8 @@ class PrefetchingLoader:
         chunks = self._chunks.pop(doc_sha, None)
         if chunks is None:
             return None
-        prefix = doc_sha[:16]
-        return [ChunkRecord(id=f"{prefix}-{i:05d}", text=text, source=filename, page=page, index=i,
-                            doc_sha=doc_sha,
-                            metadata={"source": filename, "page": page, "chunk_index": i, "doc_sha": doc_sha,
-                                      **{k: v for k, v in meta.items() if k != "page"}})
-                for i, (text, page, meta) in enumerate(chunks)]
+        return [chunk_record(doc_sha, filename, i, text, page, extra)
+                for i, (text, page, extra) in enumerate(chunks)]
 
     def _wait(self, pending, sha: str, on_page: Callable[[int, int, bool], None] | None) -> int:
         """Wait for every range of one file, reporting pages as they finish; returns how many were reported.

@@ -290,13 +290,10 @@ class KnowledgeBase:
                 part = chunks[start:start + batch_size]
                 if start == last:
                     self._index_keywords([chunks], terms)
-                metadatas = [{**c.metadata, "pages": pages, "size_bytes": size_bytes, "added_at": now,
-                              TEXT_KEY: c.text} for c in part]
-                if start == last:
-                    metadatas[-1][COMPLETE_KEY] = len(chunks)
-                vectors = (self.embedding_function([c.text for c in part]) if embeddings is None
+                vectors = (self._vectors(part, terms or {}) if embeddings is None
                            else embeddings[start:start + batch_size])
-                self.collection.upsert(ids=[c.id for c in part], metadatas=metadatas, embeddings=vectors)
+                self._upsert_rows([(c, pages, size_bytes) for c in part], now, vectors,
+                                  {part[-1].id: len(chunks)} if start == last else {})
                 test_hook_after_batch()
         except BaseException:
             # e.g. the server is gone: the missing record marks it incomplete
@@ -317,24 +314,22 @@ class KnowledgeBase:
         if getattr(self.embedding_function, "embed_terms", None) is not None:
             toks.update((c.id, text_terms(c.text)) for c, _, _ in part)
 
-    def _upsert_rows(self, part: list[tuple[ChunkRecord, int, int]], now: float,
-                     toks: dict[str, list[str]], records: dict[str, int]) -> None:
-        """Upsert ``(chunk, pages, size_bytes)`` rows; ``records`` maps chunk ids to completion counts.
-
-        With a local embedding function (hashing) the vectors are made from ``toks`` (:meth:`_tokenise`).
-        """
-        kwargs = {}
+    def _vectors(self, chunks: list[ChunkRecord], toks: dict[str, list[str]]) -> list:
+        """The vectors of ``chunks``: from their terms in ``toks`` (local embeddings), else embedded."""
         embed_terms = getattr(self.embedding_function, "embed_terms", None)
-        if embed_terms is not None:
-            kwargs["embeddings"] = [embed_terms(toks[c.id]) for c, _, _ in part]
-        else:
-            kwargs["embeddings"] = self.embedding_function([c.text for c, _, _ in part])
-        metadatas = [{**c.metadata, "pages": p, "size_bytes": b, "added_at": now, TEXT_KEY: c.text}
-                     for c, p, b in part]
-        for (c, _, _), meta in zip(part, metadatas, strict=True):
-            if c.id in records:
-                meta[COMPLETE_KEY] = records[c.id]
-        self.collection.upsert(ids=[c.id for c, _, _ in part], metadatas=metadatas, **kwargs)
+        if embed_terms is not None and all(c.id in toks for c in chunks):
+            return [embed_terms(toks[c.id]) for c in chunks]
+        return list(self.embedding_function([c.text for c in chunks]))
+
+    def _upsert_rows(self, part: list[tuple[ChunkRecord, int, int]], now: float, vectors: list,
+                     records: dict[str, int]) -> None:
+        """Upsert ``(chunk, pages, size_bytes)`` rows with their ``vectors``, each chunk's text as metadata.
+
+        ``records`` maps the ids of the chunks that carry a completion record to their document's chunk count.
+        """
+        metadatas = [{**c.metadata, "pages": p, "size_bytes": b, "added_at": now, TEXT_KEY: c.text,
+                      **({COMPLETE_KEY: records[c.id]} if c.id in records else {})} for c, p, b in part]
+        self.collection.upsert(ids=[c.id for c, _, _ in part], metadatas=metadatas, embeddings=vectors)
 
     @translate_unreachable
     def add_documents(self, documents: Iterable[tuple[list[ChunkRecord], int, int]], *,
@@ -372,7 +367,8 @@ class KnowledgeBase:
                 finished = [sha for sha, last in last_row.items() if start <= last < start + len(part)]
                 if finished:  # their keywords first; the upsert then carries their completion records
                     self._index_keywords([by_sha[sha] for sha in finished], toks)
-                self._upsert_rows(part, now, toks, {by_sha[sha][-1].id: first_id[sha][1] for sha in finished})
+                self._upsert_rows(part, now, self._vectors([c for c, _, _ in part], toks),
+                                  {by_sha[sha][-1].id: first_id[sha][1] for sha in finished})
                 for c in (c for sha in finished for c in by_sha[sha]):
                     toks.pop(c.id, None)
                 test_hook_after_batch()

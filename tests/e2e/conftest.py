@@ -5,6 +5,7 @@ A fresh data dir for AppTest, a real `streamlit run` server, and Debian's chromi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,17 +35,25 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def data_dir(tmp_path, monkeypatch):
-    """A fresh data dir per test.
+@contextlib.contextmanager
+def app_data_dir(d: Path, monkeypatch) -> Iterator[Path]:
+    """Make ``d`` the data dir the app opens (RAG_DATA_DIR).
 
-    Cached settings, clients and knowledge bases are dropped so the app opens this one.
+    Cached settings, clients and knowledge bases are dropped before and after.
     """
-    d = tmp_path / "data"
     monkeypatch.setenv("RAG_DATA_DIR", str(d))
     st.cache_resource.clear()
-    yield d
-    st.cache_resource.clear()
+    try:
+        yield d
+    finally:
+        st.cache_resource.clear()
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch):
+    """A fresh data dir per test, opened by the app (:func:`app_data_dir`)."""
+    with app_data_dir(tmp_path / "data", monkeypatch) as d:
+        yield d
 
 
 def plain(text: str) -> str:
@@ -66,12 +76,9 @@ def papers_dir(tmp_path_factory):
 @pytest.fixture
 def papers_copy(papers_dir, tmp_path, monkeypatch):
     """A fresh copy of :func:`papers_dir` per test (so each test has its own history), opened by the app."""
-    d = tmp_path / "data"
-    shutil.copytree(papers_dir, d)
-    monkeypatch.setenv("RAG_DATA_DIR", str(d))
-    st.cache_resource.clear()
-    yield d
-    st.cache_resource.clear()
+    shutil.copytree(papers_dir, tmp_path / "data")
+    with app_data_dir(tmp_path / "data", monkeypatch) as d:
+        yield d
 
 
 class Server:
@@ -123,3 +130,28 @@ def browser():
         b.close()
 
 
+@pytest.fixture
+def server(tmp_path):
+    """A real `streamlit run app.py` over a fresh data dir, stopped after the test."""
+    s = Server(tmp_path / "data", tmp_path / "streamlit.log")
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def app_url(server) -> str:
+    """The address of :func:`server`."""
+    return server.url
+
+
+def new_page(browser, *, height: int = 1000, timeout_ms: int = 60_000, **options):
+    """A 1400-pixel-wide page in a new browser context: ``(context, page, errors)``.
+
+    ``errors`` collects the page's uncaught JavaScript errors; ``options`` go to ``browser.new_context``.
+    """
+    context = browser.new_context(viewport={"width": 1400, "height": height}, **options)
+    page = context.new_page()
+    page.set_default_timeout(timeout_ms)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    return context, page, errors

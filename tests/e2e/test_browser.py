@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import LEWIS
-from tests.e2e.conftest import ARTIFACTS, Server, needs_chromium
+from tests.e2e.conftest import ARTIFACTS, Server, needs_chromium, new_page
 
 QUESTION = "What is the retrieval component of RAG and how is it trained?"
 
@@ -16,25 +16,15 @@ pytestmark = [pytest.mark.browser, needs_chromium]
 
 
 @pytest.fixture
-def app_url(tmp_path):
-    server = Server(tmp_path / "data", tmp_path / "streamlit.log")
-    yield server.url
-    server.stop()
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    pg = context.new_page()
-    pg.set_default_timeout(60_000)
-    yield pg
+def opened(browser):
+    context, page, errors = new_page(browser)
+    yield page, errors
     context.close()
 
 
-def test_upload_ask_cited_answer_and_trace(app_url, page):
+def test_upload_ask_cited_answer_and_trace(app_url, opened):
     ARTIFACTS.mkdir(exist_ok=True)
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page, errors = opened
 
     # Documents: upload the Lewis RAG paper and index it.
     page.goto(f"{app_url}/documents")
@@ -74,12 +64,8 @@ def test_evaluate_page_runs_the_sample_set(tmp_path, browser):
     data = tmp_path / "data"
     load_samples(open_knowledge_base(Settings.from_env({}, data_dir=data)))
     server = Server(data, tmp_path / "streamlit.log")
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context, pg, errors = new_page(browser)
     try:
-        pg = context.new_page()
-        pg.set_default_timeout(60_000)
-        errors: list[str] = []
-        pg.on("pageerror", lambda exc: errors.append(str(exc)))
         pg.goto(server.url)
         pg.get_by_text("Offline engine (no keys)").wait_for()  # the app's own navigation and sidebar
         pg.locator("[data-testid=stSidebarNav]").get_by_text("Evaluate").click()

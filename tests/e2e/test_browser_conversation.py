@@ -16,7 +16,7 @@ import pytest
 
 from rag.history import RunStore
 from tests.conftest import SELF_RAG
-from tests.e2e.conftest import ARTIFACTS, Server, needs_chromium
+from tests.e2e.conftest import ARTIFACTS, Server, needs_chromium, new_page
 
 pytestmark = [pytest.mark.browser, needs_chromium]
 QUESTIONS = ["What is Self-RAG?", "How is it trained?", "Which datasets was it evaluated on?"]
@@ -56,12 +56,8 @@ def test_a_conversation_survives_refresh_and_restart_stays_private_regenerates_a
     server = Server(data, log)
     ports = {server.port}
     requests: list[str] = []
-    errors: list[str] = []
-    context = browser.new_context(viewport={"width": 1400, "height": 1100})
-    page = context.new_page()
-    page.set_default_timeout(90_000)
+    context, page, errors = new_page(browser, height=1100, timeout_ms=90_000)
     page.on("request", lambda r: requests.append(r.url))
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
     try:
         # Three turns; the follow-ups are understood with the conversation's history.
         page.goto(server.url)

@@ -15,7 +15,7 @@ import re
 import pytest
 
 from tests.conftest import LEWIS, SELF_RAG
-from tests.e2e.conftest import ARTIFACTS, Server, needs_chromium
+from tests.e2e.conftest import ARTIFACTS, Server, needs_chromium, new_page
 
 QUESTION = "What is the retrieval component of RAG and how is it trained?"
 
@@ -52,12 +52,7 @@ def test_demo_replay_compare_export_offline_and_restart(browser, tmp_path):
     data_dir = tmp_path / "data"
     log = tmp_path / "streamlit.log"
     server = Server(data_dir, log)
-    context = browser.new_context(viewport={"width": 1400, "height": 1100},
-                                  accept_downloads=True)
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    context, page, errors = new_page(browser, height=1100, accept_downloads=True)
     try:
         # Documents: a new user uploads the two RAG papers.
         page.goto(server.url)

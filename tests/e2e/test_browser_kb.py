@@ -8,16 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import ARTIFACTS, Server, needs_chromium
+from tests.e2e.conftest import ARTIFACTS, needs_chromium, new_page
 
 pytestmark = [pytest.mark.browser, needs_chromium]
-
-
-@pytest.fixture
-def app_url(tmp_path):
-    server = Server(tmp_path / "data", tmp_path / "streamlit.log")
-    yield server.url
-    server.stop()
 
 
 def sidebar_kb(page) -> str:
@@ -27,11 +20,7 @@ def sidebar_kb(page) -> str:
 
 def test_samples_and_a_new_knowledge_base_are_selected_in_the_sidebar(app_url, browser):
     ARTIFACTS.mkdir(exist_ok=True)
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(90_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    context, page, errors = new_page(browser, timeout_ms=90_000)
 
     page.goto(app_url)
     page.get_by_role("button", name="Load the sample knowledge base").click()

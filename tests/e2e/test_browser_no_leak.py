@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.e2e.conftest import ARTIFACTS, Server, needs_chromium
+from tests.e2e.conftest import ARTIFACTS, Server, needs_chromium, new_page
 
 pytestmark = [pytest.mark.browser, needs_chromium]
 QUESTION = "What is the boiling point of tungsten?"
@@ -103,9 +103,7 @@ def app(tmp_path, hostile_web):
 
 def test_hostile_names_and_urls_make_no_request(app, planted, hostile_web, browser):
     ARTIFACTS.mkdir(exist_ok=True)
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
+    context, page, _ = new_page(browser)
     requests: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
     name = f"![x](http://127.0.0.1:{planted.port}/name).md"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import LEWIS
-from tests.e2e.conftest import ARTIFACTS, Server, needs_chromium
+from tests.e2e.conftest import ARTIFACTS, needs_chromium, new_page
 
 QUESTION = "What is the retrieval component of RAG and how is it trained?"
 
@@ -22,14 +22,9 @@ def idle(page) -> None:
     page.locator("[data-testid=stStatusWidget]").wait_for(state="hidden", timeout=120_000)
 
 
-def test_citation_opens_its_page_with_the_passage_highlighted(tmp_path, browser):
-    server = Server(tmp_path / "data", tmp_path / "streamlit.log")
-    context = browser.new_context(viewport={"width": 1400, "height": 1100})
+def test_citation_opens_its_page_with_the_passage_highlighted(server, browser):
+    context, page, errors = new_page(browser, height=1100)
     try:
-        page = context.new_page()
-        page.set_default_timeout(60_000)
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
         page.goto(server.url)
         nav = page.locator("[data-testid=stSidebarNav]")
         nav.get_by_text("Documents", exact=True).click()
@@ -61,4 +56,3 @@ def test_citation_opens_its_page_with_the_passage_highlighted(tmp_path, browser)
         assert not errors, errors
     finally:
         context.close()
-        server.stop()

@@ -11,17 +11,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.e2e.conftest import ARTIFACTS, Server, needs_chromium
+from tests.e2e.conftest import ARTIFACTS, needs_chromium, new_page
 
 pytestmark = [pytest.mark.browser, needs_chromium]
 PAGES = ["Documents", "Chat", "Trace", "Compare", "Evaluate", "Insights", "Settings"]
-
-
-@pytest.fixture
-def server(tmp_path):
-    s = Server(tmp_path / "data", tmp_path / "streamlit.log")
-    yield s
-    s.stop()
 
 
 def app_shown(page, title: str) -> None:
@@ -33,9 +26,7 @@ def app_shown(page, title: str) -> None:
 
 def test_pages_load_by_address_without_deploy_or_outside_requests(server, browser):
     ARTIFACTS.mkdir(exist_ok=True)
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(90_000)
+    context, page, _ = new_page(browser, timeout_ms=90_000)
     requests: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
 

@@ -13,14 +13,13 @@ import json
 import re
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from rag.config import Settings
 from rag.history import RunStore
 from rag.store.chroma import open_knowledge_base
 from tests.conftest import ROOT
-from tests.e2e.conftest import plain
+from tests.e2e.conftest import app_data_dir, plain
 from tests.run_fixtures import ABSENT, QUESTION
 
 APP = str(ROOT / "app.py")
@@ -38,11 +37,8 @@ def data_dir(papers_copy):
 
 @pytest.fixture
 def empty_dir(tmp_path, monkeypatch):
-    d = tmp_path / "empty"
-    monkeypatch.setenv("RAG_DATA_DIR", str(d))
-    st.cache_resource.clear()
-    yield d
-    st.cache_resource.clear()
+    with app_data_dir(tmp_path / "empty", monkeypatch) as d:
+        yield d
 
 
 def open_page(page: str) -> AppTest:
