@@ -19,7 +19,8 @@ PAGES = ["Documents", "Chat", "Trace", "Compare", "Evaluate", "Insights", "Setti
 
 def app_shown(page, title: str) -> None:
     """Wait for the app's own sidebar (the engine line) and the page's heading."""
-    page.get_by_text("Offline engine (no keys)").wait_for()
+    # in the sidebar: the Settings page also shows the engine line, in its table
+    page.locator("[data-testid=stSidebarUserContent]").get_by_text("Offline engine (no keys)").wait_for()
     page.get_by_role("heading", name=title, exact=True).first.wait_for()
     page.wait_for_timeout(1500)  # a late "Page not found" dialog would show by now
 
