@@ -155,3 +155,20 @@ def new_page(browser, *, height: int = 1000, timeout_ms: int = 60_000, **options
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     return context, page, errors
+
+
+def idle(page, timeout_ms: int = 120_000) -> None:
+    """Wait until the app has no script run going (Streamlit's running indicator is gone)."""
+    page.wait_for_timeout(500)
+    page.locator("[data-testid=stStatusWidget]").wait_for(state="hidden", timeout=timeout_ms)
+
+
+def open_page(page, base_url: str, path: str, heading: str) -> None:
+    """Load ``base_url/path`` straight away and wait for its ``heading`` and an idle app.
+
+    Loading the page by its address, instead of loading the root and clicking the sidebar, avoids a race:
+    the root's redirect to /chat reruns the script, and a click made during that run can be lost.
+    """
+    page.goto(f"{base_url}/{path}")
+    page.get_by_role("heading", name=heading, exact=True).first.wait_for()
+    idle(page)

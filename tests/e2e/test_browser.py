@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import LEWIS
-from tests.e2e.conftest import ARTIFACTS, Server, needs_chromium, new_page
+from tests.e2e.conftest import ARTIFACTS, Server, needs_chromium, new_page, open_page
 
 QUESTION = "What is the retrieval component of RAG and how is it trained?"
 
@@ -66,9 +66,8 @@ def test_evaluate_page_runs_the_sample_set(tmp_path, browser):
     server = Server(data, tmp_path / "streamlit.log")
     context, pg, errors = new_page(browser)
     try:
-        pg.goto(server.url)
+        open_page(pg, server.url, "evaluate", "Evaluate")
         pg.get_by_text("Offline engine (no keys)").wait_for()  # the app's own navigation and sidebar
-        pg.locator("[data-testid=stSidebarNav]").get_by_text("Evaluate").click()
         pg.get_by_text("8 question(s); 3 marked unanswerable").wait_for()
         pg.wait_for_timeout(1000)
         pg.get_by_role("button", name="Evaluate").click()

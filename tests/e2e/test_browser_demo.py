@@ -15,7 +15,7 @@ import re
 import pytest
 
 from tests.conftest import LEWIS, SELF_RAG
-from tests.e2e.conftest import ARTIFACTS, Server, needs_chromium, new_page
+from tests.e2e.conftest import ARTIFACTS, Server, idle, needs_chromium, new_page
 
 QUESTION = "What is the retrieval component of RAG and how is it trained?"
 
@@ -34,6 +34,7 @@ def shot(page, name: str, height: int | None = None) -> None:
 
 
 def nav(page, title: str) -> None:
+    idle(page)  # a click while the script still runs can be lost in its rerun
     page.locator('[data-testid="stSidebarNav"]').get_by_text(title, exact=True).click()
     page.get_by_role("heading", name=title, exact=True).first.wait_for()
 

@@ -9,25 +9,18 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import LEWIS
-from tests.e2e.conftest import ARTIFACTS, needs_chromium, new_page
+from tests.e2e.conftest import ARTIFACTS, idle, needs_chromium, new_page, open_page
 
 QUESTION = "What is the retrieval component of RAG and how is it trained?"
 
 pytestmark = [pytest.mark.browser, needs_chromium]
 
 
-def idle(page) -> None:
-    """Wait until the app has no script run going (Streamlit's running indicator is gone)."""
-    page.wait_for_timeout(500)
-    page.locator("[data-testid=stStatusWidget]").wait_for(state="hidden", timeout=120_000)
-
-
 def test_citation_opens_its_page_with_the_passage_highlighted(server, browser):
     context, page, errors = new_page(browser, height=1100)
     try:
-        page.goto(server.url)
+        open_page(page, server.url, "documents", "Documents")
         nav = page.locator("[data-testid=stSidebarNav]")
-        nav.get_by_text("Documents", exact=True).click()
         page.locator("input[type=file]").first.set_input_files(str(LEWIS))
         page.get_by_role("button", name="Index files").click()
         page.get_by_text(f"{LEWIS.name}: ingested 19 pages", exact=False).first.wait_for(timeout=120_000)
