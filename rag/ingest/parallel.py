@@ -221,6 +221,14 @@ class PrefetchingLoader:
         """True when worker processes are preparing this batch."""
         return self._pool is not None
 
+    def ready(self, filename: str, sha: str) -> bool:
+        """True unless the workers are still preparing the file ``filename`` (with sha256 ``sha``).
+
+        A file they never took (another type, a small batch) is ready: :meth:`load` reads it here.
+        """
+        pending = self._pending.get((filename, sha))
+        return pending is None or all(f.done() for f in pending.futures)
+
     def _drain(self) -> None:
         while self._queue is not None and not self._queue.empty():
             key, number, used_ocr = self._queue.get()

@@ -96,8 +96,9 @@ def ingest_files(kb, files: Iterable[FileInput], *, chunking: ChunkSettings = Ch
     ``ocr`` (default on) reads pages with no text layer, or too little text for their area,
     by OCR; their chunks carry ``ocr: True``. PDFs are prepared ahead (text, OCR, and the
     vectors of a local embedding function) in ``workers`` processes (default: one per core;
-    1 does everything here) while earlier files are chunked and stored; re-ingesting
-    unchanged files costs only hashing.
+    1 does everything here) while earlier files are chunked and stored; consecutive files
+    that are ready together go to the store in one write (up to :data:`GROUP_CHUNKS` chunks),
+    each under its own completion record. Re-ingesting unchanged files costs only hashing.
     A file whose chunks are stored without their completion record (an ingest that was
     killed) is stored again from scratch and reported as ``ingested``.
     Raises ValueError for invalid chunk settings and StoreError (EmbeddingMismatch) when the
@@ -110,9 +111,11 @@ def ingest_files(kb, files: Iterable[FileInput], *, chunking: ChunkSettings = Ch
     _ = kb.collection  # raises StoreError (e.g. EmbeddingMismatch) before any file is touched
     chunk_document(_probe_doc(), doc_sha="0" * 64, chunk_size=chunking.chunk_size,
                    chunk_overlap=chunking.chunk_overlap)  # validates the settings up front
-    reports: list[FileReport] = []
+    slots: list[FileReport | None] = []  # one per file, in order; None while its group waits for the store
     seen: dict[str, str] = {}
     reads = [_read(item) for item in items]
+    shas = [hashlib.sha256(data).hexdigest() if data is not None else "" for _, data, _ in reads]
+    group = _Group(kb, slots)
 
     def password_for(name: str) -> str | None:
         return (passwords or {}).get(name) or password
@@ -121,27 +124,122 @@ def ingest_files(kb, files: Iterable[FileInput], *, chunking: ChunkSettings = Ch
                            password_for, kb.has_document, workers=workers,
                            max_bytes=max_bytes, ocr=ocr, embed=_local_embedding(kb),
                            chunking=(chunking.chunk_size, chunking.chunk_overlap)) as loader:
-        for i, (name, data, read_error) in enumerate(reads):
-            if on_progress:
-                on_progress(i, len(items), name)
-            started = time.perf_counter()
-            if read_error:
-                reports.append(FileReport(name, "failed", read_error, code="unreadable"))
-                continue
-            assert data is not None  # read_error is set whenever data is None
-            try:
-                report = _ingest_one(kb, name, data, chunking, password_for(name), max_bytes,
-                                     seen, loader, on_page)
-            except StoreUnavailable as exc:
-                reports.append(FileReport(name, "failed", str(exc), code="store_unavailable",
-                                          seconds=round(time.perf_counter() - started, 3)))
-                exc.reports = reports
-                raise
-            report.seconds = round(time.perf_counter() - started, 3)
-            reports.append(report)
+        try:
+            for i, (name, data, read_error) in enumerate(reads):
+                if on_progress:
+                    on_progress(i, len(items), name)
+                started = time.perf_counter()
+                if read_error:
+                    slots.append(FileReport(name, "failed", read_error, code="unreadable"))
+                    continue
+                assert data is not None  # read_error is set whenever data is None
+                try:
+                    got = _prepare_one(kb, name, data, chunking, password_for(name), max_bytes,
+                                       seen, loader, on_page)
+                except StoreUnavailable as exc:
+                    slots.append(FileReport(name, "failed", str(exc), code="store_unavailable",
+                                            seconds=round(time.perf_counter() - started, 3)))
+                    raise
+                slots.append(got if isinstance(got, FileReport) else None)
+                if isinstance(got, FileReport):
+                    got.seconds = round(time.perf_counter() - started, 3)
+                    continue
+                group.add(len(slots) - 1, got, time.perf_counter() - started)
+                later = next(((n, s) for (n, d, e), s in zip(reads[i + 1:], shas[i + 1:], strict=True)
+                              if d is not None and s not in seen), None)
+                if group.chunks >= GROUP_CHUNKS or later is None or not loader.ready(*later):
+                    group.store()  # else the next file is ready too: store them together
+            group.store()
+        except StoreUnavailable as exc:
+            group.fail(str(exc))
+            exc.reports = [r for r in slots if r is not None]
+            raise
     if on_progress:
         on_progress(len(items), len(items), "")
-    return reports
+    return [r for r in slots if r is not None]
+
+
+GROUP_CHUNKS = 2048
+"""At most about this many chunks of consecutive files go to the store together (see :class:`_Group`)."""
+
+
+@dataclass
+class _Prepared:
+    """A file loaded and chunked, waiting for the store."""
+
+    name: str
+    sha: str
+    size: int
+    doc: LoadedDocument
+    chunks: list
+    vectors: list | None  # one per chunk when computed already (local embeddings), else None
+    toks: list[list[str]] | None  # their rag.text.terms, with the vectors
+    status: str  # document_status before this ingest: "absent" or "incomplete"
+
+
+class _Group:
+    """Files prepared for the store, stored together in one :meth:`KnowledgeBase.add_documents` call.
+
+    Each Chroma upsert costs tens of ms whatever its size, and the keyword index one transaction, so files
+    whose successors are already prepared wait for them (up to :data:`GROUP_CHUNKS` chunks): the store is
+    then written once for all of them. Each file's chunks are still stored all or not at all, under its
+    own completion record. ``slots`` receives each file's report at its position.
+    """
+
+    def __init__(self, kb, slots: list[FileReport | None]) -> None:
+        self.kb = kb
+        self.slots = slots
+        self.items: list[tuple[int, _Prepared, float]] = []
+        self.chunks = 0
+
+    def add(self, slot: int, prepared: _Prepared, seconds: float) -> None:
+        self.items.append((slot, prepared, seconds))
+        self.chunks += len(prepared.chunks)
+
+    def store(self) -> None:
+        """Write the waiting files; raises StoreUnavailable (their reports then say so, see :meth:`fail`)."""
+        if not self.items:
+            return
+        started = time.perf_counter()
+        vectors: dict[str, object] = {}
+        toks: dict[str, list[str]] = {}
+        for _, p, _ in self.items:
+            if p.vectors is not None and p.toks is not None:
+                vectors.update(zip((c.id for c in p.chunks), p.vectors, strict=True))
+                toks.update(zip((c.id for c in p.chunks), p.toks, strict=True))
+        error = None
+        try:
+            self.kb.add_documents([(p.chunks, p.doc.page_count, p.size) for _, p, _ in self.items],
+                                  batch_size=STORE_BATCH, embeddings=vectors or None, terms=toks or None)
+        except StoreUnavailable:
+            raise
+        except Exception as exc:  # a store bug: the files it did not store completely fail, the batch goes on
+            error = scrub(f"unexpected error: {type(exc).__name__}: {exc}")[:300]
+        share = (time.perf_counter() - started) / max(1, self.chunks)
+        for slot, p, seconds in self.items:
+            report = _ingested(p)
+            if error is not None and self._status(p.sha) != "complete":
+                report = FileReport(p.name, "failed", error, code="error", doc_sha=p.sha)
+            report.seconds = round(seconds + share * len(p.chunks), 3)
+            self.slots[slot] = report
+        self.items, self.chunks = [], 0
+
+    def _status(self, sha: str) -> str:
+        try:
+            return str(self.kb.document_status(sha))
+        except Exception:
+            return "unknown"
+
+    def fail(self, message: str) -> None:
+        """The store is gone: every waiting file fails with ``message``."""
+        for slot, p, seconds in self.items:
+            self.slots[slot] = FileReport(p.name, "failed", message, code="store_unavailable", doc_sha=p.sha,
+                                          seconds=round(seconds, 3))
+        self.items, self.chunks = [], 0
+
+
+STORE_BATCH = 256
+"""Chunks per Chroma upsert when files are stored (:meth:`KnowledgeBase.add_documents`)."""
 
 
 def _probe_doc():
@@ -157,9 +255,13 @@ def _local_embedding(kb):
     return ef if isinstance(ef, HashingEmbeddingFunction) else None
 
 
-def _ingest_one(kb, name: str, data: bytes, chunking: ChunkSettings, password: str | None,
-                max_bytes: int | None, seen: dict[str, str], loader=None,
-                on_page: Callable[[str, int, int, bool], None] | None = None) -> FileReport:
+def _prepare_one(kb, name: str, data: bytes, chunking: ChunkSettings, password: str | None,
+                 max_bytes: int | None, seen: dict[str, str], loader=None,
+                 on_page: Callable[[str, int, int, bool], None] | None = None) -> FileReport | _Prepared:
+    """Load and chunk one file for the store, or its report when there is nothing to store.
+
+    (already indexed, or failed). Raises StoreUnavailable when the store cannot be asked about it.
+    """
     sha = hashlib.sha256(data).hexdigest()
     if sha in seen:
         return FileReport(name, "already indexed",
@@ -181,31 +283,33 @@ def _ingest_one(kb, name: str, data: bytes, chunking: ChunkSettings, password: s
         prepared = loader.prepared(sha, [c.text for c in chunks]) if loader is not None else None
         local = _local_embedding(kb)
         if prepared is None and local is not None:  # tokenise once, here, for vectors and keywords
-            toks = [terms(c.text) for c in chunks]
-            prepared = [local.embed_terms(t) for t in toks], toks
-        if prepared is not None:  # vectors and terms computed once (by the workers or just above)
-            vectors, toks = prepared
-            kb.add_document(chunks, pages=doc.page_count, size_bytes=len(data), embeddings=vectors,
-                            terms={c.id: t for c, t in zip(chunks, toks, strict=True)})
-        else:
-            kb.add_document(chunks, pages=doc.page_count, size_bytes=len(data))
+            terms_ = [terms(c.text) for c in chunks]
+            prepared = [local.embed_terms(t) for t in terms_], terms_
     except IngestError as exc:
         return FileReport(name, "failed", scrub(exc.message), code=exc.code, doc_sha=sha)
     except StoreUnavailable:
         raise  # no later file can be stored either: the caller says so in one line
-    except Exception as exc:  # a store or parser bug: report it on this file, keep the batch going
+    except Exception as exc:  # a parser bug: report it on this file, keep the batch going
         return FileReport(name, "failed",
                           scrub(f"unexpected error: {type(exc).__name__}: {exc}")[:300],
                           code="error", doc_sha=sha)
     seen[sha] = name
+    if prepared is None:
+        return _Prepared(name, sha, len(data), doc, chunks, None, None, status)
+    return _Prepared(name, sha, len(data), doc, chunks, prepared[0], prepared[1], status)
+
+
+def _ingested(p: _Prepared) -> FileReport:
+    """The report of a file stored completely."""
+    doc = p.doc
     pages = f"{doc.page_count} page{'s' if doc.page_count != 1 else ''}"
     if doc.ocr_pages:
         pages += f" ({len(doc.ocr_pages)} by OCR)"
     warn = f" ({len(doc.warnings)} warning(s))" if doc.warnings else ""
     repaired = ("; replaced the incomplete copy an interrupted ingest had left"
-                if status == "incomplete" else "")
-    return FileReport(name, "ingested", f"ingested {pages}, {len(chunks)} chunks{warn}{repaired}",
-                      doc_sha=sha, pages=doc.page_count, chunks=len(chunks),
+                if p.status == "incomplete" else "")
+    return FileReport(p.name, "ingested", f"ingested {pages}, {len(p.chunks)} chunks{warn}{repaired}",
+                      doc_sha=p.sha, pages=doc.page_count, chunks=len(p.chunks),
                       ocr_pages=len(doc.ocr_pages), warnings=list(doc.warnings))
 
 

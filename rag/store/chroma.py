@@ -265,46 +265,18 @@ class KnowledgeBase:
                      terms: dict[str, list[str]] | None = None) -> int:
         """Store all ``chunks`` of one document; its last chunk carries the completion record.
 
-        Chunks left by an earlier, interrupted ingest of the same document are deleted first.
-        Chunks go to Chroma in upserts of ``batch_size``; the keyword index gets the whole
-        document in one transaction just before the last upsert, whose last chunk carries the
-        completion record (``terms``: chunk id -> :func:`rag.text.terms`, when already computed).
-        The record counts the document's chunks, so it marks the document complete only when
-        every chunk is stored. ``embeddings`` may carry precomputed vectors (one per chunk). On
-        an exception the chunks already written are deleted again and the error is re-raised;
-        if the process dies instead (SIGKILL, power loss, the server gone), the chunks stay
-        without a completion record: the document is incomplete and the next ingest repairs it.
-        Returns the number of chunks stored.
+        :meth:`add_documents` for one document: chunks left by an earlier, interrupted ingest of it are
+        deleted first; the chunks go to Chroma in upserts of ``batch_size``; the keyword index gets the
+        whole document in one transaction just before the last upsert, whose last chunk carries the
+        completion record. ``embeddings`` may carry precomputed vectors (one per chunk, in order) and
+        ``terms`` maps chunk ids to their :func:`rag.text.terms`. On an exception the chunks already
+        written are deleted again and the error is re-raised; if the process dies instead (SIGKILL, power
+        loss, the server gone), the chunks stay without a completion record: the document is incomplete
+        and the next ingest repairs it. Returns the number of chunks stored.
         """
-        if not chunks:
-            return 0
-        doc_sha = chunks[0].doc_sha
-        now = time.time()
-        leftover = False
-        try:
-            if self.collection.get(where={"doc_sha": doc_sha}, limit=1, include=[])["ids"]:
-                leftover = True
-                self.collection.delete(where={"doc_sha": doc_sha})  # an incomplete leftover
-            last = ((len(chunks) - 1) // batch_size) * batch_size
-            for start in range(0, len(chunks), batch_size):
-                part = chunks[start:start + batch_size]
-                if start == last:
-                    self._index_keywords([chunks], terms)
-                vectors = (self._vectors(part, terms or {}) if embeddings is None
-                           else embeddings[start:start + batch_size])
-                self._upsert_rows([(c, pages, size_bytes) for c in part], now, vectors,
-                                  {part[-1].id: len(chunks)} if start == last else {})
-                test_hook_after_batch()
-        except BaseException:
-            # e.g. the server is gone: the missing record marks it incomplete
-            self._unindex_keywords([doc_sha])
-            with contextlib.suppress(Exception):
-                self.collection.delete(where={"doc_sha": doc_sha})
-            raise
-        self._bump()
-        if not leftover:
-            self._carry_complete({doc_sha: len(chunks)}, [], len(chunks))
-        return len(chunks)
+        vectors = None if embeddings is None else dict(zip((c.id for c in chunks), embeddings, strict=True))
+        return self.add_documents([(chunks, pages, size_bytes)], batch_size=batch_size, embeddings=vectors,
+                                  terms=terms)
 
     def _tokenise(self, part: list[tuple[ChunkRecord, int, int]], toks: dict[str, list[str]]) -> None:
         """With a local embedding function (hashing), fill ``toks`` with these rows' chunk id -> terms.
@@ -312,10 +284,15 @@ class KnowledgeBase:
         Each chunk is tokenised once, for its vector and for the keyword index.
         """
         if getattr(self.embedding_function, "embed_terms", None) is not None:
-            toks.update((c.id, text_terms(c.text)) for c, _, _ in part)
+            toks.update((c.id, text_terms(c.text)) for c, _, _ in part if c.id not in toks)
 
-    def _vectors(self, chunks: list[ChunkRecord], toks: dict[str, list[str]]) -> list:
-        """The vectors of ``chunks``: from their terms in ``toks`` (local embeddings), else embedded."""
+    def _vectors(self, chunks: list[ChunkRecord], toks: dict[str, list[str]], given: dict[str, Any]) -> list:
+        """The vectors of ``chunks``: ``given`` (chunk id -> vector), else from their terms.
+
+        (in ``toks``, with local embeddings), else embedded by the embedding function.
+        """
+        if all(c.id in given for c in chunks):
+            return [given[c.id] for c in chunks]
         embed_terms = getattr(self.embedding_function, "embed_terms", None)
         if embed_terms is not None and all(c.id in toks for c in chunks):
             return [embed_terms(toks[c.id]) for c in chunks]
@@ -331,44 +308,59 @@ class KnowledgeBase:
                       **({COMPLETE_KEY: records[c.id]} if c.id in records else {})} for c, p, b in part]
         self.collection.upsert(ids=[c.id for c, _, _ in part], metadatas=metadatas, embeddings=vectors)
 
+    def _delete_leftovers(self, shas: list[str]) -> int:
+        """Delete the chunks an interrupted ingest left of these documents; returns how many were deleted."""
+        removed = 0
+        for start in range(0, len(shas), 500):
+            part = shas[start:start + 500]
+            where = {"doc_sha": part[0]} if len(part) == 1 else {"doc_sha": {"$in": part}}
+            ids = self.collection.get(where=where, include=[])["ids"]
+            if ids:
+                self.collection.delete(ids=ids)
+                removed += len(ids)
+        return removed
+
     @translate_unreachable
     def add_documents(self, documents: Iterable[tuple[list[ChunkRecord], int, int]], *,
-                      batch_size: int = 1024) -> int:
+                      batch_size: int = 1024, embeddings: dict[str, Any] | None = None,
+                      terms: dict[str, list[str]] | None = None) -> int:
         """Store many documents at once, each given as ``(chunks, pages, size_bytes)``.
 
-        Chunks go to Chroma in upserts of ``batch_size`` that may span documents, which is
-        much faster than :meth:`add_document` for many small documents (a corpus of
-        paragraphs). The documents whose last chunk an upsert stores are added to the keyword
-        index just before it, and the upsert carries their completion records (on their last
-        chunks). On an exception the documents not completely written are deleted
-        again, the complete ones stay, and the error is re-raised. Returns the number of
-        chunks stored.
+        Chunks left by an earlier, interrupted ingest of any of them are deleted first. Chunks go to
+        Chroma in upserts of ``batch_size`` that may span documents: each upsert costs Chroma tens of
+        ms whatever its size, so a batch of small documents (a corpus of paragraphs, a folder of
+        papers) is stored much faster than one document at a time. The documents whose last chunk an
+        upsert stores are added to the keyword index just before it (one transaction), and the upsert
+        carries their completion records (on their last chunks). ``embeddings`` (chunk id -> vector)
+        and ``terms`` (chunk id -> :func:`rag.text.terms`) may carry what the caller computed already.
+        On an exception the documents not completely written are deleted again, the complete ones
+        stay, and the error is re-raised. Returns the number of chunks stored.
         """
         rows: list[tuple[ChunkRecord, int, int]] = []
         last_row: dict[str, int] = {}  # doc_sha -> index of its last chunk in ``rows``
-        first_id: dict[str, tuple[str, int]] = {}  # doc_sha -> (first chunk id, chunk count)
         by_sha: dict[str, list[ChunkRecord]] = {}
         for chunks, pages, size_bytes in documents:
             for c in chunks:
                 rows.append((c, pages, size_bytes))
             if chunks:
                 last_row[chunks[0].doc_sha] = len(rows) - 1
-                first_id[chunks[0].doc_sha] = (chunks[0].id, len(chunks))
                 by_sha[chunks[0].doc_sha] = chunks
         if not rows:
             return 0
         now = time.time()
         done = 0
-        toks: dict[str, list[str]] = {}  # chunk id -> terms, until its document is in the keyword index
+        given = embeddings or {}
+        toks: dict[str, list[str]] = dict(terms or {})  # chunk id -> terms, until its document is indexed
         try:
+            leftovers = self._delete_leftovers(list(by_sha))
             for start in range(0, len(rows), batch_size):
                 part = rows[start:start + batch_size]
                 self._tokenise(part, toks)
                 finished = [sha for sha, last in last_row.items() if start <= last < start + len(part)]
                 if finished:  # their keywords first; the upsert then carries their completion records
                     self._index_keywords([by_sha[sha] for sha in finished], toks)
-                self._upsert_rows(part, now, self._vectors([c for c, _, _ in part], toks),
-                                  {by_sha[sha][-1].id: first_id[sha][1] for sha in finished})
+                self._upsert_rows(part, now, self._vectors([c for c, _, _ in part], toks, given),
+                                  {by_sha[sha][-1].id: len(by_sha[sha]) for sha in finished})
                 for c in (c for sha in finished for c in by_sha[sha]):
                     toks.pop(c.id, None)
                 test_hook_after_batch()
@@ -377,15 +369,13 @@ class KnowledgeBase:
             partial = [sha for sha, last in last_row.items() if last >= done]
             self._unindex_keywords(partial)
             try:
-                for start in range(0, len(partial), 500):
-                    self.collection.delete(where={"doc_sha": {"$in": partial[start:start + 500]}})
-                if done:
-                    self._bump()
+                self._delete_leftovers(partial)
+                self._bump()
             except Exception:  # the server is gone: those documents stay incomplete
                 pass
             raise
         self._bump()
-        self._carry_complete({sha: n for sha, (_, n) in first_id.items()}, [], len(rows))
+        self._carry_complete({sha: len(chunks) for sha, chunks in by_sha.items()}, [], len(rows) - leftovers)
         return len(rows)
 
     @translate_unreachable

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import math
 import zlib
 from collections import Counter
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -20,12 +18,6 @@ HASHING_NAME = "retrace-hashing"
 
 class EmbeddingError(RuntimeError):
     """The embedding endpoint failed; the message says how, and never holds a key."""
-
-
-@lru_cache(maxsize=500_000)
-def _slot(feature: str, dim: int) -> tuple[int, float]:
-    h = zlib.crc32(feature.encode("utf-8"))
-    return h % dim, (1.0 if (h >> 31) & 1 else -1.0)
 
 
 @register_embedding_function
@@ -58,22 +50,23 @@ class HashingEmbeddingFunction(EmbeddingFunction[Documents]):
         """The unit vector of a text given as its :func:`rag.text.terms`.
 
         A caller that has the terms already (the ingest workers) tokenises once. Each distinct term weighs
-        1 + ln tf and each distinct adjacent pair 0.5, summed into its signed slot (one ``bincount``).
+        1 + ln tf and each distinct adjacent pair 0.5; a feature's CRC-32 picks its slot (``crc % dim``) and
+        its sign (the top bit), and the signed weights are summed per slot in one ``bincount``, in feature
+        order (terms first, then pairs), so the vector is the same bit for bit as summing them one by one.
         """
-        features = [(t, 1.0 + math.log(tf)) for t, tf in Counter(toks).items()]
-        features += [(pair, 0.5) for pair in dict.fromkeys(
-            f"{a} {b}" for a, b in zip(toks, toks[1:], strict=False))]
-        if not features:
+        counts = Counter(toks)
+        pairs = dict.fromkeys(map(" ".join, zip(toks, toks[1:], strict=False)))
+        n_terms, n = len(counts), len(counts) + len(pairs)
+        if not n:
             vec = np.zeros(self.dim, dtype=np.float32)
             vec[0] = 1.0  # an empty text still needs a valid unit vector
             return vec
-        slots = np.empty(len(features), dtype=np.int64)
-        weights = np.empty(len(features), dtype=np.float64)
-        for i, (feature, weight) in enumerate(features):
-            slot, sign = _slot(feature, self.dim)
-            slots[i] = slot
-            weights[i] = sign * weight
-        vec = np.bincount(slots, weights=weights, minlength=self.dim).astype(np.float32)
+        crc = np.fromiter(map(zlib.crc32, map(str.encode, [*counts, *pairs])), dtype=np.uint32, count=n)
+        weights = np.full(n, 0.5)
+        weights[:n_terms] = np.log(np.fromiter(counts.values(), dtype=np.float64, count=n_terms)) + 1.0
+        weights = np.where(crc >> 31, weights, -weights)
+        vec = np.bincount((crc % self.dim).astype(np.intp), weights=weights,
+                          minlength=self.dim).astype(np.float32)
         norm = float(np.linalg.norm(vec))
         if norm == 0.0:
             vec[0] = 1.0
