@@ -16,7 +16,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 
 from rag.ingest import ocr as ocr_engine
@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 PAGES_PER_TASK = 16
 """Pages one worker prepares per task: small enough that a 143-page filing spreads over every
 core, large enough that re-opening the PDF per task stays cheap (a few ms with PDFium)."""
+STREAM_MIN_RANGES = 4
+"""A file prepared in at least this many ranges is stored range by range as they finish (its chunks
+are then likely to fill several upserts), so that little of it is left to store once the workers are done."""
 MIN_PARALLEL_PAGES = 32
 """Below this many PDF pages to prepare, starting worker processes costs more than it saves."""
 WATCHDOG_SECONDS = 1.0
@@ -127,6 +130,70 @@ _NOT_EXTRA = ("source", "page", "chunk_index", "doc_sha")
 """Chunk metadata :func:`rag.ingest.chunking.chunk_record` sets itself when the ranges are joined."""
 
 
+class WorkerFailed(RuntimeError):
+    """A worker process failed on a range (not the file's fault): load the file in this process instead."""
+
+
+class RangeStream:
+    """One prefetched file's chunks, range by range in page order, as the workers finish them.
+
+    Iterate :meth:`parts` (each ``(chunks, vectors, terms)``: :class:`ChunkRecord` numbered across the
+    whole file, and the workers' vectors and :func:`rag.text.terms`, or None without a local embedding),
+    then :meth:`document` gives the :class:`LoadedDocument` (raises NoExtractableText when no page had
+    text). The chunks are exactly :func:`chunk_document`'s for the whole file. A range's IngestError is
+    raised as it is; any other worker failure raises :class:`WorkerFailed`.
+    """
+
+    def __init__(self, loader: PrefetchingLoader, filename: str, sha: str, pending: _Pending,
+                 on_page: Callable[[int, int, bool], None] | None) -> None:
+        """Follow ``pending`` (the file's ranges); ``on_page(done, total, ocr)`` after each page."""
+        self.loader, self.filename, self.sha = loader, filename, sha
+        self.page_count = pending.page_count
+        self._futures = pending.futures
+        self._on_page = on_page
+        self._pages: list[Page] = []
+        self._warnings: list[str] = []
+        self._done = 0
+
+    def parts(self) -> Iterator[tuple[list[ChunkRecord], list | None, list[list[str]] | None]]:
+        """Yield each range's ``(chunks, vectors, terms)`` once it is prepared, in page order."""
+        index = 0
+        for future in self._futures:
+            while not future.done():
+                wait([future], timeout=0.25)
+                self._report()
+            try:
+                got, warned, chunks, vectors, joined = future.result()
+            except IngestError:
+                raise
+            except Exception as exc:
+                raise WorkerFailed(f"worker failed on {self.filename}: {exc}") from exc
+            self._report()
+            self._pages += [Page(number=n, text=t, ocr=o, layer=raw, lines=lines)
+                            for n, t, o, raw, lines in got]
+            self._warnings += warned
+            records = [chunk_record(self.sha, self.filename, index + i, text, page, extra)
+                       for i, (text, page, extra) in enumerate(chunks)]
+            index += len(records)
+            yield records, vectors, None if joined is None else [j.split() for j in joined]
+
+    def _report(self) -> None:
+        self.loader._drain()
+        for _number, used_ocr in self.loader._events.pop(self.sha, []):
+            self._done += 1
+            if self._on_page:
+                self._on_page(self._done, self.page_count, used_ocr)
+
+    def document(self) -> LoadedDocument:
+        """The file's document, once :meth:`parts` is exhausted."""
+        if self._on_page:
+            for _ in range(self._done, self.page_count):  # events still in flight
+                self._done += 1
+                self._on_page(self._done, self.page_count, False)
+        return assemble_pdf(self.filename, self._pages, self.page_count, self._warnings,
+                            ocr=self.loader._ocr)
+
+
 class _Pending:
     def __init__(self, sha: str, page_count: int, futures: list[Future]) -> None:
         self.sha = sha
@@ -198,6 +265,9 @@ class PrefetchingLoader:
             max_workers=workers, mp_context=ctx, initializer=_init_worker,
             initargs=(os.getpid(), logging.getLogger("pypdf").getEffectiveLevel(), self._queue))
         size, overlap = chunking
+        # The largest files first (longest-processing-time-first order): their ranges are stored as they
+        # finish while the workers prepare the small files, which then leave little to store at the end.
+        plans.sort(key=lambda p: -p[4])
         for name, sha, data, password, page_count in plans:
             futures = [self._pool.submit(_prepare_range, sha, data, password, first,
                                          min(first + PAGES_PER_TASK - 1, page_count), ocr,
@@ -228,6 +298,30 @@ class PrefetchingLoader:
         """
         pending = self._pending.get((filename, sha))
         return pending is None or all(f.done() for f in pending.futures)
+
+    def position(self, filename: str, sha: str) -> int | None:
+        """Where the workers take this file in their queue (0 first; None when they do not take it).
+
+        Files are taken largest first; process them in this order.
+        """
+        for n, key in enumerate(self._pending):
+            if key == (filename, sha):
+                return n
+        return None
+
+    def streams(self, filename: str, sha: str) -> bool:
+        """True when the file is prepared in at least :data:`STREAM_MIN_RANGES` ranges: :meth:`stream` it."""
+        pending = self._pending.get((filename, sha))
+        return pending is not None and len(pending.futures) >= STREAM_MIN_RANGES
+
+    def stream(self, filename: str, data: bytes,
+               on_page: Callable[[int, int, bool], None] | None = None) -> RangeStream:
+        """The file's chunks range by range, as the workers finish them (see :class:`RangeStream`).
+
+        Only for a file that :meth:`streams`; raises KeyError for another.
+        """
+        sha = hashlib.sha256(data).hexdigest()
+        return RangeStream(self, filename, sha, self._pending.pop((filename, sha)), on_page)
 
     def _drain(self) -> None:
         while self._queue is not None and not self._queue.empty():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -17,13 +18,14 @@ from rag.ingest.chunking import (
 )
 from rag.ingest.errors import IngestError
 from rag.ingest.loaders import LoadedDocument, _suffix, load_document
-from rag.ingest.parallel import PrefetchingLoader
+from rag.ingest.parallel import PrefetchingLoader, RangeStream, WorkerFailed
 from rag.ingest.types import Page
 from rag.secrets import scrub
 from rag.store.chroma import StoreUnavailable
 from rag.store.embeddings import HashingEmbeddingFunction
 from rag.text import terms
 
+log = logging.getLogger(__name__)
 Status = Literal["ingested", "already indexed", "failed"]
 FileInput = str | Path | tuple[str, bytes]
 
@@ -111,7 +113,7 @@ def ingest_files(kb, files: Iterable[FileInput], *, chunking: ChunkSettings = Ch
     _ = kb.collection  # raises StoreError (e.g. EmbeddingMismatch) before any file is touched
     chunk_document(_probe_doc(), doc_sha="0" * 64, chunk_size=chunking.chunk_size,
                    chunk_overlap=chunking.chunk_overlap)  # validates the settings up front
-    slots: list[FileReport | None] = []  # one per file, in order; None while its group waits for the store
+    slots: list[FileReport | None] = [None] * len(items)  # per file, in the order given; None until reported
     seen: dict[str, str] = {}
     reads = [_read(item) for item in items]
     shas = [hashlib.sha256(data).hexdigest() if data is not None else "" for _, data, _ in reads]
@@ -124,42 +126,66 @@ def ingest_files(kb, files: Iterable[FileInput], *, chunking: ChunkSettings = Ch
                            password_for, kb.has_document, workers=workers,
                            max_bytes=max_bytes, ocr=ocr, embed=_local_embedding(kb),
                            chunking=(chunking.chunk_size, chunking.chunk_overlap)) as loader:
+        order = _order(reads, shas, loader)
         try:
-            for i, (name, data, read_error) in enumerate(reads):
+            for n, i in enumerate(order):
+                name, data, read_error = reads[i]
                 if on_progress:
-                    on_progress(i, len(items), name)
+                    on_progress(n, len(items), name)
                 started = time.perf_counter()
                 if read_error:
-                    slots.append(FileReport(name, "failed", read_error, code="unreadable"))
+                    slots[i] = FileReport(name, "failed", read_error, code="unreadable")
                     continue
                 assert data is not None  # read_error is set whenever data is None
+                if loader.streams(name, shas[i]):
+                    group.store()  # the files before it are stored first
                 try:
                     got = _prepare_one(kb, name, data, chunking, password_for(name), max_bytes,
                                        seen, loader, on_page)
                 except StoreUnavailable as exc:
-                    slots.append(FileReport(name, "failed", str(exc), code="store_unavailable",
-                                            seconds=round(time.perf_counter() - started, 3)))
+                    slots[i] = FileReport(name, "failed", str(exc), code="store_unavailable",
+                                          seconds=round(time.perf_counter() - started, 3))
                     raise
-                slots.append(got if isinstance(got, FileReport) else None)
+                slots[i] = got if isinstance(got, FileReport) else None
                 if isinstance(got, FileReport):
                     got.seconds = round(time.perf_counter() - started, 3)
                     continue
-                group.add(len(slots) - 1, got, time.perf_counter() - started)
-                later = next(((n, s) for (n, d, e), s in zip(reads[i + 1:], shas[i + 1:], strict=True)
-                              if d is not None and s not in seen), None)
+                group.add(i, got, time.perf_counter() - started)
+                later = next(((reads[j][0], shas[j]) for j in order[n + 1:]
+                              if reads[j][1] is not None and shas[j] not in seen), None)
                 if group.chunks >= GROUP_CHUNKS or later is None or not loader.ready(*later):
                     group.store()  # else the next file is ready too: store them together
             group.store()
         except StoreUnavailable as exc:
             group.fail(str(exc))
-            exc.reports = [r for r in slots if r is not None]
+            exc.reports = [r for r in (slots[j] for j in order) if r is not None]  # the interrupted file last
             raise
     if on_progress:
         on_progress(len(items), len(items), "")
     return [r for r in slots if r is not None]
 
 
-GROUP_CHUNKS = 2048
+def _order(reads: list, shas: list[str], loader: PrefetchingLoader) -> list[int]:
+    """The order to take the files in (indexes into ``reads``).
+
+    First the files this process loads itself (while the workers start), then the workers' files in the
+    order they take them (largest first); a copy of a file comes right after it.
+    """
+    queue: dict[str, int] = {}  # sha -> where the workers take it
+    for (name, data, _), sha in zip(reads, shas, strict=True):
+        position = loader.position(name, sha) if data is not None else None
+        if position is not None:
+            queue.setdefault(sha, position)
+
+    def key(i: int) -> tuple[int, int, int]:
+        if reads[i][1] is not None and shas[i] in queue:
+            return 1, queue[shas[i]], i
+        return 0, i, 0
+
+    return sorted(range(len(reads)), key=key)
+
+
+GROUP_CHUNKS = 512
 """At most about this many chunks of consecutive files go to the store together (see :class:`_Group`)."""
 
 
@@ -209,8 +235,10 @@ class _Group:
                 toks.update(zip((c.id for c in p.chunks), p.toks, strict=True))
         error = None
         try:
+            # several files: one upsert (each costs Chroma tens of ms); one large file: upserts of STORE_BATCH
+            batch = STORE_BATCH if len(self.items) == 1 else max(STORE_BATCH, self.chunks)
             self.kb.add_documents([(p.chunks, p.doc.page_count, p.size) for _, p, _ in self.items],
-                                  batch_size=STORE_BATCH, embeddings=vectors or None, terms=toks or None)
+                                  batch_size=batch, embeddings=vectors or None, terms=toks or None)
         except StoreUnavailable:
             raise
         except Exception as exc:  # a store bug: the files it did not store completely fail, the batch goes on
@@ -273,6 +301,11 @@ def _prepare_one(kb, name: str, data: bytes, chunking: ChunkSettings, password: 
             _keep_original(kb, name, sha, data)  # indexed before originals were kept: keep it now
             return FileReport(name, "already indexed", "already indexed", doc_sha=sha)
         page_cb = (lambda done, total, ocr: on_page(name, done, total, ocr)) if on_page else None
+        if loader is not None and loader.streams(name, sha):
+            try:
+                return _stream_one(kb, name, data, sha, status, loader.stream(name, data, page_cb), seen)
+            except WorkerFailed as exc:  # load it here instead: the result is the same
+                log.warning("%s; loading it in this process", exc)
         doc, chunks = _load_and_chunk(name, data, sha, chunking, password, max_bytes, loader, page_cb)
         if not chunks:
             return FileReport(name, "failed", "no extractable text", code="no_extractable_text",
@@ -297,6 +330,27 @@ def _prepare_one(kb, name: str, data: bytes, chunking: ChunkSettings, password: 
     if prepared is None:
         return _Prepared(name, sha, len(data), doc, chunks, None, None, status)
     return _Prepared(name, sha, len(data), doc, chunks, prepared[0], prepared[1], status)
+
+
+def _stream_one(kb, name: str, data: bytes, sha: str, status: str, stream: RangeStream,
+                seen: dict[str, str]) -> FileReport:
+    """Store a large prefetched PDF range by range as the workers finish (see ``add_document_stream``)."""
+    problem = _keep_original(kb, name, sha, data)
+    chunks: list = []
+
+    def parts():
+        for part in stream.parts():
+            chunks.extend(part[0])
+            yield part
+
+    kb.add_document_stream(parts(), pages=stream.page_count, size_bytes=len(data), batch_size=STORE_BATCH)
+    doc = stream.document()  # raises NoExtractableText when no page had text (nothing was stored then)
+    if not chunks:
+        return FileReport(name, "failed", "no extractable text", code="no_extractable_text", doc_sha=sha)
+    if problem:
+        doc = LoadedDocument(doc.filename, doc.pages, doc.page_count, [*doc.warnings, problem], doc.ocr_pages)
+    seen[sha] = name
+    return _ingested(_Prepared(name, sha, len(data), doc, chunks, None, None, status))
 
 
 def _ingested(p: _Prepared) -> FileReport:

@@ -28,7 +28,6 @@ from rag.store.client import (
     list_knowledge_bases,
     make_client,
     server_address,
-    test_hook_after_batch,
     translate_unreachable,
     unreachable_message,
     validate_collection_name,
@@ -45,6 +44,8 @@ from rag.store.records import (
     document_lines,
     to_chunk,
 )
+from rag.store.writer import Row as _Row
+from rag.store.writer import RowWriter
 from rag.text import terms as text_terms
 
 __all__ = [  # the store's public names, importable from here as before the split
@@ -336,47 +337,56 @@ class KnowledgeBase:
         On an exception the documents not completely written are deleted again, the complete ones
         stay, and the error is re-raised. Returns the number of chunks stored.
         """
-        rows: list[tuple[ChunkRecord, int, int]] = []
-        last_row: dict[str, int] = {}  # doc_sha -> index of its last chunk in ``rows``
-        by_sha: dict[str, list[ChunkRecord]] = {}
-        for chunks, pages, size_bytes in documents:
-            for c in chunks:
-                rows.append((c, pages, size_bytes))
-            if chunks:
-                last_row[chunks[0].doc_sha] = len(rows) - 1
-                by_sha[chunks[0].doc_sha] = chunks
-        if not rows:
-            return 0
-        now = time.time()
-        done = 0
-        given = embeddings or {}
-        toks: dict[str, list[str]] = dict(terms or {})  # chunk id -> terms, until its document is indexed
+        given, toks = embeddings or {}, terms or {}
+
+        def rows() -> Iterator[_Row]:
+            for chunks, pages, size_bytes in documents:
+                for n, c in enumerate(chunks, 1):
+                    yield c, pages, size_bytes, given.get(c.id), toks.get(c.id), n == len(chunks)
+
+        return self._store_rows(rows(), batch_size)
+
+    @translate_unreachable
+    def add_document_stream(self, parts: Iterable[tuple[list[ChunkRecord], list | None, list | None]], *,
+                            pages: int, size_bytes: int, batch_size: int = 256) -> int:
+        """Store one document whose chunks come in parts, as they are made; its last chunk carries the record.
+
+        ``parts`` yields ``(chunks, vectors, terms)`` in document order (``vectors`` and ``terms``: one per
+        chunk, or None). Full batches are upserted while later parts are still being made (by the ingest
+        workers), so the document's last upsert is all that is left when its last part comes; the keyword
+        index gets the whole document just before it. If ``parts`` raises (a page that fails), the chunks
+        written so far are deleted again and the error is re-raised; a process killed meanwhile leaves
+        the document incomplete, repaired by the next ingest. Returns the number of chunks stored.
+        """
+        def rows() -> Iterator[_Row]:
+            held: _Row | None = None  # one chunk held back: the last one is only known at the end
+            for chunks, vectors, toks in parts:
+                for i, c in enumerate(chunks):
+                    if held is not None:
+                        yield held
+                    held = (c, pages, size_bytes, None if vectors is None else vectors[i],
+                            None if toks is None else toks[i], False)
+            if held is not None:
+                yield (*held[:5], True)
+
+        return self._store_rows(rows(), batch_size)
+
+    def _store_rows(self, rows: Iterable[_Row], batch_size: int) -> int:
+        """Upsert ``rows`` in batches of ``batch_size`` (see :class:`rag.store.writer.RowWriter`)."""
+        writer = RowWriter(self)
+        batch: list[_Row] = []
         try:
-            leftovers = self._delete_leftovers(list(by_sha))
-            for start in range(0, len(rows), batch_size):
-                part = rows[start:start + batch_size]
-                self._tokenise(part, toks)
-                finished = [sha for sha, last in last_row.items() if start <= last < start + len(part)]
-                if finished:  # their keywords first; the upsert then carries their completion records
-                    self._index_keywords([by_sha[sha] for sha in finished], toks)
-                self._upsert_rows(part, now, self._vectors([c for c, _, _ in part], toks, given),
-                                  {by_sha[sha][-1].id: len(by_sha[sha]) for sha in finished})
-                for c in (c for sha in finished for c in by_sha[sha]):
-                    toks.pop(c.id, None)
-                test_hook_after_batch()
-                done = start + len(part)
+            for row in rows:
+                batch.append(row)
+                if len(batch) == batch_size:
+                    writer.flush(batch)
+                    batch = []
+            if batch:
+                writer.flush(batch)
         except BaseException:
-            partial = [sha for sha, last in last_row.items() if last >= done]
-            self._unindex_keywords(partial)
-            try:
-                self._delete_leftovers(partial)
-                self._bump()
-            except Exception:  # the server is gone: those documents stay incomplete
-                pass
+            writer.abort(batch)
             raise
-        self._bump()
-        self._carry_complete({sha: len(chunks) for sha, chunks in by_sha.items()}, [], len(rows) - leftovers)
-        return len(rows)
+        return writer.finish()
 
     @translate_unreachable
     def delete_document(self, doc_sha: str) -> int:

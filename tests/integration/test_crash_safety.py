@@ -22,7 +22,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-BATCH = 256  # KnowledgeBase.add_document's upsert batch size
+BATCH = 256  # rag.ingest.pipeline.STORE_BATCH: the upserts of one large file
 SMALL = ("small.md", "# Zircon notes\n\nZircon crystals date the oldest rocks on Earth.\n")
 
 

@@ -1,5 +1,7 @@
-"""The offline hashing embeddings: the vectorised ``embed_terms`` gives, bit for bit, what summing features one by
-one gives (stored knowledge bases were built with the latter, so their vectors must not move)."""
+"""The offline hashing embeddings: the vectorised ``embed_terms`` is the per-feature sum, bit for bit.
+
+Stored knowledge bases were built by summing features one by one, so their vectors must not move.
+"""
 
 from __future__ import annotations
 
@@ -19,8 +21,10 @@ HOTPOT = DATA / "hotpotqa" / "corpus.jsonl"
 
 
 def reference(toks: list[str], dim: int) -> np.ndarray:
-    """The per-feature definition: each distinct term 1 + ln tf, each distinct adjacent pair 0.5, into its signed
-    CRC-32 slot, summed in feature order."""
+    """The per-feature definition, summed one feature at a time in feature order.
+
+    Each distinct term weighs 1 + ln tf and each distinct adjacent pair 0.5, into its signed CRC-32 slot.
+    """
     features = [(t, 1.0 + math.log(tf)) for t, tf in Counter(toks).items()]
     features += [(p, 0.5) for p in dict.fromkeys(f"{a} {b}" for a, b in zip(toks, toks[1:], strict=False))]
     vec = np.zeros(dim, dtype=np.float64)
