@@ -20,6 +20,7 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import chromadb
 import pypdf
@@ -172,18 +173,35 @@ def _langchain_reference(files: Sequence[Path], root: Path, chunk_size: int, chu
     return time.perf_counter() - started, len(docs), len(chunks)
 
 
-def _isolated(fn: Callable, *args):
-    """``fn(*args)`` in a fresh Python process (multiprocessing's spawn), which is gone when it returns.
+def _measured(fn: Callable, *args) -> tuple[Any, float, dict]:
+    """``(fn(*args), its CPU seconds, peak memory)``: CPU of this process and its children during the call."""
+    c = _cpu_seconds()
+    out = fn(*args)
+    return out, _cpu_seconds() - c, _peak_rss_mb()
 
-    The reference imports langchain-community and its dependencies and leaves their threads and state
-    behind; run in this process, that made our next run's CPU time 20-35 % higher (4.46-4.84 s against
-    3.60 s). Its CPU time still counts in ``cpu s`` (a child reaped).
+
+def _isolated(fn: Callable, *args) -> tuple[Any, float, dict]:
+    """:func:`_measured` ``fn(*args)`` in a fresh Python process (multiprocessing's spawn), ended after.
+
+    Each contender runs in a process of its own, as from the command line: the reference imports
+    langchain-community and its dependencies and leaves their threads and state behind, and pypdf's
+    floor leaves a large heap; run in one process, they made our next run's CPU time 20-35 % higher
+    (4.46-4.84 s against 3.60 s). The CPU time is counted from the call, not the interpreter's start.
     """
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return pool.submit(fn, *args).result()
+        return pool.submit(_measured, fn, *args).result()
+
+
+def _pipeline_run(files: Sequence[Path], root: Path, name: str, settings: ChunkSettings,
+                  workers: int | None) -> tuple[float, list[str]]:
+    """Our whole pipeline into a fresh knowledge base ``name`` under ``root``: ``(seconds, failed lines)``."""
+    kb = _fresh_kb(root, name)
+    started = time.perf_counter()
+    reports = ingest_files(kb, files, chunking=settings, workers=workers)
+    return time.perf_counter() - started, [r.line() for r in reports if not r.ok]
 
 
 def _stages(files: Sequence[Path], root: Path, chunk_size: int, chunk_overlap: int, ef
@@ -295,7 +313,8 @@ def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
     The pipeline and the baselines run ``repeat`` times, interleaved so that they share any
     load on the machine; each figure is the median, and ``runs`` keeps every wall time (s).
     ``cpu_seconds`` (this process and its worker processes) shows the work apart from how
-    much of the machine was free.
+    much of the machine was free. Our whole pipeline and the reference each run in a fresh
+    process of their own (see :func:`_isolated`), as they would from the command line.
 
     Args:
         paths: files or directories (see :func:`discover_files`).
@@ -313,8 +332,8 @@ def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
         ``files``, ``pages``, ``chunks``, ``repeat``, ``skipped_duplicates``, ``stages``,
         ``pipeline``, ``reingest``, ``baselines`` (``pypdf_parse``, ``langchain_reference``
         or None), ``ratios`` (our pipeline's pages/s over each baseline's), ``peak_rss_mb``
-        (peak memory after our runs, before the reference's: this process, which also ran the
-        stage-by-stage pass, and the largest worker), ``ocr`` (:func:`bench_ocr`, or None),
+        (peak memory of our first whole-pipeline run: its process, and its largest worker),
+        ``ocr`` (:func:`bench_ocr`, or None),
         ``runs`` and ``runs_cpu_seconds``. Times in seconds.
 
     Raises:
@@ -345,24 +364,22 @@ def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
                 cpu["pypdf_parse"].append(round(_cpu_seconds() - c, 3))
 
                 note(f"ours, whole pipeline (run {rep})")
-                pipe_kb = _fresh_kb(root, f"pipeline-{rep}")
-                c, t = _cpu_seconds(), time.perf_counter()
-                reports = ingest_files(pipe_kb, files, chunking=settings, workers=workers)
-                runs["pipeline"].append(round(time.perf_counter() - t, 3))
-                cpu["pipeline"].append(round(_cpu_seconds() - c, 3))
-                failed = [r.line() for r in reports if not r.ok]
+                (pipe_s, failed), pipe_cpu, pipe_peak = _isolated(
+                    _pipeline_run, files, root, f"pipeline-{rep}", settings, workers)
+                runs["pipeline"].append(round(pipe_s, 3))
+                cpu["pipeline"].append(round(pipe_cpu, 3))
                 if rep == 1:
-                    peak = _peak_rss_mb()  # before the reference loads its own stack
+                    peak = pipe_peak
 
                 if reference:
                     note(f"LangChain reference (run {rep})")
-                    c = _cpu_seconds()
-                    ref_s, ref_pages, ref_chunks = _isolated(
+                    (ref_s, ref_pages, ref_chunks), ref_cpu, _ = _isolated(
                         _langchain_reference, files, root / f"reference-{rep}", chunk_size, chunk_overlap, ef)
                     runs["langchain_reference"].append(round(ref_s, 3))
-                    cpu["langchain_reference"].append(round(_cpu_seconds() - c, 3))
+                    cpu["langchain_reference"].append(round(ref_cpu, 3))
 
             note("ours, unchanged files again")
+            pipe_kb = _fresh_kb(root, f"pipeline-{max(1, repeat)}")  # the store the last run filled
             t = time.perf_counter()
             again = ingest_files(pipe_kb, files, chunking=settings, workers=workers)
             again_s = time.perf_counter() - t

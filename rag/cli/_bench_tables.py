@@ -60,6 +60,6 @@ def format_ingest(result: dict) -> str:
                if result["skipped_duplicates"] else ""))
     peak = result.get("peak_rss_mb") or {}
     if peak.get("self") is not None:
-        head += (f"\npeak memory (RSS) after our runs: {peak['self']} MB in this process, "
+        head += (f"\npeak memory (RSS) of our whole pipeline: {peak['self']} MB in its process, "
                  f"{peak['largest_child']} MB in the largest worker")
     return head + "\n" + table
