@@ -181,18 +181,40 @@ def _measured(fn: Callable, *args) -> tuple[Any, float, dict]:
 
 
 def _isolated(fn: Callable, *args) -> tuple[Any, float, dict]:
-    """:func:`_measured` ``fn(*args)`` in a fresh Python process (multiprocessing's spawn), ended after.
+    """:func:`_measured` ``fn(*args)`` in a fresh Python process, ended after.
 
     Each contender runs in a process of its own, as from the command line: the reference imports
     langchain-community and its dependencies and leaves their threads and state behind, and pypdf's
     floor leaves a large heap; run in one process, they made our next run's CPU time 20-35 % higher
     (4.46-4.84 s against 3.60 s). The CPU time is counted from the call, not the interpreter's start.
+    A plain ``python -c`` child (not multiprocessing's spawn, which re-runs the caller's main module,
+    a Streamlit page under AppTest for one). ``fn`` must be importable; raises RuntimeError when the
+    child fails.
     """
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    import pickle
+    import subprocess
 
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return pool.submit(_measured, fn, *args).result()
+    with tempfile.TemporaryDirectory(prefix="retrace-bench-child-") as tmp:
+        job, out = Path(tmp) / "job.pickle", Path(tmp) / "out.pickle"
+        job.write_bytes(pickle.dumps((fn, args)))
+        package_root = str(Path(__file__).resolve().parents[2])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (package_root, os.environ.get("PYTHONPATH", "")) if p)}
+        code = "import sys; from rag.bench.ingest import _child; _child(sys.argv[1], sys.argv[2])"
+        done = subprocess.run([sys.executable, "-c", code, str(job), str(out)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if done.returncode != 0 or not out.exists():
+            last = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+            raise RuntimeError(f"benchmark child process failed: {last}")
+        return pickle.loads(out.read_bytes())
+
+
+def _child(job: str, out: str) -> None:
+    """The body of :func:`_isolated`'s child: run the pickled job, pickle what :func:`_measured` returns."""
+    import pickle
+
+    fn, args = pickle.loads(Path(job).read_bytes())
+    Path(out).write_bytes(pickle.dumps(_measured(fn, *args)))
 
 
 def _pipeline_run(files: Sequence[Path], root: Path, name: str, settings: ChunkSettings,

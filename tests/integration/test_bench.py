@@ -7,6 +7,9 @@ the scale benchmark on a small store. Figures are checked for shape and range, n
 from __future__ import annotations
 
 import json
+import os
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -21,13 +24,13 @@ from rag.bench.data import (
     recall,
     shared_data_dir,
 )
-from rag.bench.ingest import bench_ingest
+from rag.bench.ingest import _isolated, bench_ingest
 from rag.bench.qa import run_qa, summarize_qa
 from rag.bench.scale import bench_scale, fill_store
 from rag.config import preset_options
 from rag.store.bm25 import lexical_index
 from rag.store.chroma import open_knowledge_base
-from tests.conftest import DATA, LEWIS, SELF_RAG
+from tests.conftest import DATA, LEWIS, ROOT, SELF_RAG
 
 HOTPOT = DATA / "hotpotqa"
 BEIR_ARGS = ["--corpus", str(HOTPOT / "corpus.jsonl"), "--queries", str(HOTPOT / "queries.jsonl"),
@@ -127,6 +130,18 @@ def test_cli_bench_qa_reports_dev_and_report_halves_in_one_run(tmp_path, cli):
     for row in out.values():
         assert row["baseline"] == "naive" and 0.0 <= row["abstained"] <= 1.0
     assert sum(line.startswith("| half ") for line in proc.stderr.splitlines()) == 2
+
+
+def test_a_contender_runs_in_a_fresh_process_whatever_the_main_module(monkeypatch):
+    # Under AppTest, the main module is a Streamlit page; multiprocessing's spawn re-ran it in its child.
+    page = types.ModuleType("__main__")
+    page.__file__ = str(ROOT / "app.py")
+    monkeypatch.setitem(sys.modules, "__main__", page)
+    pid, cpu, peak = _isolated(os.getpid)
+    assert pid != os.getpid() and cpu >= 0.0
+    assert peak["self"] is None or peak["self"] > 0
+    with pytest.raises(RuntimeError, match="benchmark child process failed"):
+        _isolated(os.stat, "/no/such/file")
 
 
 @pytest.mark.slow
