@@ -11,8 +11,10 @@ import hashlib
 import io
 import logging
 import os
+import pickle
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -191,9 +193,6 @@ def _isolated(fn: Callable, *args) -> tuple[Any, float, dict]:
     a Streamlit page under AppTest for one). ``fn`` must be importable; raises RuntimeError when the
     child fails.
     """
-    import pickle
-    import subprocess
-
     with tempfile.TemporaryDirectory(prefix="retrace-bench-child-") as tmp:
         job, out = Path(tmp) / "job.pickle", Path(tmp) / "out.pickle"
         job.write_bytes(pickle.dumps((fn, args)))
@@ -211,8 +210,6 @@ def _isolated(fn: Callable, *args) -> tuple[Any, float, dict]:
 
 def _child(job: str, out: str) -> None:
     """The body of :func:`_isolated`'s child: run the pickled job, pickle what :func:`_measured` returns."""
-    import pickle
-
     fn, args = pickle.loads(Path(job).read_bytes())
     Path(out).write_bytes(pickle.dumps(_measured(fn, *args)))
 

@@ -130,6 +130,18 @@ _NOT_EXTRA = ("source", "page", "chunk_index", "doc_sha")
 """Chunk metadata :func:`rag.ingest.chunking.chunk_record` sets itself when the ranges are joined."""
 
 
+def _pages(got: list[tuple]) -> list[Page]:
+    """A range's pages from :func:`_prepare_range`'s ``(number, text, ocr, layer, lines)`` tuples."""
+    return [Page(number=n, text=t, ocr=o, layer=raw, lines=lines) for n, t, o, raw, lines in got]
+
+
+def _report_rest(done: int, total: int, on_page: Callable[[int, int, bool], None] | None) -> None:
+    """Report pages ``done + 1 .. total``, whose events are still in flight, once every range is back."""
+    if on_page:
+        for n in range(done + 1, total + 1):
+            on_page(n, total, False)
+
+
 class WorkerFailed(RuntimeError):
     """A worker process failed on a range (not the file's fault): load the file in this process instead."""
 
@@ -161,35 +173,25 @@ class RangeStream:
         for future in self._futures:
             while not future.done():
                 wait([future], timeout=0.25)
-                self._report()
+                self._done = self.loader._report(self.sha, self._done, self.page_count, self._on_page)
             try:
                 got, warned, chunks, vectors, joined = future.result()
             except IngestError:
                 raise
             except Exception as exc:
                 raise WorkerFailed(f"worker failed on {self.filename}: {exc}") from exc
-            self._report()
-            self._pages += [Page(number=n, text=t, ocr=o, layer=raw, lines=lines)
-                            for n, t, o, raw, lines in got]
+            self._done = self.loader._report(self.sha, self._done, self.page_count, self._on_page)
+            self._pages += _pages(got)
             self._warnings += warned
             records = [chunk_record(self.sha, self.filename, index + i, text, page, extra)
                        for i, (text, page, extra) in enumerate(chunks)]
             index += len(records)
             yield records, vectors, None if joined is None else [j.split() for j in joined]
 
-    def _report(self) -> None:
-        self.loader._drain()
-        for _number, used_ocr in self.loader._events.pop(self.sha, []):
-            self._done += 1
-            if self._on_page:
-                self._on_page(self._done, self.page_count, used_ocr)
-
     def document(self) -> LoadedDocument:
         """The file's document, once :meth:`parts` is exhausted."""
-        if self._on_page:
-            for _ in range(self._done, self.page_count):  # events still in flight
-                self._done += 1
-                self._on_page(self._done, self.page_count, False)
+        _report_rest(self._done, self.page_count, self._on_page)
+        self._done = self.page_count
         return assemble_pdf(self.filename, self._pages, self.page_count, self._warnings,
                             ocr=self.loader._ocr)
 
@@ -222,6 +224,7 @@ class PrefetchingLoader:
                  chunking: tuple[int, int] = (1000, 150)) -> None:
         """Start preparing the batch's PDFs in worker processes (see the class docstring)."""
         self._pending: dict[tuple[str, str], _Pending] = {}
+        self._queue_position: dict[tuple[str, str], int] = {}  # (name, sha) -> where the workers take it
         self._vectors: dict[str, tuple[list[str], list, list[str]]] = {}
         self._chunks: dict[str, list[tuple[str, int, dict]]] = {}
         self._events: dict[str, list[tuple[int, bool]]] = {}
@@ -274,6 +277,7 @@ class PrefetchingLoader:
                                          size, overlap, embed)
                        for first in range(1, page_count + 1, PAGES_PER_TASK)]
             self._pending[(name, sha)] = _Pending(sha, page_count, futures)
+            self._queue_position[(name, sha)] = len(self._queue_position)
         self._test_pause()
 
     def _test_pause(self) -> None:
@@ -304,24 +308,30 @@ class PrefetchingLoader:
 
         Files are taken largest first; process them in this order.
         """
-        for n, key in enumerate(self._pending):
-            if key == (filename, sha):
-                return n
-        return None
+        return self._queue_position.get((filename, sha))
 
     def streams(self, filename: str, sha: str) -> bool:
         """True when the file is prepared in at least :data:`STREAM_MIN_RANGES` ranges: :meth:`stream` it."""
         pending = self._pending.get((filename, sha))
         return pending is not None and len(pending.futures) >= STREAM_MIN_RANGES
 
-    def stream(self, filename: str, data: bytes,
+    def stream(self, filename: str, sha: str,
                on_page: Callable[[int, int, bool], None] | None = None) -> RangeStream:
-        """The file's chunks range by range, as the workers finish them (see :class:`RangeStream`).
+        """The chunks of the file ``filename`` (sha256 ``sha``) range by range, as the workers finish them.
 
-        Only for a file that :meth:`streams`; raises KeyError for another.
+        See :class:`RangeStream`. Only for a file that :meth:`streams`; raises KeyError for another.
         """
-        sha = hashlib.sha256(data).hexdigest()
         return RangeStream(self, filename, sha, self._pending.pop((filename, sha)), on_page)
+
+    def _report(self, sha: str, done: int, total: int,
+                on_page: Callable[[int, int, bool], None] | None) -> int:
+        """Report the pages of the file ``sha`` finished since ``done`` were; returns the new count."""
+        self._drain()
+        for _number, used_ocr in self._events.pop(sha, []):
+            done += 1
+            if on_page:
+                on_page(done, total, used_ocr)
+        return done
 
     def _drain(self) -> None:
         while self._queue is not None and not self._queue.empty():
@@ -350,8 +360,7 @@ class PrefetchingLoader:
             done = self._wait(pending, sha, on_page)
             for future in pending.futures:
                 got, warned, part_chunks, part_vectors, part_terms = future.result()
-                pages += [Page(number=n, text=t, ocr=o, layer=raw, lines=lines)
-                          for n, t, o, raw, lines in got]
+                pages += _pages(got)
                 warnings += warned
                 chunks += part_chunks
                 if part_vectors is None or part_terms is None:
@@ -365,10 +374,7 @@ class PrefetchingLoader:
             log.warning("worker failed on %s (%s); loading it in this process", filename, exc)
             return load_document(filename, data, password=password, max_bytes=max_bytes,
                                  ocr=self._ocr, on_page=on_page)
-        if on_page:
-            for _ in range(done, pending.page_count):  # events still in flight
-                done += 1
-                on_page(done, pending.page_count, False)
+        _report_rest(done, pending.page_count, on_page)
         texts = [t for t, _, _ in chunks]
         self._chunks[sha] = chunks
         if embedded:
@@ -397,11 +403,7 @@ class PrefetchingLoader:
         waiting = set(pending.futures)
         while waiting:
             finished, waiting = wait(waiting, timeout=0.25, return_when=FIRST_COMPLETED)
-            self._drain()
-            for _number, used_ocr in self._events.pop(sha, []):
-                done += 1
-                if on_page:
-                    on_page(done, pending.page_count, used_ocr)
+            done = self._report(sha, done, pending.page_count, on_page)
             for future in finished:
                 future.result()  # raise a worker's error now
         return done

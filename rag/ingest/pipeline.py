@@ -146,9 +146,9 @@ def ingest_files(kb, files: Iterable[FileInput], *, chunking: ChunkSettings = Ch
                     slots[i] = FileReport(name, "failed", str(exc), code="store_unavailable",
                                           seconds=round(time.perf_counter() - started, 3))
                     raise
-                slots[i] = got if isinstance(got, FileReport) else None
                 if isinstance(got, FileReport):
                     got.seconds = round(time.perf_counter() - started, 3)
+                    slots[i] = got
                     continue
                 group.add(i, got, time.perf_counter() - started)
                 later = next(((reads[j][0], shas[j]) for j in order[n + 1:]
@@ -171,16 +171,14 @@ def _order(reads: list, shas: list[str], loader: PrefetchingLoader) -> list[int]
     First the files this process loads itself (while the workers start), then the workers' files in the
     order they take them (largest first); a copy of a file comes right after it.
     """
-    queue: dict[str, int] = {}  # sha -> where the workers take it
-    for (name, data, _), sha in zip(reads, shas, strict=True):
-        position = loader.position(name, sha) if data is not None else None
+    queue: dict[str, int] = {}  # sha -> where the workers take it (a file unread has no sha: "")
+    for (name, _, _), sha in zip(reads, shas, strict=True):
+        position = loader.position(name, sha)
         if position is not None:
             queue.setdefault(sha, position)
 
     def key(i: int) -> tuple[int, int, int]:
-        if reads[i][1] is not None and shas[i] in queue:
-            return 1, queue[shas[i]], i
-        return 0, i, 0
+        return (1, queue[shas[i]], i) if shas[i] in queue else (0, i, 0)
 
     return sorted(range(len(reads)), key=key)
 
@@ -303,7 +301,7 @@ def _prepare_one(kb, name: str, data: bytes, chunking: ChunkSettings, password: 
         page_cb = (lambda done, total, ocr: on_page(name, done, total, ocr)) if on_page else None
         if loader is not None and loader.streams(name, sha):
             try:
-                return _stream_one(kb, name, data, sha, status, loader.stream(name, data, page_cb), seen)
+                return _stream_one(kb, name, data, sha, status, loader.stream(name, sha, page_cb), seen)
             except WorkerFailed as exc:  # load it here instead: the result is the same
                 log.warning("%s; loading it in this process", exc)
         doc, chunks = _load_and_chunk(name, data, sha, chunking, password, max_bytes, loader, page_cb)

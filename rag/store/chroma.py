@@ -287,13 +287,8 @@ class KnowledgeBase:
         if getattr(self.embedding_function, "embed_terms", None) is not None:
             toks.update((c.id, text_terms(c.text)) for c, _, _ in part if c.id not in toks)
 
-    def _vectors(self, chunks: list[ChunkRecord], toks: dict[str, list[str]], given: dict[str, Any]) -> list:
-        """The vectors of ``chunks``: ``given`` (chunk id -> vector), else from their terms.
-
-        (in ``toks``, with local embeddings), else embedded by the embedding function.
-        """
-        if all(c.id in given for c in chunks):
-            return [given[c.id] for c in chunks]
+    def _vectors(self, chunks: list[ChunkRecord], toks: dict[str, list[str]]) -> list:
+        """The vectors of ``chunks``: from their terms in ``toks`` (local embeddings), else embedded."""
         embed_terms = getattr(self.embedding_function, "embed_terms", None)
         if embed_terms is not None and all(c.id in toks for c in chunks):
             return [embed_terms(toks[c.id]) for c in chunks]

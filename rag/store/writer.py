@@ -51,8 +51,10 @@ class RowWriter:
         finished = [c.doc_sha for c, *rest in part if rest[-1]]
         if finished:  # their keywords first; the upsert then carries their completion records
             kb._index_keywords([self.open_docs[sha] for sha in finished], self.toks)
-        given = {c.id: v for c, _, _, v, _, _ in part if v is not None}
-        kb._upsert_rows(plain, self.now, kb._vectors([c for c, _, _ in plain], self.toks, given),
+        vectors = [v for _, _, _, v, _, _ in part]
+        if any(v is None for v in vectors):  # not computed by the caller: embed them here
+            vectors = kb._vectors([c for c, _, _ in plain], self.toks)
+        kb._upsert_rows(plain, self.now, vectors,
                         {self.open_docs[sha][-1].id: len(self.open_docs[sha]) for sha in finished})
         for sha in finished:
             chunks = self.open_docs.pop(sha)

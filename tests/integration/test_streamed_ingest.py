@@ -167,7 +167,7 @@ def test_the_loader_streams_only_files_of_several_ranges():
         positions = [loader.position(n, s) for (n, _), s in zip(data, shas, strict=True)]
         assert positions == [1, 0]  # the largest first
         assert not loader.streams(LEWIS.name, shas[0]) and loader.streams(BRK.name, shas[1])
-        stream = loader.stream(BRK.name, data[1][1])
+        stream = loader.stream(BRK.name, shas[1])
         parts = list(stream.parts())
         doc = stream.document()
     assert len(parts) == 9 and doc.page_count == 143
