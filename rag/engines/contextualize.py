@@ -1,4 +1,16 @@
-"""The offline contextualize_question: a follow-up that refers back gets the earlier turn's topic."""
+"""The offline contextualize_question: a follow-up becomes a standalone question, and only a follow-up.
+
+Four cases, tried in this order (each rule is about the question's grammar, not about any one corpus):
+
+1. a **courtesy prefix** ("Thanks!", "Great, and …") is stripped;
+2. **ellipsis** ("And in 2023?", "How about GEICO?", "What about its revenue?") becomes the previous
+   standalone question with that slot replaced: the phrase with the same preposition, the year, the
+   subject's name, or the possessed noun phrase;
+3. **references** ("it", "its", "they", "them", "the company", "that paper", "these models") are replaced
+   by the noun phrase they refer to in the latest turn that has one, keeping the sentence grammatical
+   ("its subsidiaries" -> "Berkshire's subsidiaries", "many of them" -> "many of BNSF's employees");
+4. anything else is **self-contained** and passes unchanged: no name or year is carried over.
+"""
 
 from __future__ import annotations
 
@@ -10,41 +22,98 @@ from rag.engines.lexical import LexicalCore
 from rag.models import Turn
 from rag.text import QUESTION_WORDS, STOPWORDS
 
-_BACK_REF = re.compile(
-    r"\b(?:(?:that|this|the|these|those|said)\s+(?:paper|papers|article|method|methods|model|models|"
-    r"approach|work|system|framework|technique|study|benchmark|dataset|retriever)\b"
-    r"|it['’]s|its|it|they|them|their|theirs)\b", re.I)
-"""Words by which a follow-up refers back to an earlier turn's topic ("it", "its", "they",
-"that paper")."""
-_POSSESSIVE_REF = {"its", "their", "theirs"}
-_TOPIC = re.compile(
-    r"(?:[\"“]([^\"”]{2,80})[\"”])"
-    r"|\b([A-Z][\w'’.&+-]*(?:\s+(?:(?:in|of|on|for|and|the|to|de|van|von)\s+)*[A-Z0-9][\w'’.&+-]*)*)")
-_CLAUSE_JOIN = re.compile(r"\s(?:and|but|or)\s|[,;:]", re.I)
-MAX_CARRIED_TOPICS = 3
-MAX_CARRIED_TERMS = 3
+_COURTESY = re.compile(
+    r"^\s*(?:(?:thanks(?: a lot| so much)?|thank you(?: so much| very much)?|thx|great|ok(?:ay)?|cool|nice|"
+    r"perfect|awesome|got it|i see|sure|alright|interesting|understood|excellent|good)\b[\s,.!;:-]*)+"
+    r"(?:(?:and|also|now|so|then)\b[\s,]*)?", re.I)
+"""A courtesy prefix, with the "and" that may join it to the question."""
+_ELLIPSIS = re.compile(r"^(?:and|but|also|so)?\s*(?:what|how)\s+about\s+(.+)$|^(?:and|but|also|so)\s+(.+)$",
+                       re.I)
+""""And in 2023?", "How about GEICO?", "And what about its revenue?": the fragment after the lead."""
+_CLAUSE_START = re.compile(
+    r"^(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|could|has|have|had|"
+    r"will|would|should|list|name|describe|explain|tell|give)\b", re.I)
+"""A fragment that starts like a question is a whole question, not an ellipsis."""
+_PREPOSITIONS = ("in", "for", "of", "at", "on", "during", "from", "to", "by", "with", "under", "over", "after",
+                 "before", "since", "between", "among")
+_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+_POSSESSIVE = re.compile(r"['’]s?$")
+_SINGULAR_REF = re.compile(
+    r"\b(?:(?:the|this|that|said)\s+(?:company|firm|business|group|corporation|paper|article|method|model|"
+    r"approach|work|system|framework|technique|study|benchmark|dataset|retriever|report|filing)\b"
+    r"|it['’]s|its|it)\b", re.I)
+_PLURAL_REF = re.compile(
+    r"\b(?:(?:these|those|the)\s+(?:models|methods|papers|approaches|systems|companies|authors)\b"
+    r"|they|them|their|theirs)\b", re.I)
+_NAME = re.compile(r"[\"“]([^\"”]{2,80})[\"”]"
+                   r"|\b((?:[A-Z][\w'’.&+-]*|[A-Z0-9]{2,}[\w'’.&+-]*)"
+                   r"(?:\s+(?:(?:in|of|on|for|and|the|to|de|van|von)\s+)?[A-Z0-9][\w'’.&+-]*)*)")
+_HOW_MANY = re.compile(r"\bhow\s+(?:many|much)\s+((?:[a-z-]+\s+){0,2}?[a-z-]+s)\b", re.I)
+_COMMON_QUESTION_AT = 3.0
+"""A question with no name of its own whose every content word has a BM25 idf below this (a word in
+more than about 5 % of the chunks, like "results" or "limitations") says nothing about what it is
+about, so it is read as asking about the latest topic."""
+_NOUN_END = re.compile(r"^(?:[\w'’-]+\s+){0,4}?[\w'’-]+(?=\s+(?:" + "|".join(_PREPOSITIONS) +
+                       r"|do|does|did|is|are|was|were|have|has|had)\b|$)", re.I)
 
 
-def topics(text: str) -> list[str]:
-    """Names in ``text`` a follow-up may refer back to.
+def _bare(name: str) -> str:
+    """``name`` without a possessive ending (Berkshire's -> Berkshire)."""
+    return _POSSESSIVE.sub("", name.strip()) if re.search(r"['’]s?$", name) and len(name) > 2 else name
 
-    Capitalised spans (joined over short lower-case words, as in "Lost in the Middle") and quoted titles, in
-    order, without question words or single stop words.
+
+def topics(text: str, *, possessives: bool = False) -> list[str]:
+    """Names in ``text`` a follow-up may refer back to, in order, without possessive endings.
+
+    Capitalised spans (joined over short lower-case words, as in "Lost in the Middle"), acronyms and quoted
+    titles; question words and single stop words are not names, and neither is the first word of a
+    question ("What", "Which"). With ``possessives`` only the names used in the possessive, a span
+    such as "Vice Chairman of Berkshire's" giving "Berkshire".
     """
     found: dict[str, None] = {}
-    for quoted, span in _TOPIC.findall(text):
-        name = (quoted or span).strip(" .,'’-?")
+    for quoted, span in _NAME.findall(text):
+        name = (quoted or span).strip(" .,-?")
         parts = name.split()
-        while parts and parts[0].lower() in STOPWORDS | QUESTION_WORDS:
+        while parts and parts[0].lower().strip("'’") in STOPWORDS | QUESTION_WORDS:
             parts = parts[1:]
         while parts and parts[-1].lower() in STOPWORDS:
             parts = parts[:-1]
-        name = " ".join(parts)
-        if not name or (len(parts) == 1 and (name.lower() in STOPWORDS | QUESTION_WORDS
-                                             or len(name) < 3)):
-            continue
-        found.setdefault(name, None)
+        joined = " ".join(parts)
+        pieces = re.split(r"\s+(?:in|of|on|for|and|the|to)\s+", joined) if possessives and \
+            re.search(r"\s(?:in|of|on|for|and|the|to)\s", joined) else [joined]
+        for piece in pieces:
+            name = _bare(piece)
+            if not name or (len(name.split()) == 1 and (name.lower() in STOPWORDS | QUESTION_WORDS
+                                                        or len(name) < 3)):
+                continue
+            if possessives and not re.search(rf"{re.escape(name)}['’]s?(?:\s|$)", text):
+                continue
+            found.setdefault(name, None)
     return list(found)
+
+
+def owners(text: str) -> list[str]:
+    """The names ``text`` uses in the possessive ("Berkshire's insurance operations" -> "Berkshire")."""
+    return topics(text, possessives=True)
+
+
+def strip_courtesy(question: str) -> tuple[str, str]:
+    """(the question without a courtesy prefix, the prefix removed, "" when none).
+
+    Only when a question of at least two words follows ("Thanks!" alone is left as it is).
+    """
+    m = _COURTESY.match(question)
+    if not m or not m.group(0).strip():
+        return question, ""
+    rest = question[m.end():].strip()
+    if len(rest.split()) < 2:
+        return question, ""
+    return rest[:1].upper() + rest[1:], m.group(0).strip()
+
+
+def _possessive(name: str) -> str:
+    return name + ("’" if name.endswith("s") else "’s") if "’" in name else \
+        name + ("'" if name.endswith("s") else "'s")
 
 
 def _refers_inside(question: str, at: int) -> bool:
@@ -54,62 +123,168 @@ def _refers_inside(question: str, at: int) -> bool:
     ("and", "but", "or", a comma) starts between that name and the reference.
     """
     before = question[:at]
-    joins = [m.start() for m in _CLAUSE_JOIN.finditer(before)]
+    joins = [m.start() for m in re.finditer(r"\s(?:and|but|or)\s|[,;:]", before, re.I)]
     return bool(joins) and bool(topics(before[:joins[-1]]))
+
+
+def _plural_focus(question: str, owner: str | None) -> str | None:
+    """The plural noun phrase a question counts ("how many employees" -> "BNSF's employees"), or None."""
+    m = _HOW_MANY.search(question)
+    if not m or m.group(1).lower() in ("years", "times"):
+        return None
+    noun = m.group(1)
+    return f"{_possessive(owner)} {noun}" if owner else f"the {noun}"
 
 
 class ContextualizeMixin(LexicalCore):
     """The offline engine's contextualize_question judgment."""
 
-    def _turn_topic(self, turn: Turn) -> tuple[list[str], bool]:
-        """(what a later turn may refer back to, whether they are names) for one turn.
+    def _antecedent(self, history: Sequence[Turn], question: str) -> tuple[str | None, int | None]:
+        """(the main name of the latest earlier turn that has one and that ``question`` lacks, its 1-based turn)."""
+        for n in range(len(history), 0, -1):
+            text = history[n - 1].understood()
+            names = [t for t in owners(text) + topics(text) if t.lower() not in question.lower()]
+            if names:
+                return names[0], n
+        return None, None
 
-        Its names, else its rarest key terms.
-        """
-        names = topics(turn.understood())
-        if names:
-            return names[:MAX_CARRIED_TOPICS], True
-        weights = self.weighted_terms(turn.understood())
-        best = sorted(weights.values(), key=lambda v: -v[1])[:MAX_CARRIED_TERMS]
-        order = list(weights.values())
-        return [w for w, _ in sorted(best, key=order.index)], False
+    def _vague(self, question: str) -> bool:
+        """No name and only common content words: the question leaves its topic implied."""
+        weights = self.weighted_terms(question)
+        return bool(weights) and not topics(question) and \
+            all(w < _COMMON_QUESTION_AT for _, w in weights.values())
 
     def contextualize(self, question: str, history: Sequence[Turn]) -> StandaloneQuestion:
-        """Carry the topic of the latest earlier turn that has one.
+        """``question`` as a standalone question, given the thread's earlier turns (oldest first).
 
-        (its names, else its key terms) into a follow-up that refers back ("it", "its", "they", "that paper")
-        or names no topic of its own; a follow-up that names its own topic and does not refer back is left as
-        it is. The reasoning says what was carried over and from which turn (1-based).
+        A courtesy prefix is stripped; an ellipsis is filled in from the previous question; references are
+        resolved to the latest name (or counted noun phrase) they can mean; a self-contained question is
+        returned unchanged. The reasoning says what was done and from which 1-based turn.
         """
-        refs = [m.group(0) for m in _BACK_REF.finditer(question) if not _refers_inside(question, m.start())]
-        own = topics(question)
-        if not refs and own:
+        asked, courtesy = strip_courtesy(question)
+        done = [f"dropped the courtesy “{courtesy}”"] if courtesy else []
+        previous = history[-1].understood() if history else ""
+        m = _ELLIPSIS.match(asked.strip().rstrip("?.! "))
+        if m and previous:
+            fragment = (m.group(1) or m.group(2) or "").strip()
+            if _CLAUSE_START.match(fragment):
+                asked = fragment[:1].upper() + fragment[1:] + "?"  # "And how is it trained?"
+                done.append("dropped the leading conjunction")
+            elif fragment:
+                return self._fill_ellipsis(fragment, previous, len(history), history, done)
+        standalone, carried, turn = self._resolve(asked, history)
+        standalone = standalone[:1].upper() + standalone[1:]
+        if carried:
+            done.append(f"resolved “{carried[1]}” to “{carried[0]}” from turn {turn}")
+        elif history and self._vague(asked) and not _SINGULAR_REF.search(asked):
+            name, turn = self._antecedent(history, asked)
+            if name:
+                standalone = f"{asked.rstrip(' ?.!')} of {name}?"
+                carried = (name, "")
+                done.append(f"names no topic of its own, so it asks about “{name}” from turn {turn}")
+        if not done:
             return StandaloneQuestion(question=question, reasoning=(
-                f"Stands alone: names its own topic ({', '.join(own[:3])}) and does not refer back."))
-        for n in range(len(history), 0, -1):
-            carried, named = self._turn_topic(history[n - 1])
-            carried = [c for c in carried if c.lower() not in question.lower()]
-            if carried:
-                break
-        else:
-            return StandaloneQuestion(question=question, reasoning=(
-                "Left unchanged: no earlier turn names a topic to carry over."))
-        topic = " and ".join(carried) if named else " ".join(carried)
-        why = (f"refers back with “{refs[0]}”" if refs else "names no topic of its own")
-        if refs and named:
-            def swap(m: re.Match) -> str:
-                word = m.group(0).lower()
-                if word in ("it's", "it’s"):
-                    return f"{topic} is"
-                if word in _POSSESSIVE_REF:
-                    return f"{topic}’s" if "’" in question else f"{topic}'s"
-                if " " in word:  # "that paper" -> "the Self-RAG paper"
-                    return f"the {topic} {m.group(0).split()[-1]}"
-                return topic
-            standalone = _BACK_REF.sub(swap, question)
-        else:
-            standalone = f"{question.rstrip(' ?.!')} ({topic})?"
-        source = history[n - 1].understood()
-        return StandaloneQuestion(question=standalone, reasoning=(
-            f"Carried “{topic}” over from turn {n} (“{source}”): the follow-up {why}.")
-        ).with_carry(carried, n)
+                "Stands alone: it refers to no earlier turn"
+                + (f" and names its own topic ({', '.join(topics(question)[:3])})." if topics(question)
+                   else ".")))
+        return StandaloneQuestion(question=standalone, reasoning="; ".join(done)[:1].upper()
+                                  + "; ".join(done)[1:] + ".").with_carry(
+            [carried[0]] if carried else [], turn if carried else None)
+
+    def _resolve(self, asked: str, history: Sequence[Turn]
+                 ) -> tuple[str, tuple[str, str] | None, int | None]:
+        """Replace the references of ``asked``; returns (text, (name, reference) or None, turn or None)."""
+        refs = [r for r in list(_SINGULAR_REF.finditer(asked)) + list(_PLURAL_REF.finditer(asked))
+                if not _refers_inside(asked, r.start())]
+        if not refs or not history:
+            return asked, None, None
+        name, turn = self._antecedent(history, asked)
+        if name is None or turn is None:
+            return asked, None, None
+        plural = _plural_focus(history[turn - 1].understood(), name) or name
+
+        def swap(m: re.Match) -> str:
+            word = m.group(0)
+            low = word.lower()
+            if _refers_inside(asked, m.start()):
+                return word
+            if low in ("it's", "it’s"):
+                return f"{name} is"
+            if low == "its":
+                return _possessive(name)
+            if low == "it":
+                return name
+            if low in ("their", "theirs"):
+                return _possessive(name)
+            if low in ("they", "them"):
+                return plural
+            if low.split()[-1] in ("paper", "article", "model", "method", "approach", "work", "system",
+                                   "framework", "technique", "study", "benchmark", "dataset", "retriever",
+                                   "report", "filing", "models", "methods", "papers", "approaches", "systems"):
+                return f"the {name} {low.split()[-1]}"
+            return name  # "the company", "the firm", "these companies"
+
+        text = _PLURAL_REF.sub(swap, _SINGULAR_REF.sub(swap, asked))
+        said = refs[0].group(0)
+        meant = plural if _PLURAL_REF.fullmatch(said) and said.lower() in ("they", "them") else name
+        return text, (meant, said), turn
+
+    def _fill_ellipsis(self, fragment: str, previous: str, turn: int, history: Sequence[Turn],
+                       done: list[str]) -> StandaloneQuestion:
+        """The previous question with the slot ``fragment`` names replaced (see the module docstring)."""
+        prev = previous.strip().rstrip("?.! ")
+        owner = (owners(prev) + topics(prev) or [None])[0]
+        resolved, _, _ = self._resolve(fragment, history)
+        frag = resolved.strip().rstrip("?.! ")
+        words = frag.split()
+        first = words[0].lower() if words else ""
+        out = None
+        how = ""
+        if _YEAR.fullmatch(frag) or (first in _PREPOSITIONS and len(words) == 2 and _YEAR.fullmatch(words[1])):
+            year = _YEAR.search(frag)
+            assert year is not None
+            if _YEAR.search(prev):
+                out = _YEAR.sub(year.group(0), prev, count=1) if len(_YEAR.findall(prev)) == 1 else \
+                    re.sub(r"\b(?:19|20)\d\d\b(?!.*\b(?:19|20)\d\d\b)", year.group(0), prev)
+            else:
+                out = f"{prev} in {year.group(0)}"
+            how = f"the year by {year.group(0)}"
+        elif first in _PREPOSITIONS and len(words) > 1:
+            # the previous question's phrase with the same preposition, up to the next one
+            spans = list(re.finditer(rf"\b{first}\s+", prev, re.I))
+            if spans:
+                start = spans[-1].start()
+                nxt = re.search(r"\s(?:" + "|".join(_PREPOSITIONS) + r")\s|,", prev[spans[-1].end():])
+                end = spans[-1].end() + nxt.start() if nxt else len(prev)
+                out = prev[:start] + frag + prev[end:]
+                how = f"the phrase “{prev[start:end]}” by “{frag}”"
+            elif owner and topics(frag):
+                out = self._swap_name(prev, owner, _bare(topics(frag)[0]))
+                how = f"“{owner}” by “{topics(frag)[0]}”"
+        elif topics(frag) and owner and " ".join(words).lower() == " ".join(topics(frag)[0].split()).lower():
+            out = self._swap_name(prev, owner, topics(frag)[0])  # "How about GEICO?"
+            how = f"“{owner}” by “{topics(frag)[0]}”"
+        elif owner and re.match(rf"{re.escape(owner)}['’]s\s", frag):
+            # "Berkshire's revenue" after "What were Berkshire's net earnings in 2024?"
+            noun = frag.split(None, 1)[1]
+            m = re.search(rf"{re.escape(owner)}['’]s\s+", prev)
+            if m:
+                tail = _NOUN_END.match(prev[m.end():])
+                if tail:
+                    out = prev[:m.end()] + noun + prev[m.end() + tail.end():]
+                    how = f"“{tail.group(0)}” by “{noun}”"
+        if out is None:  # a noun phrase the previous question has no slot for
+            subject = f" of {owner}" if owner and owner.lower() not in frag.lower() else ""
+            out = f"What about {frag}{subject}"
+            how = f"asked about “{frag}”" + (f" of “{owner}”" if subject else "")
+        standalone = out[:1].upper() + out[1:] + "?"
+        done.append(f"filled the ellipsis from turn {turn} (“{previous}”), replacing {how}"
+                    if not how.startswith("asked") else f"read the ellipsis against turn {turn}: {how}")
+        text = "; ".join(done)
+        return StandaloneQuestion(question=standalone, reasoning=text[:1].upper() + text[1:] + ".").with_carry(
+            [owner] if owner else [], turn)
+
+    @staticmethod
+    def _swap_name(prev: str, old: str, new: str) -> str:
+        """``prev`` with the name ``old`` (and its possessive) replaced by ``new``."""
+        return re.sub(rf"\b{re.escape(old)}(?=['’]s\b|\b)", new, prev, count=1)

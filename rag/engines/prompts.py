@@ -108,12 +108,19 @@ ANSWER_CONTEXT_CHARS = 600
 
 CONTEXTUALIZER_SYSTEM = (
     "You rewrite the latest question of a conversation about a document collection into a "
-    "standalone question for a search system that does not see the conversation. Replace "
-    "every pronoun or reference to earlier turns ('it', 'its', 'they', 'that paper') and any "
-    "omitted topic by what it refers to, using the earlier turns. Keep the question's intent "
-    "and wording otherwise; do not answer it and add nothing it does not ask. If it already "
-    "stands alone, return it unchanged. In reasoning, say what you carried over from which "
-    "turn. " + DATA_RULE)
+    "standalone question for a search system that does not see the conversation. Rules: "
+    "(1) A question that already stands alone (it names what it asks about and refers to no "
+    "earlier turn) is returned exactly as it is: never add a name, year or company from "
+    "earlier turns. (2) Drop a courtesy prefix ('Thanks!', 'Great, and'); a turn that holds a "
+    "question stays a question. (3) Ellipsis ('And in 2023?', 'How about GEICO?', 'What about "
+    "its revenue?') becomes the previous question with that one slot replaced, as a full "
+    "grammatical question. (4) Replace each reference ('it', 'its', 'they', 'them', 'the "
+    "company', 'that paper', 'these models') by the noun phrase it refers to, keeping the "
+    "sentence grammatical: 'its subsidiaries' becomes \"Berkshire's subsidiaries\" (never "
+    "\"Berkshire's's\"), and 'How many of them were union members?' after a question about "
+    "BNSF's employees becomes \"How many of BNSF's employees were union members?\". Keep the "
+    "question's intent and wording otherwise; do not answer it. In reasoning, say what you "
+    "carried over from which turn, or that it stands alone. " + DATA_RULE)
 
 CONTEXTUALIZER_USER = """<conversation>
 {turns}

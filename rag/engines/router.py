@@ -60,8 +60,14 @@ def _hops(question: str) -> str:
 
 
 def is_small_talk(question: str) -> bool:
-    """True for a greeting, thanks or a goodbye: every word is a chat word or a stop word."""
-    tokens = re.findall(r"[a-z']+", question.lower())
+    """True for a greeting, thanks or a goodbye: every word is a chat word or a stop word.
+
+    A figure or year makes a turn a question ("And in 2023?"), and so does any word that is not chat
+    ("Thanks! How large …").
+    """
+    tokens = re.findall(r"[a-z0-9']+", question.lower())
+    if any(t[0].isdigit() for t in tokens):
+        return False
     return not tokens or all(t in _CHAT_WORDS or t in STOPWORDS for t in tokens)
 
 
