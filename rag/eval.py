@@ -161,7 +161,10 @@ def summarize(items: Sequence[EvalItem], runs: Sequence) -> dict:
 
     ``questions``, ``answered`` (finalize or finalize_with_caveat), ``answered_clean`` (finalize), ``caveat``,
     ``abstained`` (fallback), ``answer_hit`` and ``source_hit`` (shares in [0, 1] over the items that have
-    ``answers`` / ``sources``, None when none has), ``p50_ms`` (median run time) and ``llm_calls_mean``.
+    ``answers`` / ``sources``, None when none has), ``clean_precision`` (the share of clean answers, of the
+    items with ``answers``, that hold a gold answer; None when there is none), ``clean_with_gold`` (how
+    many such clean answers), ``confidently_wrong`` (clean and wrong: how many of them hold no gold
+    answer), ``p50_ms`` (median run time in ms) and ``llm_calls_mean``.
     """
     ends = [_end(r) for r in runs]
     with_answers = [(i, r) for i, r in zip(items, runs, strict=False) if i.answers]
@@ -173,6 +176,8 @@ def summarize(items: Sequence[EvalItem], runs: Sequence) -> dict:
         first = run.citations[0].source
         return any(first == s or Path(first).name == Path(s).name for s in item.sources or [])
 
+    clean_gold = [(i, r) for i, r in with_answers if _end(r) == "finalize"]
+    clean_right = sum(answer_hit(r.answer, i.answers or []) for i, r in clean_gold)
     n = len(runs)
     out = {
         "questions": n,
@@ -184,6 +189,9 @@ def summarize(items: Sequence[EvalItem], runs: Sequence) -> dict:
                              / len(with_answers), 4) if with_answers else None),
         "source_hit": (round(sum(source_ok(i, r) for i, r in with_sources) / len(with_sources), 4)
                        if with_sources else None),
+        "clean_precision": round(clean_right / len(clean_gold), 4) if clean_gold else None,
+        "clean_with_gold": len(clean_gold),
+        "confidently_wrong": len(clean_gold) - clean_right,
         "p50_ms": round(percentile([r.duration_ms for r in runs], 50), 1),
         "llm_calls_mean": round(sum(r.llm_calls for r in runs) / n, 3) if n else 0.0,
     }

@@ -88,6 +88,10 @@ class AnswerGrade(Judgment):
 
     useful: bool
     reasoning: str
+    missing_type: str | None = Field(
+        default=None, description="When not useful because the answer lacks the kind of answer the "
+        "question asks for: that kind (person, organisation, number, date, place, acronym, definition, "
+        "list); otherwise null.")
 
 
 class Decomposition(Judgment):

@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from rag.answer_types import describe, expected_type, holds
 from rag.engines.base import Answer, AnswerGrade, GroundingCheck
 from rag.engines.extraction import EXTRACTIVE_LABEL, KEY_PASSAGES
-from rag.engines.lexical import LexicalCore, _constraint_words, _names, _pct, _quotable, _quote, constraints
+from rag.engines.lexical import LexicalCore, _constraint_words, _pct, _quotable, _quote, constraints
 from rag.models import Chunk
-from rag.text import answer_type, has_date, has_number, terms
+from rag.text import terms
 
 SUPPORTED_AT = 0.8
 """A claim is grounded when this share of its IDF weight appears in the chunks it cites."""
@@ -95,9 +96,10 @@ class CheckingMixin(LexicalCore):
         """Useful when the answer.
 
         (1) cites evidence, (2) holds every constraint of the question (:func:`constraints`: numbers and
-        years, names, quoted phrases), (3) holds the kind of answer asked for (:func:`rag.text.answer_type`: a
-        year or date for "when", a figure for "how many/how much", a name the question does not give for
-        "who"), and (4) covers >= 50% of the question's IDF-weighted terms. The reasoning names what failed.
+        years, names, quoted phrases), (3) leads with a passage that holds the type of answer asked for
+        (:func:`rag.answer_types.expected_type`: a person's name the question does not give for "who", a
+        figure for "how many", the expansion for "what does X stand for", a place for "where", …; when it
+        does not, ``missing_type`` names the type, so the graph can look for it), and (4) covers >= 50% of the question's IDF-weighted terms. The reasoning names what failed.
         """
         weights = self.weighted_terms(question)
         text = "\n".join(claim for claim, _ in self.claims(answer.text))
@@ -113,16 +115,14 @@ class CheckingMixin(LexicalCore):
         lacking = [c for c in constraints(question) if not c.held_in(seq)]
         if lacking:
             problems.append(f"it misses the question's {_constraint_words(lacking)}")
-        kind = answer_type(question)
-        q_terms = set(terms(question))
-        if kind == "date" and not has_date(text):
-            problems.append("the question asks when, and the answer holds no year or date")
-        elif kind == "number" and not has_number(
-                re.sub(r"\b(?:1[0-9]|20)\d\d\b", "", text)):  # a year is not the figure asked for
-            problems.append("the question asks for a figure, and the answer holds none")
-        elif kind == "name" and not any(set(terms(n)) - q_terms for n in _names(text)):
-            problems.append("the question asks who, and the answer names no one the question "
-                            "does not already name")
+        kind = expected_type(question)
+        claims = self.claims(answer.text)
+        lead = claims[0][0] if claims else ""
+        missing_type = None
+        if kind is not None and answer.citations and holds(lead, kind, question, self.common_word) is None:
+            missing_type = kind
+            problems.append(f"the question asks for {describe(kind)}, and the answer's lead passage "
+                            f"holds none")
         if cov < USEFUL_AT:
             problems.append(f"it covers only {_pct(cov)} of the question's IDF-weighted terms "
                             f"(useful at {_pct(USEFUL_AT)})")
@@ -130,10 +130,10 @@ class CheckingMixin(LexicalCore):
                 + (f"Addresses {_quote(matched)}. " if matched else "")
                 + (f"Does not address {_quote(missing)}. " if missing else ""))
         if problems:
-            return AnswerGrade(useful=False, reasoning=(
+            return AnswerGrade(useful=False, missing_type=missing_type, reasoning=(
                 "Not useful: " + "; ".join(problems) + ". " + said).strip())
-        wanted = {"date": "a date", "number": "a figure", "name": "a name"}.get(kind or "")
+        found = holds(lead, kind, question, self.common_word) if kind in ("person", "place", "organisation", "acronym") else None
         return AnswerGrade(useful=True, reasoning=(
             "Useful: holds the question's constraints"
-            + (f" and {wanted}, the kind of answer asked for" if wanted else "")
-            + ". " + said).strip())
+            + (f" and {describe(kind)}, the kind of answer asked for" if kind else "")
+            + (f" (“{found}”)" if found else "") + ". " + said).strip())

@@ -6,16 +6,20 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from rag.answer_types import expected_type, holds, is_authorship, persons
 from rag.engines.base import Answer, AnswerCitation
 from rag.engines.lexical import Constraint, LexicalCore, _names, _quotable, _same_text, constraints
 from rag.models import Chunk, Turn
-from rag.text import answer_type, has_date, has_number, number_tokens, sentences, terms
+from rag.text import number_tokens, sentences, terms
 
 MAX_ANSWER_SENTENCES = 4
 BRIDGE_FOLLOW = 2.0
 """Weight (times its IDF) of a name that an already chosen passage introduced, when a further
 passage continues from it (chosen on HotpotQA dev, questions 1-100: Full answer_hit 0.68 at
 0.5, 0.69 at 1, 0.70 at 2, 0.66 at 3)."""
+FRONT_MATTER_CHARS = 800
+"""How much of a document's first chunk is read as its front matter (title and author line)."""
+MAX_AUTHORS = 8
 STRONG_SENTENCE_AT = 0.5
 """A sentence covering this share of the question is worth quoting even if it adds no new term."""
 
@@ -104,19 +108,35 @@ def _row_cells(line: str, n: int) -> tuple[str, list[str]] | None:
     return label, cells
 
 
+_SCALE = re.compile(r"\(?\s*(?:(?:dollars|amounts|us\s*\$|\$)\s+)?in\s+(millions|billions|thousands)\b", re.I)
+"""A table's scale line: "(in millions)", "(dollars in millions, except per share amounts)"."""
+_SCALE_WORD = {"millions": "million", "billions": "billion", "thousands": "thousand"}
+
+
+def _scaled(cell: str, scale: str) -> str:
+    """``$ 88,995`` read with the table's scale: ``$88,995 million`` (a dash stays a dash)."""
+    if not re.search(r"\d", cell):
+        return cell
+    return f"{cell.replace('$ ', '$')} {scale}"
+
+
 def _table_rows(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
     """Rows of the tables in ``text`` read against their column header of years.
 
     As ``("<label>, 2024: $ 88,995 (2023: $ 96,223; 2022: $ (22,759))", header stems)``; the question's year
-    comes first when the header has it. Only for questions about figures.
+    comes first when the header has it; figures carry the table's scale ("(in millions)" makes
+    ``$88,995 million``). Only for questions about figures.
     """
-    if answer_type(question) != "number":
+    if expected_type(question) != "number":
         return []
     asked = [w for w in number_tokens(question) if re.fullmatch(r"(?:19|20)\d\d", w)]
     out = []
     years: list[str] = []
+    scale = ""
     for line in text.splitlines():
         line = line.strip()
+        if found := _SCALE.search(line):
+            scale = _SCALE_WORD[found.group(1).lower()]
         m = _YEARS_HEADER.search(line)
         if m and len(line.split()) <= 12:
             years = m.group(1).split()
@@ -127,6 +147,8 @@ def _table_rows(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
         if row is None:
             continue
         label, cells = row
+        if scale:
+            cells = [_scaled(c, scale) for c in cells]
         pairs = list(zip(years, cells, strict=False))
         first = next((p for p in pairs if p[0] in asked), pairs[0])
         others = "; ".join(f"{y}: {v}" for y, v in pairs if (y, v) != first)
@@ -174,6 +196,7 @@ class ExtractionMixin(LexicalCore):
         q_seq = [t for t in terms(question) if t in weights]
         q_pairs = set(zip(q_seq, q_seq[1:], strict=False))
         name_terms = {t for c in constraints(question) if c.kind != "number" for t in c.terms}
+        authors = is_authorship(question)
         out: list[_Passage] = []
         for rank, chunk in enumerate(chunks):
             # a sentence is read in the context of its passage: the names the chunk holds
@@ -192,6 +215,13 @@ class ExtractionMixin(LexicalCore):
                 bonus = sum(weights[a][1] + weights[b][1] for a, b in pairs) / 2
                 out.append(_Passage(rank, pos, sent, frozenset(seq), bonus, len(seq), sent,
                                     context, about))
+            if authors and chunk.page == 1 and chunk.index == 0 and chunk.origin == "kb":
+                # front matter: the author line, read as the list of names it holds
+                names = persons(chunk.text[:FRONT_MATTER_CHARS], question, self.common_word)
+                if names:
+                    text = ", ".join(names[:MAX_AUTHORS]) + (" and others" if len(names) > MAX_AUTHORS else "")
+                    held_terms = frozenset(terms(chunk.text[:FRONT_MATTER_CHARS]))  # the title's words
+                    out.append(_Passage(rank, -1, text, held_terms, 0.0, len(names), None, context, about))
             rows = _table_rows(chunk.text, question)
             for pos, (text, header_terms) in enumerate(rows):
                 seq = terms(text)
@@ -206,16 +236,21 @@ class ExtractionMixin(LexicalCore):
         if not chunks:
             return Answer(text="I found no evidence to answer this question.", citations=[])
         cons = constraints(question)
-        kind = answer_type(question)
-        q_names = {t for c in cons for t in c.terms}
+        kind = expected_type(question)
 
         def fits(p: _Passage) -> bool:
-            return _fits(p, kind, q_names)
+            return holds(p.text, kind, question, self.common_word) is not None
 
         def held(p: _Passage) -> float:
             return _held(p, cons)
 
-        chosen = self._choose(question, self._candidates(question, chunks), fits, held)
+        candidates = self._candidates(question, chunks)
+        chosen = self._choose(question, candidates, fits, held)
+        if chosen and kind is not None and not any(fits(p) for p in chosen):
+            # the next candidate passage: the best one that holds the type asked for leads instead
+            spare = self._typed_candidate(question, [p for p in candidates if p not in chosen], fits, held)
+            if spare is not None:
+                chosen = [spare, *chosen[:MAX_ANSWER_SENTENCES - 1]]
         if not chosen:
             first = self._first_readable(chunks)
             if first is None:
@@ -224,7 +259,8 @@ class ExtractionMixin(LexicalCore):
             chosen = [first]
         # The lead: the chosen passage that best holds what was asked (constraints, answer kind).
         # Among those, the first chosen (the best at the time it was chosen).
-        lead = max(chosen, key=lambda p: (fits(p), held(p), -chosen.index(p)))
+        names = [c for c in cons if c.kind == "entity"]
+        lead = max(chosen, key=lambda p: (fits(p), held(p), _exact(p.text, names), -chosen.index(p)))
         rest = sorted((p for p in chosen if p is not lead), key=lambda p: (p.rank, p.pos))
         return _cited_answer(lead, rest, chunks)
 
@@ -285,6 +321,21 @@ class ExtractionMixin(LexicalCore):
                     bridge[key] = (max(self.stats.idf(st) for st in key), best.rank)
         return chosen
 
+    def _typed_candidate(self, question: str, pool: Sequence[_Passage], fits: Callable[[_Passage], bool],
+                         held: Callable[[_Passage], float]) -> _Passage | None:
+        """The best passage of ``pool`` that holds the answer type: it must share a question term, and
+        ranks by constraints held, then IDF-weighted question coverage per length, then chunk rank.
+        """
+        weights = self.weighted_terms(question)
+        total = sum(w for _, w in weights.values()) or 1.0
+
+        def score(p: _Passage) -> tuple[float, float]:
+            cov = sum(weights[s][1] for s in (p.stems | p.context) & weights.keys()) / total
+            return held(p), cov / (1 + p.length / 40) - 0.01 * p.rank
+
+        typed = [p for p in pool if fits(p) and p.stems & weights.keys()]
+        return max(typed, key=score) if typed else None
+
     def _first_readable(self, chunks: Sequence[Chunk]) -> _Passage | None:
         """The first readable, non-boilerplate sentence of ``chunks``, or None."""
         return next((_Passage(r, 0, s, frozenset(), 0.0, 0, s) for r, c in enumerate(chunks)
@@ -292,15 +343,13 @@ class ExtractionMixin(LexicalCore):
                      if self._readable(s) and not _boilerplate(s)), None)
 
 
-def _fits(p: _Passage, kind: str | None, q_names: set[str]) -> bool:
-    """Whether ``p`` holds the kind of answer asked for (``kind`` from :func:`answer_type`)."""
-    if kind == "date":
-        return has_date(p.text)
-    if kind == "number":
-        return has_number(re.sub(r"\b(?:1[0-9]|20)\d\d\b", "", p.text))
-    if kind == "name":
-        return any(set(terms(n)) - q_names for n in _names(p.text))
-    return True
+def _exact(text: str, names: Sequence[Constraint]) -> int:
+    """How many of the question's names ``text`` mentions on their own, not as the start of a longer name.
+
+    "Berkshire is domiciled …" names Berkshire; "Berkshire Hathaway Energy Company is …" names another
+    company whose name starts with it.
+    """
+    return sum(bool(re.search(rf"\b{re.escape(c.text)}\b(?!['’]?\s+[A-Z])", text)) for c in names)
 
 
 def _held(p: _Passage, cons: Sequence[Constraint]) -> float:

@@ -11,12 +11,16 @@ from collections import Counter
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
+from rag.answer_types import cue_words
 from rag.store.bm25 import LexicalStats
 from rag.text import QUESTION_WORDS, STOPWORDS, number_tokens, sentences, stem, terms, words
 
 _SOURCE_REFS = re.compile(r"\s*\[\d+(?:\s*[,–-]\s*\d+)*\]")
 
 
+COMMON_WORD_SHARE = 0.05
+"""A capitalised word found in more than this share of the chunks is a word of the corpus ("Retriever",
+"Critic"), not part of a person's name ("Buffett", "Asai")."""
 _MARKDOWN = re.compile(r"^#{1,6}\s+|\*\*|__|`|\{%.*?%\}")
 
 
@@ -212,8 +216,12 @@ class LexicalCore:
         self.stats = stats
 
     def weighted_terms(self, text: str, *, question: bool = True) -> dict[str, tuple[str, float]]:
-        """Stem -> (surface word, idf) for the content words of ``text``, in order."""
-        drop = STOPWORDS | QUESTION_WORDS if question else STOPWORDS
+        """Stem -> (surface word, idf) for the content words of ``text``, in order.
+
+        For a question (``question``), question words and the words that only name its answer type
+        (:func:`rag.answer_types.cue_words`: "stand for", "authors") are left out.
+        """
+        drop = STOPWORDS | QUESTION_WORDS | cue_words(text) if question else STOPWORDS
         out: dict[str, tuple[str, float]] = {}
         for w in words(text):
             if w in drop or (len(w) < 2 and not w.isdigit()):
@@ -222,6 +230,11 @@ class LexicalCore:
             if s not in out:
                 out[s] = (w, self.stats.idf(s))
         return out
+
+    def common_word(self, word: str) -> bool:
+        """True when ``word`` is in more than COMMON_WORD_SHARE of the chunks: a corpus word, not a name."""
+        n = self.stats.n_docs
+        return n > 0 and self.stats.df.get(stem(word.lower()), 0) / n > COMMON_WORD_SHARE
 
     @staticmethod
     def coverage(weights: dict[str, tuple[str, float]], present: set[str]

@@ -102,5 +102,6 @@ def grade_answer(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                   ("useful" if result.useful else "not useful")
                   + (" (checked alongside check_grounding)" if concurrent else ""),
                   AnswerCheckDetail(useful=result.useful, reasoning=result.reasoning, concurrent=concurrent),
-                  {"useful": result.useful, "answer_grade": None}, [result.meta],
+                  {"useful": result.useful, "answer_grade": None,
+                   "missing_type": None if result.useful else result.missing_type}, [result.meta],
                   routing.decide_after_answer_check, duration_ms=duration)

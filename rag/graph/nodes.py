@@ -19,6 +19,7 @@ from rag.engines.base import Answer, CallMeta, RelevanceGrade
 from rag.graph import routing
 from rag.graph.context import RunContext
 from rag.graph.events import Clock, record
+from rag.graph.evidence import front_matter, interleave
 from rag.graph.prefetch import (
     Prefetch,
     Speculation,
@@ -44,6 +45,7 @@ from rag.models import (
     Verdict,
     WebSearchDetail,
 )
+from rag.answer_types import describe, is_authorship, search_query
 from rag.text import clip
 from rag.web import WebSearchError
 
@@ -101,24 +103,6 @@ def decompose_query(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                   {"sub_queries": subs, "prefetch": None}, metas, routing.decide_after_decompose)
 
 
-def _interleave(lists: list[list[Chunk]], shares: list[int] | None = None) -> list[Chunk]:
-    """Weighted round-robin over ranked lists.
-
-    (``shares[i]`` items from list i per round, 1 by default), first occurrence of each chunk kept: every
-    sub-question keeps its best chunks near the top.
-    """
-    shares = shares or [1] * len(lists)
-    out: dict[str, Chunk] = {}
-    cursors = [0] * len(lists)
-    while any(c < len(x) for c, x in zip(cursors, lists, strict=False)):
-        for i, ranked in enumerate(lists):
-            for _ in range(shares[i]):
-                if cursors[i] < len(ranked):
-                    out.setdefault(ranked[cursors[i]].id, ranked[cursors[i]])
-                    cursors[i] += 1
-    return list(out.values())
-
-
 def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     """Fetch the top_k chunks for the current query, or top_k for each sub-question (in parallel).
 
@@ -129,16 +113,19 @@ def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     ctx = runtime.context
     o = ctx.options
     mode = routing.current_mode(state, o)
-    query = state.get("query") or state["question"]
+    query = state.get("query") or search_query(state["question"])
     queries = state.get("sub_queries") or [query]
+    wide = 2 * o.top_k if state.get("seek_type") else None
     if len(queries) > 1:
         with ThreadPoolExecutor(max_workers=min(4, len(queries)), thread_name_prefix="retrieve") as pool:
             results = list(pool.map(lambda q: retrieve_cached(ctx, q, mode), queries))
     else:
-        results = [retrieve_cached(ctx, queries[0], mode)]
+        results = [retrieve_cached(ctx, queries[0], mode, k=wide)]
     per_query = [found for found, _ in results]
+    if state.get("seek_type") == "person" and is_authorship(state["question"]):
+        per_query[0] = front_matter(ctx.kb, list(state.get("documents", [])) + per_query[0]) + per_query[0]
     cached = all(hit for _, hit in results)
-    chunks = _interleave(per_query)
+    chunks = interleave(per_query)
     query_of: dict[str, str] = {}
     for q, found in zip(queries, per_query, strict=False):
         for c in found:
@@ -148,13 +135,14 @@ def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
         isinstance(e.detail, RetrieveDetail) and {c.id for c in e.detail.chunks} == ids
         for e in state.get("events", []) if e.node == "retrieve")
     update: dict = {"query": query, "retrieved": chunks, "query_of": query_of,
-                    "repeated_retrieval": repeated}
+                    "repeated_retrieval": repeated, "seek_type": None,
+                    "fresh_first": bool(state.get("seek_type"))}
     if not o.grading:
         update["documents"] = chunks[:o.top_k]
     best = f"; best {chunks[0].label()} ({chunks[0].score:.2f})" if chunks else ""
     if repeated:
         best += "; the same chunks as before"
-    detail = RetrieveDetail(query=query, top_k=o.top_k, mode=mode, cached=cached,
+    detail = RetrieveDetail(query=query, top_k=wide or o.top_k, mode=mode, cached=cached,
                             chunks=[ChunkView.of(c) for c in chunks], repeated=repeated)
     how = f"{mode}{', cached' if cached else ''}"
     if len(queries) > 1:
@@ -216,7 +204,10 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
          if graded[c.id].relevant and c.id not in kept]
         for group in by_query.values()]
     shares = [EVIDENCE_SHARE_OF_QUESTION if q == question else 1 for q in by_query]
-    documents = (list(kept.values()) + _interleave(relevant_per_query, shares))[:o.top_k]
+    fresh = interleave(relevant_per_query, shares)
+    # after a seek_answer_type correction the new chunks are the next candidates: they come first
+    documents = (fresh + list(kept.values()) if state.get("fresh_first")
+                 else list(kept.values()) + fresh)[:o.top_k]
     n_rel = sum(g.relevant for g in grades)
     detail = GradeDetail(
         question=question, query=state.get("query", question), relevant=n_rel, evidence=len(documents),
@@ -226,7 +217,8 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                               fallback=g.meta.fallback) for c, g in zip(chunks, grades, strict=False)])
     return record(state, runtime, "grade_documents", started,
                    f"{n_rel} of {len(chunks)} chunks relevant; {len(documents)} in evidence",
-                   detail, {"verdicts": verdicts, "documents": documents, "speculation": speculation},
+                   detail, {"verdicts": verdicts, "documents": documents, "speculation": speculation,
+                            "fresh_first": False},
                    [*(g.meta for g in grades), *dropped], routing.decide_after_grading)
 
 
@@ -262,6 +254,8 @@ def rewrite_query(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     o = runtime.context.options
     rewrites = state.get("rewrites", 0) + 1
     old_mode = routing.current_mode(state, o)
+    if kind := routing.seeks_type(state, o):
+        return _seek_answer_type(state, runtime, started, rewrites, kind)
     if new_mode := routing.switch_to(state, o):
         return _switch_retriever(state, runtime, started, rewrites, old_mode, new_mode)
     last_attempt = max((v.attempt for v in state.get("verdicts", [])), default=0)
@@ -301,6 +295,33 @@ def _switch_retriever(state: GraphState, runtime: Runtime[RunContext], started: 
                   f"retrieval", detail,
                   {"retrieval_mode": new_mode, "mode_switched": True, "rewrites": rewrites,
                    "last_strategy": "switch_retriever", "sub_queries": []},
+                  decide=routing.decide_after_rewrite)
+
+
+def _seek_answer_type(state: GraphState, runtime: Runtime[RunContext], started: Clock, rewrites: int,
+                      kind: str) -> dict:
+    """The ``seek_answer_type`` correction: the answer lacked the type asked for, so search again for it.
+
+    The query is the question without the words that only name its type (:func:`search_query`), the next
+    retrieve fetches twice top_k chunks (the next candidates), plus the front matter of the documents
+    already cited when the question asks who wrote them, and grading puts the new evidence first.
+    """
+    o = runtime.context.options
+    question = state["question"]
+    query = search_query(question)
+    what = describe(kind)
+    detail = RewriteDetail(from_query=state.get("query"), query=query, strategy="seek_answer_type",
+                           reasoning=(f"The answer's lead passage holds no {what.removeprefix('a ')}, the kind "
+                                      f"of answer the question asks for; searching again for more chunks "
+                                      f"({2 * o.top_k}) that hold {what}."),
+                           rewrite=rewrites, budget=o.max_rewrites, mode=routing.current_mode(state, o),
+                           from_mode=routing.current_mode(state, o))
+    return record(state, runtime, "rewrite_query", started,
+                  f"Correction {rewrites} (seek_answer_type): looking for {what}", detail,
+                  {"query": query, "rewrites": rewrites, "grounded": None, "useful": None,
+                   "ungrounded_claims": [], "sub_queries": [], "last_strategy": "seek_answer_type",
+                   "seek_type": kind, "missing_type": None,
+                   "sought_types": [*(state.get("sought_types") or []), kind]},
                   decide=routing.decide_after_rewrite)
 
 

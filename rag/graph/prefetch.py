@@ -70,9 +70,9 @@ RETRIEVAL_CACHE = RetrievalCache()
 """The process's retrieval cache, used by the graph with the default retriever."""
 
 
-def retrieve_cached(ctx: RunContext, query: str, mode: str) -> tuple[list[Chunk], bool]:
-    """(the top_k chunks for ``query``, whether they came from :data:`RETRIEVAL_CACHE`)."""
-    k = ctx.options.top_k
+def retrieve_cached(ctx: RunContext, query: str, mode: str, k: int | None = None) -> tuple[list[Chunk], bool]:
+    """(the top ``k`` chunks for ``query`` (default top_k), whether they came from :data:`RETRIEVAL_CACHE`)."""
+    k = k or ctx.options.top_k
     key = RetrievalCache.key(ctx.kb, query, k, mode) if ctx.retriever is default_retriever else None
     if key is not None and (hit := RETRIEVAL_CACHE.get(key)) is not None:
         return hit, True

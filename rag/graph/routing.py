@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from rag.answer_types import describe as kind_label
 from rag.config import Options
 from rag.models import (
     CHECK_GROUNDING,
@@ -105,7 +106,7 @@ def switch_to(state: State, o: Options) -> str | None:
     Only with routing on, before any rewrite, once per run, when the last retrieval found chunks but
     too few relevant ones.
     """
-    if not o.routing or state.get("rewrites", 0) or state.get("mode_switched"):
+    if not o.routing or state.get("rewrites", 0) or state.get("mode_switched") or seeks_type(state, o):
         return None
     if state.get("grounded") is False or state.get("useful") is False or not state.get("retrieved"):
         return None
@@ -273,10 +274,31 @@ def decide_after_grounding(state: State, o: Options) -> Decision:
     return Decision(FINALIZE_WITH_CAVEAT, f"{n} ungrounded claim(s); {why}")
 
 
+def seeks_type(state: State, o: Options) -> str | None:
+    """The answer type a ``seek_answer_type`` rewrite should look for next, or None.
+
+    When the answer check found the type asked for missing, rewriting is on and that type was not looked
+    for yet. It may go one rewrite past max_rewrites: once per type, so still bounded.
+    """
+    kind = state.get("missing_type")
+    if not kind or state.get("useful") is not False or kind in (state.get("sought_types") or []):
+        return None
+    return kind if o.rewriting else None
+
+
 def decide_after_answer_check(state: State, o: Options) -> Decision:
-    """Useful: the end. Not useful: web search, then a rewrite, then a caveat."""
+    """Useful: the end. Not useful: a rewrite that looks for a missing answer type, web search, a rewrite,
+    then a caveat.
+
+    The answer lacking the type of answer asked for (a name for "who", a figure for "how many") is
+    corrected in the knowledge base first: more chunks and a query aimed at that type.
+    """
     if state.get("useful"):
         return _finish(state, o, "the answer addresses the question")
+    if kind := seeks_type(state, o):
+        return Decision(REWRITE_QUERY, f"the answer lacks {kind_label(kind)}; looking for more evidence "
+                                       f"that holds one (correction "
+                                       f"{state.get('rewrites', 0) + 1})")
     if o.web_fallback and state.get("web_searches", 0) == 0:
         return Decision(WEB_SEARCH, "the answer does not address the question; trying web search")
     rewrites = state.get("rewrites", 0)

@@ -83,6 +83,17 @@ class GraphState(InputState, total=False):
     ungrounded_claims: list[str]
     useful: bool | None
     """Latest answer-check verdict; None until grade_answer runs."""
+    missing_type: str | None
+    """The answer type the last answer lacked (grade_answer's ``missing_type``: person, number, …), else
+    None; a rewrite then looks for it (strategy ``seek_answer_type``)."""
+    seek_type: str | None
+    """Set by a ``seek_answer_type`` rewrite: the next retrieve fetches twice top_k chunks (and a document's
+    front matter for a question about its authors), and grading puts the new evidence first."""
+    fresh_first: bool
+    """True for the grading right after a ``seek_answer_type`` retrieve: its new relevant chunks come first
+    in the evidence."""
+    sought_types: list[str]
+    """The answer types a rewrite already looked for (each is looked for once)."""
     web_note: str
     """Why web search did or did not contribute (for the stop reason)."""
     repeated_retrieval: bool

@@ -1,0 +1,280 @@
+"""Expected answer types: what kind of thing a question asks for, and whether a text holds one.
+
+Question classification by answer type is the classic first step of factoid QA (Li & Roth 2002; the
+TREC QA track). The types are: ``person``, ``organisation`` (also any named thing asked for by "which
+X"), ``number`` (a figure or amount, with its unit and scale), ``date``, ``place``, ``acronym`` (the
+expansion asked for by "what does X stand for"), ``definition`` and ``list``; None when the question asks
+for none of them (yes/no questions, "how" and "why"). Every rule reads the question's own grammar (question
+words, the noun after "which", "stand for"), never a list of topics, so it carries over to any corpus.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+from rag.text import STOPWORDS, has_date, has_number, words
+
+AnswerType = str
+"""One of :data:`TYPES`."""
+TYPES = ("person", "organisation", "number", "date", "place", "acronym", "definition", "list")
+LABELS = {"person": "a person's name", "organisation": "a name", "number": "a figure",
+          "date": "a date or year", "place": "a place", "acronym": "the expansion of the acronym",
+          "definition": "a definition", "list": "a list"}
+"""How a reason names each type ("the answer holds no person's name")."""
+
+_ACRONYM_Q = re.compile(r"\b(?:stands?|stood)\s+for\b|\bshort\s+for\b|\babbreviat|\bacronym\b|"
+                        r"\bwhat\s+does\s+(?:the\s+)?[A-Z][A-Za-z0-9-]*[A-Z][A-Za-z0-9-]*\s+mean\b")
+_DATE_Q = re.compile(r"^(?:in\s+)?(?:when|what year|which year|what date|on what date|in what year)\b"
+                     r"|\b(?:what|which) (?:year|date|month|decade|century)\b", re.I)
+_NUMBER_Q = re.compile(r"\bhow (?:many|much|long|old|far|big|large|tall|high|often)\b"
+                       r"|\bwhat (?:percentage|share|proportion|fraction|number|amount)\b", re.I)
+_QUANTITY = frozenset(
+[
+    "revenue", "revenues", "earnings", "income", "profit", "profits", "loss", "losses", "sales", "cost",
+    "costs", "price", "prices", "population", "budget", "salary", "worth", "amount", "total", "net",
+    "gross", "assets", "debt", "dividend", "dividends", "float", "expenses", "expense", "liabilities",
+    "equity", "capital", "value", "margin"
+])
+_PERSON_Q = re.compile(r"^(?:who|whom|whose)\b|\bby whom\b|\b(?:which|what) (?:person|people|author|authors|"
+                       r"researcher|researchers|executive|officer|ceo|founder)\b|\bwho\s+(?:wrote|"
+                       r"founded|leads|led|runs|heads)\b", re.I)
+_PLACE_Q = re.compile(r"^where\b|\bin (?:which|what) (?:city|country|state|town|region|place|county)\b|"
+                      r"\b(?:which|what) (?:city|country|state|town|region|county)\b", re.I)
+_WHICH = re.compile(r"^(?:which|what)\s+([a-z-]+)\s+(?:do|does|did|is|are|was|were|has|have|had|can|could|will)\b",
+                    re.I)
+_LIST_Q = re.compile(r"^(?:list|name|enumerate)\b|^(?:which|what) (?:are|were) (?:the )?\w+s\b", re.I)
+_DEFINITION_Q = re.compile(r"^(?:what\s+(?:is|are|was|were)\s+(?:an?\s+|the\s+)?(?!the\b)\S"
+                           r"|define\b|explain\b|describe\b)", re.I)
+_AUTHORSHIP = re.compile(r"\b(?:authors?|wrote|written|co-?authors?)\b", re.I)
+
+CUE_WORDS: dict[str, frozenset[str]] = {
+    "acronym": frozenset({"stand", "stands", "stood", "short", "abbreviation", "abbreviate", "acronym",
+                          "mean"}),
+    "person": frozenset({"author", "authors", "wrote", "written", "coauthor", "coauthors", "co"}),
+}
+"""Words that only say which type is asked for, never what the answer's passage is about: "stand for"
+is not in the passage that expands an acronym, "authors" is not in a paper's author line. They are left
+out of the terms a passage must hold, and out of the search query."""
+
+
+def expected_type(question: str) -> AnswerType | None:
+    """The answer type ``question`` asks for (one of :data:`TYPES`), or None.
+
+    The order of the tests settles overlaps: "what does X stand for" is an acronym before it is a
+    definition; "how many" a number before anything else; "who" a person; "where" a place; "which
+    company" an organisation and "which generator" a named thing (``organisation``); "what is X" a
+    definition.
+    """
+    q = " ".join(question.strip().split())
+    low = q.lower()
+    if _ACRONYM_Q.search(q):
+        return "acronym"
+    if _DATE_Q.search(low):
+        return "date"
+    if _NUMBER_Q.search(low):
+        return "number"
+    if re.match(r"^(?:what|which) (?:was|were|is|are)\b", low) and set(words(low)) & _QUANTITY:
+        return "number"
+    if _PERSON_Q.search(q):
+        return "person"
+    if _PLACE_Q.search(q):
+        return "place"
+    if _LIST_Q.search(q) and not _WHICH.match(q):
+        return "list"
+    if _WHICH.match(q) or re.match(r"^(?:which|what) (?:company|companies|firm|organi[sz]ation|subsidiary|"
+                                   r"university|lab|model|dataset|method)\b", low):
+        return "organisation"
+    if _DEFINITION_Q.search(q):
+        return "definition"
+    return None
+
+
+def cue_words(question: str) -> frozenset[str]:
+    """The words of ``question`` that only name its answer type (see :data:`CUE_WORDS`), lower-case."""
+    kind = expected_type(question)
+    if kind == "person" and not _AUTHORSHIP.search(question):
+        return frozenset()
+    return CUE_WORDS.get(kind or "", frozenset()) & set(words(question.lower()))
+
+
+def is_authorship(question: str) -> bool:
+    """True when ``question`` asks who wrote something ("Who are its authors?", "Who wrote DPR?")."""
+    return expected_type(question) == "person" and bool(_AUTHORSHIP.search(question))
+
+
+def search_query(question: str) -> str:
+    """``question`` without its type cue words: what a search for its answer's passage should use."""
+    cues = cue_words(question)
+    if not cues:
+        return question
+    kept = [w for w in re.split(r"(\s+)", question) if w.strip(" ?.!,").lower() not in cues]
+    return "".join(kept).strip() or question
+
+
+# -- does a text hold the type? ---------------------------------------------------------------------
+_NOT_NAME = frozenset(
+[
+    "the", "a", "an", "this", "that", "these", "those", "in", "on", "of", "for", "and", "or", "to",
+    "by", "with", "from", "at", "as", "is", "are", "was", "were", "be", "chief", "executive", "officer",
+    "officers", "chairman", "chairwoman", "vice", "president", "director", "directors", "board",
+    "company", "companies", "inc", "corporation", "corp", "group", "holdings", "llc", "ltd", "plc",
+    "university", "institute", "department", "table", "figure", "section", "appendix", "part", "item",
+    "annual", "report", "form", "note", "notes", "total", "net", "january", "february", "march",
+    "april", "may", "june", "july", "august", "september", "october", "november", "december", "monday",
+    "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "states", "united", "national",
+    "international", "american", "north", "south", "east", "west", "new", "operating", "operations",
+    "insurance", "energy", "railway", "services", "financial", "statements", "securities", "exchange",
+    "commission", "act", "our", "we", "it", "its", "they", "their", "he", "she", "his", "her",
+    "abstract", "introduction", "conclusion", "results", "method", "methods", "model", "models",
+    "dataset", "datasets", "retrieval", "language", "learning", "generation"
+])
+_HONORIFIC_NAME = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|Prof)\.?\s+([A-Z][a-z]+(?:-[A-Z][a-z]+)?)")
+_FULL_NAME = re.compile(
+    r"\b([A-Z][a-z]+(?:-[A-Z][a-z]+)?(?:\s+[A-Z]\.)*(?:\s+(?:van|von|de|da|del|der|di|le|la)\s+)?"
+    r"\s+[A-Z][a-z]+(?:-[A-Z][a-z]+)?(?:\s+[A-Z][a-z]+)?)\b")
+_PLACE_AFTER = re.compile(
+    r"\b(?:in|at|near|from|headquartered in|based in|located in|headquarters (?:is|are) in)\s+"
+    r"((?:the\s+)?[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*(?:,\s+[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)?)")
+_DEFINES = re.compile(r"\b(?:is|are|was|were)\s+(?:an?|the|one)\b|\brefers?\s+to\b|\b(?:we|this paper)\s+"
+                      r"(?:propose|present|introduce)s?\b|\bis\s+defined\b|,\s+an?\s+\w+", re.I)
+
+
+def _in_question(name: str, asked: set[str]) -> bool:
+    return all(w.lower() in asked for w in re.findall(r"[A-Za-z]+", name))
+
+
+def persons(text: str, question: str = "", common: Callable[[str], bool] | None = None) -> list[str]:
+    """Person names in ``text`` that ``question`` does not give ("Warren E. Buffett", "Mr. Abel").
+
+    Two or three capitalised words (with middle initials) none of which is a role, organisation, month,
+    stop or document word, nor a word ``text`` also uses in lower case, nor (``common(word)``, when
+    given) a word common in the corpus; or a surname after an honorific.
+    """
+    asked = set(words(question.lower()))
+    prose = re.sub(r"\{[^}]*\}|\S+@\S+|https?://\S+", " ", text)  # e-mail lists spell names in lower case
+    lower = set(re.findall(r"\b[a-z]+\b", prose))
+    out: list[str] = []
+    for m in _FULL_NAME.finditer(text):
+        name = m.group(1)
+        parts = [p.strip(".").lower() for p in name.split() if len(p.strip(".")) > 1]
+        if any(p in _NOT_NAME or p in STOPWORDS or p in lower or (common is not None and common(p))
+               for p in parts) or _in_question(name, asked):
+            continue
+        out.append(name)
+    for m in _HONORIFIC_NAME.finditer(text):
+        if m.group(1).lower() not in _NOT_NAME and not _in_question(m.group(1), asked):
+            out.append(m.group(0))
+    return list(dict.fromkeys(out))
+
+
+def acronym_of(question: str) -> str | None:
+    """The acronym a "what does X stand for" question asks about (its capitalised word), or None."""
+    for w in re.findall(r"\b[A-Za-z][A-Za-z0-9-]*\b", question):
+        letters = w.replace("-", "")
+        if len(letters) >= 2 and sum(ch.isupper() for ch in letters) >= max(2, len(letters) - 2) \
+                and w.lower() not in ("what", "does"):
+            return w
+    return None
+
+
+def expansion(text: str, acronym: str) -> str | None:
+    """The words of ``text`` that spell out ``acronym``, or None.
+
+    Each word gives the acronym a prefix of its letters (REtrieval-Augmented Language Model gives REALM;
+    words such as "of", "for", "and" may give nothing); the span starts with a capital.
+    """
+    target = re.sub(r"[^A-Za-z0-9]", "", acronym).lower()
+    if len(target) < 2:
+        return None
+    tokens = re.findall(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*", text)
+    skippable = {"of", "for", "and", "the", "to", "in", "on", "with", "a", "an"}
+
+    def parts(token: str) -> list[str]:
+        return [p.lower() for p in token.split("-") if p]
+
+    def match(i: int, at: int, depth: int) -> int | None:
+        """Tokens used from i when ``target[at:]`` is spelled out from token i; None if it cannot be."""
+        if at == len(target):
+            return 0
+        if i >= len(tokens) or depth > len(target) + 4:
+            return None
+        token = tokens[i]
+        pieces = parts(token)
+        # the token's pieces each give a prefix (at least one letter from the first piece)
+        def spell(pi: int, pos: int) -> list[int]:
+            if pi == len(pieces):
+                return [pos]
+            ends = []
+            piece = pieces[pi]
+            for n in range(1 if pi == 0 else 0, len(piece) + 1):
+                if piece[:n] == target[pos:pos + n]:
+                    ends += spell(pi + 1, pos + n)
+            return ends
+        for end in sorted(set(spell(0, at)), reverse=True):
+            if end > at:
+                rest = match(i + 1, end, depth + 1)
+                if rest is not None:
+                    return rest + 1
+        if token.lower() in skippable and at > 0:
+            rest = match(i + 1, at, depth + 1)
+            if rest is not None:
+                return rest + 1
+        return None
+
+    for i, token in enumerate(tokens):
+        if not token[:1].isupper() or token.replace("-", "").lower() == target:
+            continue
+        used = match(i, 0, 0)
+        if used and used >= 2:
+            return " ".join(tokens[i:i + used])
+    return None
+
+
+def holds(text: str, kind: AnswerType | None, question: str,
+          common: Callable[[str], bool] | None = None) -> str | None:
+    """The span of ``text`` that holds an answer of type ``kind`` to ``question``, or None when none does.
+
+    With ``kind`` None (or ``definition``/``list``, which any on-topic passage may hold) the whole text
+    counts. A year is not the figure a ``number`` question asks for, and a name the question gives is not
+    the ``person``, ``organisation`` or ``place`` it asks for. ``common`` tells corpus words from names
+    (see :func:`persons`).
+    """
+    if kind is None or kind == "list":
+        return text
+    if kind == "definition":
+        return text if _DEFINES.search(text) else None
+    if kind == "date":
+        return text if has_date(text) else None
+    if kind == "number":
+        return text if has_number(re.sub(r"\b(?:1[0-9]|20)\d\d\b", "", text)) else None
+    if kind == "person":
+        found = persons(text, question, common)
+        return found[0] if found else None
+    if kind == "acronym":
+        acronym = acronym_of(question)
+        return expansion(text, acronym) if acronym else None
+    asked = set(words(question.lower()))
+    if kind == "place":
+        for m in _PLACE_AFTER.finditer(text):
+            place = m.group(1)
+            if place.split()[0].lower() not in _NOT_NAME and not _in_question(place, asked):
+                return place
+        return None
+    # organisation, or any named thing "which X" asks for: a capitalised name or an acronym it does not give
+    for m in re.finditer(r"\b(?:[A-Z][A-Za-z0-9&.-]*[A-Z0-9][A-Za-z0-9&.-]*|[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+)\b",
+                         text):
+        name = m.group(0)
+        if m.start() > 0 and not _in_question(name, asked) and name.lower() not in _NOT_NAME:
+            return name
+    return None
+
+
+def describe(kind: AnswerType | None) -> str:
+    """``a person's name`` for ``person``; "" for None."""
+    return LABELS.get(kind or "", "")
+
+
+def any_holds(texts: Iterable[str], kind: AnswerType | None, question: str) -> bool:
+    """True when one of ``texts`` holds an answer of type ``kind`` (see :func:`holds`)."""
+    return any(holds(t, kind, question) for t in texts)
