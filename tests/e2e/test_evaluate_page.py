@@ -7,9 +7,12 @@ import json
 from streamlit.testing.v1 import AppTest
 
 from rag.config import Settings
-from rag.samples import load_samples
+from rag.eval import load_items
+from rag.samples import SAMPLES_DIR, load_samples
 from rag.store.chroma import open_knowledge_base
 from tests.e2e.test_app_pages import APP
+
+SAMPLE_SET = SAMPLES_DIR / "eval" / "sample-questions.jsonl"
 
 
 def test_evaluate_samples_table_charts_rows_into_trace_and_report(data_dir):
@@ -18,21 +21,24 @@ def test_evaluate_samples_table_charts_rows_into_trace_and_report(data_dir):
     at = AppTest.from_file(APP, default_timeout=120).run()
     at.switch_page("app_pages/evaluate.py").run()
     assert not at.exception, at.exception
-    assert any("8 question(s); 3 marked unanswerable" in c.value for c in at.caption)
+    sample = load_items(SAMPLE_SET)
+    n = len(sample)
+    unanswerable = {i.id for i in sample if i.answerable is False}
+    assert n >= 12 and len(unanswerable) >= 3
+    assert any(f"{n} question(s); {len(unanswerable)} marked unanswerable" in c.value for c in at.caption)
     at.multiselect(key="ev_w_presets").set_value(["naive", "full"])
     at.button(key="ev_run").click().run()
     assert not at.exception, at.exception
 
     result = at.session_state["ev_result"]
-    assert set(result["presets"]) == {"naive", "full"} and len(result["items"]) == 16
+    assert set(result["presets"]) == {"naive", "full"} and len(result["items"]) == 2 * n
     naive, full = result["presets"]["naive"], result["presets"]["full"]
-    assert naive["answered"] + naive["abstained"] == 8 and naive["caveat"] == 0
+    assert naive["answered"] + naive["abstained"] == n and naive["caveat"] == 0
     # Naive RAG answers questions the samples cannot answer; Full abstains on every one of them.
-    unanswerable = {"s06", "s07", "s08"}
     ends = {(i["preset"], i["id"]): i["end"] for i in result["items"]}
     assert any(ends["naive", q] == "finalize" for q in unanswerable), ends
     assert all(ends["full", q] == "fallback" for q in unanswerable), ends
-    assert full["source_hit"] is not None and full["questions"] == 8
+    assert full["source_hit"] is not None and full["questions"] == n
 
     table = at.dataframe[0].value
     assert list(table["pipeline"]) == ["Naive RAG", "Full"]
@@ -42,7 +48,7 @@ def test_evaluate_samples_table_charts_rows_into_trace_and_report(data_dir):
     names = {t.get("name") for c in charts for t in c["data"]}
     assert {"answered clean", "with a caveat", "abstained"} <= names
     rows = at.dataframe[1].value
-    assert len(rows) == 16 and set(rows["ended in"]) <= {"finalize", "finalize_with_caveat", "fallback"}
+    assert len(rows) == 2 * n and set(rows["ended in"]) <= {"finalize", "finalize_with_caveat", "fallback"}
 
     # every run is in the history, so a row opens in Trace
     from rag.history import RunStore
