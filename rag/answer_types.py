@@ -77,6 +77,9 @@ def expected_type(question: str) -> AnswerType | None:
     if re.match(r"^(?:what|which) (?:was|were|is|are)\b", low) and set(words(low)) & _QUANTITY:
         return "number"
     if _PERSON_Q.search(q):
+        # "who is the CEO" and "who wrote it" ask for a person; "who won the cup" may be a team or a firm
+        if re.match(r"^(?:who|whom)\s+(?!(?:is|was|are|were|wrote|leads|led|heads|runs)\b)\w+", low):
+            return "organisation"
         return "person"
     if _PLACE_Q.search(q):
         return "place"

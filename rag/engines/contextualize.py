@@ -24,7 +24,7 @@ from rag.text import QUESTION_WORDS, STOPWORDS
 
 _COURTESY = re.compile(
     r"^\s*(?:(?:thanks(?: a lot| so much)?|thank you(?: so much| very much)?|thx|great|ok(?:ay)?|cool|nice|"
-    r"perfect|awesome|got it|i see|sure|alright|interesting|understood|excellent|good)\b[\s,.!;:-]*)+"
+    r"perfect|awesome|got it|i see|sure|alright|interesting|understood|excellent|good|hello|hi|hey)\b[\s,.!;:-]*)+"
     r"(?:(?:and|also|now|so|then)\b[\s,]*)?", re.I)
 """A courtesy prefix, with the "and" that may join it to the question."""
 _ELLIPSIS = re.compile(r"^(?:and|but|also|so)?\s*(?:what|how)\s+about\s+(.+)$|^(?:and|but|also|so)\s+(.+)$",
@@ -39,15 +39,15 @@ _PREPOSITIONS = ("in", "for", "of", "at", "on", "during", "from", "to", "by", "w
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 _POSSESSIVE = re.compile(r"['’]s?$")
 _SINGULAR_REF = re.compile(
-    r"\b(?:(?:the|this|that|said)\s+(?:company|firm|business|group|corporation|paper|article|method|model|"
+    r"\b(?:(?:[Tt]he|[Tt]his|[Tt]hat|said)\s+(?:company|firm|business|group|corporation|paper|article|method|model|"
     r"approach|work|system|framework|technique|study|benchmark|dataset|retriever|report|filing)\b"
-    r"|it['’]s|its|it)\b", re.I)
+    r"|[Ii]t['’]s|[Ii]ts|[Ii]t)\b")
 _PLURAL_REF = re.compile(
-    r"\b(?:(?:these|those|the)\s+(?:models|methods|papers|approaches|systems|companies|authors)\b"
-    r"|they|them|their|theirs)\b", re.I)
+    r"\b(?:(?:[Tt]hese|[Tt]hose|[Tt]he)\s+(?:models|methods|papers|approaches|systems|companies|authors)\b"
+    r"|[Tt]hey|[Tt]hem|[Tt]heir|[Tt]heirs)\b")
 _NAME = re.compile(r"[\"“]([^\"”]{2,80})[\"”]"
                    r"|\b((?:[A-Z][\w'’.&+-]*|[A-Z0-9]{2,}[\w'’.&+-]*)"
-                   r"(?:\s+(?:(?:in|of|on|for|and|the|to|de|van|von)\s+)?[A-Z0-9][\w'’.&+-]*)*)")
+                   r"(?:\s+(?:(?:in|of|on|for|and|the|to|de|van|von|&)\s+){0,2}[A-Z0-9][\w'’.&+-]*)*)")
 _HOW_MANY = re.compile(r"\bhow\s+(?:many|much)\s+((?:[a-z-]+\s+){0,2}?[a-z-]+s)\b", re.I)
 _COMMON_QUESTION_AT = 3.0
 """A question with no name of its own whose every content word has a BM25 idf below this (a word in
@@ -97,18 +97,53 @@ def owners(text: str) -> list[str]:
     return topics(text, possessives=True)
 
 
-def strip_courtesy(question: str) -> tuple[str, str]:
+def strip_courtesy(question: str, *, short: bool = False) -> tuple[str, str]:
     """(the question without a courtesy prefix, the prefix removed, "" when none).
 
-    Only when a question of at least two words follows ("Thanks!" alone is left as it is).
+    Only when a question of at least two words follows ("Thanks!" alone is left as it is), or one word
+    with ``short`` (a follow-up: "Thank you! And Bosch?").
     """
     m = _COURTESY.match(question)
     if not m or not m.group(0).strip():
         return question, ""
     rest = question[m.end():].strip()
-    if len(rest.split()) < 2:
+    if len(rest.split()) < (1 if short else 2) or not rest.strip(" ?.!"):
         return question, ""
     return rest[:1].upper() + rest[1:], m.group(0).strip()
+
+
+def _same_year(text: str, before: str) -> str:
+    """"that year" / "the same year" read as the year of ``before`` ("in 2024"), when it names one."""
+    year = _YEAR.search(before)
+    if not year:
+        return text
+    return re.sub(r"\b(?:in\s+)?(?:that|the same)\s+year\b", f"in {year.group(0)}", text)
+
+
+def _head_noun_refs(text: str, before: str) -> str:
+    """"the hospital" after "Mount Sinai Hospital": a definite noun that heads an earlier name means it."""
+    for name in topics(before):
+        head = name.split()[-1]
+        if len(name.split()) > 1 and head[:1].isupper() and head.isalpha():
+            text = re.sub(rf"\bthe\s+{head.lower()}(?=['’]s\b|\b)", name, text)
+    return text
+
+
+def _is_fragment(text: str) -> bool:
+    """A turn that is only the changed slot of the previous question: "In 2023", "Bosch", "How many nurses".
+
+    It starts with a preposition or is a short name or figure with no verb, or it is "how many/much"
+    with a noun and no verb.
+    """
+    words = text.split()
+    if not words or len(words) > 6:
+        return False
+    if re.match(r"^how\s+(?:many|much)\s+[\w-]+(?:\s+[\w-]+)?$", text, re.I):
+        return True
+    if _CLAUSE_START.match(text):
+        return False
+    return words[0].lower() in _PREPOSITIONS or bool(_YEAR.fullmatch(text)) or \
+        (len(words) <= 3 and bool(topics(text)) and " ".join(topics(text)).lower() == text.lower())
 
 
 def _possessive(name: str) -> str:
@@ -136,6 +171,21 @@ def _plural_focus(question: str, owner: str | None) -> str | None:
     return f"{_possessive(owner)} {noun}" if owner else f"the {noun}"
 
 
+def _word_kind(word: str) -> str:
+    """``year``, ``name`` (capitalised) or ``word``: what kind of slot a phrase fills."""
+    if _YEAR.fullmatch(word.strip(",.?")):
+        return "year"
+    return "name" if word[:1].isupper() else "word"
+
+
+def _next_word(text: str, at: int) -> str:
+    """The word of ``text`` at ``at``, skipping an article."""
+    words = text[at:].split()
+    if words and words[0].lower() == "the" and len(words) > 1:
+        return words[1]
+    return words[0] if words else ""
+
+
 class ContextualizeMixin(LexicalCore):
     """The offline engine's contextualize_question judgment."""
 
@@ -161,12 +211,13 @@ class ContextualizeMixin(LexicalCore):
         resolved to the latest name (or counted noun phrase) they can mean; a self-contained question is
         returned unchanged. The reasoning says what was done and from which 1-based turn.
         """
-        asked, courtesy = strip_courtesy(question)
+        asked, courtesy = strip_courtesy(question, short=bool(history))
         done = [f"dropped the courtesy “{courtesy}”"] if courtesy else []
         previous = history[-1].understood() if history else ""
-        m = _ELLIPSIS.match(asked.strip().rstrip("?.! "))
-        if m and previous:
-            fragment = (m.group(1) or m.group(2) or "").strip()
+        bare = asked.strip().rstrip("?.! ")
+        m = _ELLIPSIS.match(bare)
+        fragment = (m.group(1) or m.group(2) or "").strip() if m else (bare if _is_fragment(bare) else "")
+        if fragment and previous:
             if _CLAUSE_START.match(fragment):
                 asked = fragment[:1].upper() + fragment[1:] + "?"  # "And how is it trained?"
                 done.append("dropped the leading conjunction")
@@ -196,12 +247,17 @@ class ContextualizeMixin(LexicalCore):
         """Replace the references of ``asked``; returns (text, (name, reference) or None, turn or None)."""
         refs = [r for r in list(_SINGULAR_REF.finditer(asked)) + list(_PLURAL_REF.finditer(asked))
                 if not _refers_inside(asked, r.start())]
+        if history:
+            asked = _head_noun_refs(asked, history[-1].understood())
+            asked = _same_year(asked, history[-1].understood())
         if not refs or not history:
             return asked, None, None
         name, turn = self._antecedent(history, asked)
         if name is None or turn is None:
             return asked, None, None
-        plural = _plural_focus(history[turn - 1].understood(), name) or name
+        before = history[turn - 1].understood()
+        plural = _plural_focus(before, name) or name
+        named = f"the {name}" if re.search(rf"\bthe\s+{re.escape(name)}\b", before) else name
 
         def swap(m: re.Match) -> str:
             word = m.group(0)
@@ -213,7 +269,7 @@ class ContextualizeMixin(LexicalCore):
             if low == "its":
                 return _possessive(name)
             if low == "it":
-                return name
+                return named
             if low in ("their", "theirs"):
                 return _possessive(name)
             if low in ("they", "them"):
@@ -222,9 +278,10 @@ class ContextualizeMixin(LexicalCore):
                                    "framework", "technique", "study", "benchmark", "dataset", "retriever",
                                    "report", "filing", "models", "methods", "papers", "approaches", "systems"):
                 return f"the {name} {low.split()[-1]}"
-            return name  # "the company", "the firm", "these companies"
+            return named  # "the company", "the firm", "these companies"
 
         text = _PLURAL_REF.sub(swap, _SINGULAR_REF.sub(swap, asked))
+        text = _same_year(text, before)
         said = refs[0].group(0)
         meant = plural if _PLURAL_REF.fullmatch(said) and said.lower() in ("they", "them") else name
         return text, (meant, said), turn
@@ -249,9 +306,18 @@ class ContextualizeMixin(LexicalCore):
             else:
                 out = f"{prev} in {year.group(0)}"
             how = f"the year by {year.group(0)}"
+        elif (many := re.match(r"^how\s+(?:many|much)\s+(.+)$", frag, re.I)) and \
+                (slot := re.search(r"\bhow\s+(?:many|much)\s+(.+?)(?=\s+(?:do|does|did|is|are|was|were|have|"
+                                   r"has|had|will|can)\b)", prev, re.I)):
+            out = prev[:slot.start(1)] + many.group(1) + prev[slot.end(1):]  # "And how many nurses?"
+            how = f"“{slot.group(1)}” by “{many.group(1)}”"
         elif first in _PREPOSITIONS and len(words) > 1:
-            # the previous question's phrase with the same preposition, up to the next one
+            # the previous question's phrase with the same preposition (and the same kind of word after
+            # it: a year for a year, a name for a name), up to the next preposition
             spans = list(re.finditer(rf"\b{first}\s+", prev, re.I))
+            kind = _word_kind(words[1] if words[1].lower() != "the" or len(words) < 3 else words[2])
+            alike = [sp for sp in spans if _word_kind(_next_word(prev, sp.end())) == kind]
+            spans = alike or spans
             if spans:
                 start = spans[-1].start()
                 nxt = re.search(r"\s(?:" + "|".join(_PREPOSITIONS) + r")\s|,", prev[spans[-1].end():])
