@@ -1,0 +1,86 @@
+"""The evaluation data of tests/data and docs/eval: well formed, each gold answer in its sources."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from functools import cache
+
+import pytest
+
+from rag.bench.data import normalize_answer
+from rag.eval import load_items
+from rag.ingest.loaders import load_document
+from rag.samples import SAMPLES_DIR
+from tests.conftest import PAPERS, ROOT, TRICKY
+
+CONVERSATIONS = ROOT / "tests" / "data" / "conversations" / "retrace-dev.jsonl"
+CASES = ROOT / "tests" / "data" / "contextualize-cases.jsonl"
+SAMPLE_SET = SAMPLES_DIR / "eval" / "sample-questions.jsonl"
+KINDS = {"self-contained", "ellipsis", "reference", "courtesy"}
+COURTESY = re.compile(r"^(thanks|thank you|great|perfect|cool|ok|hello|hi)\b", re.IGNORECASE)
+
+
+@cache
+def _text(name: str) -> str:
+    """A source's whole text, SQuAD-normalised: a PDF of the shared data or a file of docs/."""
+    path = SAMPLES_DIR / name if name.endswith(".md") else next(
+        p for p in (PAPERS / name, TRICKY / name) if p.is_file())
+    doc = load_document(name, path.read_bytes(), ocr=False)
+    return normalize_answer(" ".join(p.text for p in doc.pages))
+
+
+def _rows(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_conversations_are_a_question_set_with_sources_that_exist():
+    rows = _rows(CONVERSATIONS)
+    items = load_items(CONVERSATIONS)
+    turns = [t for r in rows for t in r["turns"]]
+    assert len(rows) >= 14 and len(turns) >= 40 and len(items) == len(turns)
+    assert len({r["id"] for r in rows}) == len(rows)
+    assert all(t["sources"] and all((PAPERS / s).is_file() or (TRICKY / s).is_file() for s in t["sources"])
+               for t in turns)
+    # short facts have gold answers, definitions have none
+    assert sum("answers" in t for t in turns) >= 0.8 * len(turns) and any("answers" not in t for t in turns)
+
+
+@pytest.mark.parametrize("row", _rows(CONVERSATIONS), ids=lambda r: r["id"])
+def test_every_gold_answer_is_in_a_source(row):
+    missing = [(n, a) for n, t in enumerate(row["turns"], 1) for a in t.get("answers", [])
+               if not any(normalize_answer(a) in _text(s) for s in t["sources"])]
+    assert not missing, missing
+
+
+def test_sample_questions_answers_are_in_the_docs():
+    items = load_items(SAMPLE_SET)
+    assert 12 <= len(items) <= 15 and 3 <= sum(i.answerable is False for i in items) <= 4
+    for item in items:
+        if item.answerable is False:
+            assert not item.answers and not item.sources, item.id
+            continue
+        assert item.sources and all((SAMPLES_DIR / s).is_file() for s in item.sources), item.id
+        for gold in item.answers or []:
+            assert any(normalize_answer(gold) in _text(s) for s in item.sources), (item.id, gold)
+
+
+def test_contextualize_cases_follow_the_rules():
+    cases = _rows(CASES)
+    kinds = Counter(c["kind"] for c in cases)
+    assert len(cases) >= 40 and set(kinds) == KINDS and min(kinds.values()) >= 8, kinds
+    for c in cases:
+        assert set(c) == {"history", "question", "standalone", "kind"}, c
+        assert all(isinstance(h, str) and h.endswith("?") for h in c["history"]), c
+        standalone = c["standalone"]
+        assert standalone.endswith("?") and standalone[0].isupper(), c
+        assert "'s's" not in standalone and "'s'" not in standalone, c
+        if c["kind"] == "self-contained":
+            assert standalone == c["question"], c
+        else:
+            assert standalone != c["question"] and not COURTESY.match(standalone), c
+        if c["kind"] in ("ellipsis", "reference"):
+            assert c["history"], c
+        if c["kind"] == "courtesy":
+            assert COURTESY.match(c["question"]), c
