@@ -22,6 +22,18 @@ LABELS = {"person": "a person's name", "organisation": "a name", "number": "a fi
           "date": "a date or year", "place": "a place", "acronym": "the expansion of the acronym",
           "definition": "a definition", "list": "a list"}
 """How a reason names each type ("the answer holds no person's name")."""
+MISSING = {
+    "person": "asks who, and the answer's lead passage names no person the question does not already name",
+    "organisation": "asks who or which, and the answer's lead passage holds no name the question does not "
+                    "already give",
+    "number": "asks for a figure, and the answer's lead passage holds none",
+    "date": "asks when, and the answer's lead passage holds no date or year",
+    "place": "asks where, and the answer's lead passage names no place",
+    "acronym": "asks what the acronym stands for, and the answer's lead passage does not spell it out",
+    "definition": "asks what something is, and the answer's lead passage defines nothing",
+    "list": "asks for a list, and the answer's lead passage holds none",
+}
+"""What the answer check says when a type is missing ("the question asks when, and …")."""
 
 _ACRONYM_Q = re.compile(r"\b(?:stands?|stood)\s+for\b|\bshort\s+for\b|\babbreviat|\bacronym\b|"
                         r"\bwhat\s+does\s+(?:the\s+)?[A-Z][A-Za-z0-9-]*[A-Z][A-Za-z0-9-]*\s+mean\b")
@@ -265,11 +277,14 @@ def holds(text: str, kind: AnswerType | None, question: str,
                 return place
         return None
     # organisation, or any named thing "which X" asks for: a capitalised name or an acronym it does not give
-    for m in re.finditer(r"\b(?:[A-Z][A-Za-z0-9&.-]*[A-Z0-9][A-Za-z0-9&.-]*|[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+)\b",
+    for m in re.finditer(r"\b(?:[A-Z][A-Za-z0-9&.-]*[A-Z0-9][A-Za-z0-9&.-]*|[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b",
                          text):
         name = m.group(0)
-        if m.start() > 0 and not _in_question(name, asked) and name.lower() not in _NOT_NAME:
-            return name
+        if _in_question(name, asked) or name.lower() in _NOT_NAME | STOPWORDS:
+            continue
+        if " " not in name and name[1:].islower() and (common is not None and common(name)):
+            continue  # a capitalised corpus word ("Retrieval"), not a name
+        return name
     return None
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from rag.answer_types import describe, expected_type, holds
+from rag.answer_types import MISSING, describe, expected_type, holds
 from rag.engines.base import Answer, AnswerGrade, GroundingCheck
 from rag.engines.extraction import EXTRACTIVE_LABEL, KEY_PASSAGES
 from rag.engines.lexical import LexicalCore, _constraint_words, _pct, _quotable, _quote, constraints
@@ -121,8 +121,7 @@ class CheckingMixin(LexicalCore):
         missing_type = None
         if kind is not None and answer.citations and holds(lead, kind, question, self.common_word) is None:
             missing_type = kind
-            problems.append(f"the question asks for {describe(kind)}, and the answer's lead passage "
-                            f"holds none")
+            problems.append(f"the question {MISSING[kind]}")
         if cov < USEFUL_AT:
             problems.append(f"it covers only {_pct(cov)} of the question's IDF-weighted terms "
                             f"(useful at {_pct(USEFUL_AT)})")

@@ -155,9 +155,14 @@ def _refers_inside(question: str, at: int) -> bool:
     """Whether the back-reference at ``at`` points inside ``question`` itself.
 
     As in "What is the retriever of RAG and how is it trained?": a name comes before it and a new clause
-    ("and", "but", "or", a comma) starts between that name and the reference.
+    ("and", "but", "or", a comma) starts between that name and the reference; or "they" after a plural
+    noun of the question's own.
     """
     before = question[:at]
+    if re.match(r"(?:they|them|their|theirs)\b", question[at:], re.I) and any(
+            len(w) > 3 and w.lower().endswith("s") and w.lower() not in STOPWORDS | QUESTION_WORDS
+            for w in re.findall(r"[A-Za-z]+", before)):
+        return True  # "How do language models behave when they …": a plural noun of its own
     joins = [m.start() for m in re.finditer(r"\s(?:and|but|or)\s|[,;:]", before, re.I)]
     return bool(joins) and bool(topics(before[:joins[-1]]))
 

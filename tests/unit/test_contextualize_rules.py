@@ -1,0 +1,59 @@
+"""contextualize_question on the offline engine, over tests/data/contextualize-cases.jsonl."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rag.engines.local import LocalEngine
+from rag.models import Turn
+from rag.store.bm25 import LexicalStats
+
+CASES = [json.loads(line) for line in
+         (Path(__file__).parents[1] / "data" / "contextualize-cases.jsonl").read_text().splitlines() if line]
+
+
+@pytest.fixture(scope="module")
+def engine():
+    texts = [c["standalone"] for c in CASES] + [h for c in CASES for h in c["history"]]
+    return LocalEngine(LexicalStats.from_texts(texts))
+
+
+def _run(engine, case):
+    return engine.contextualize(case["question"], [Turn(question=h) for h in case["history"]]).question
+
+
+def test_a_self_contained_question_is_never_altered(engine):
+    alone = [c for c in CASES if c["kind"] == "self-contained"]
+    assert len(alone) >= 10
+    for case in alone:
+        assert _run(engine, case) == case["question"], case
+
+
+def test_the_mixed_dev_follow_ups_become_grammatical_standalone_questions(engine):
+    def turns(*qs):
+        return [Turn(question=q) for q in qs]
+    net = "What were Berkshire Hathaway's net earnings attributable to shareholders in 2024?"
+    assert engine.contextualize("And in 2023?", turns(net)).question == net.replace("2024", "2023")
+    assert engine.contextualize("How many people do its subsidiaries employ?",
+                                turns("Who is Berkshire's chief executive officer?")).question == (
+        "How many people do Berkshire's subsidiaries employ?")
+    assert engine.contextualize("How many of them were union members?", turns(
+        "Where is BNSF based?", "How many employees did BNSF have at the end of 2024?")).question == (
+        "How many of BNSF's employees were union members?")
+    assert engine.contextualize("And of its non-insurance operations?", turns(
+        "Who is Vice Chairman of Berkshire's insurance operations?")).question == (
+        "Who is Vice Chairman of Berkshire's non-insurance operations?")
+    thanks = engine.contextualize("Thanks! How large was Berkshire's insurance float at the end of 2024?",
+                                  turns("Who are Self-RAG's authors?"))
+    assert thanks.question == "How large was Berkshire's insurance float at the end of 2024?"
+    assert "courtesy" in thanks.reasoning
+
+
+def test_the_shared_cases_mostly_match_and_never_break_grammar(engine):
+    got = [(_run(engine, c), c) for c in CASES]
+    exact = sum(out == c["standalone"] for out, c in got)
+    assert exact >= 0.75 * len(CASES), exact
+    for out, case in got:
+        assert "'s's" not in out and "’s’s" not in out, out
+        assert not out.lower().startswith(("thanks", "thank you", "great,")), out
