@@ -11,9 +11,9 @@ words, the noun after "which", "stand for"), never a list of topics, so it carri
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
-from rag.text import STOPWORDS, has_date, has_number, words
+from rag.text import STOPWORDS, has_date, terms, words
 
 AnswerType = str
 """One of :data:`TYPES`."""
@@ -246,37 +246,39 @@ def expansion(text: str, acronym: str) -> str | None:
     return None
 
 
-def holds(text: str, kind: AnswerType | None, question: str,
-          common: Callable[[str], bool] | None = None) -> str | None:
-    """The span of ``text`` that holds an answer of type ``kind`` to ``question``, or None when none does.
+_FIGURE = re.compile(r"[$€£]?\s?\(?\d[\d,]*(?:\.\d+)?\)?\s?(?:%|percent|million|billion|thousand|trillion)?"
+                     r"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
+                     r"fifty|hundred|thousand|million|billion|dozen)\b", re.I)
+_DATE_SPAN = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October|November|"
+                        r"December)\s+\d{1,2},?\s+(?:1[0-9]|20)\d\d\b|\b(?:1[0-9]|20)\d\d\b")
+NEAR_TERMS = 6
+"""Index terms (stop words left out) on each side of a typed span that count as near it."""
+NEAR_AT = 0.5
+"""The share of the question's predicate weight (its terms besides names, years and type cues) that must
+occur near the typed span: "Marc D. Hamburg … Chief Financial Officer" is no answer to "who is the chief
+executive officer", and "41,500 people" none to "how large was the float"."""
 
-    With ``kind`` None (or ``definition``/``list``, which any on-topic passage may hold) the whole text
-    counts. A year is not the figure a ``number`` question asks for, and a name the question gives is not
-    the ``person``, ``organisation`` or ``place`` it asks for. ``common`` tells corpus words from names
-    (see :func:`persons`).
-    """
-    if kind is None or kind == "list":
-        return text
-    if kind == "definition":
-        return text if _DEFINES.search(text) else None
+
+def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], bool] | None) -> list[str]:
+    """Every span of ``text`` of type ``kind``, in order (see :func:`holds`)."""
     if kind == "date":
-        return text if has_date(text) else None
+        return [m.group(0) for m in _DATE_SPAN.finditer(text)] or \
+            ([text] if has_date(text) else [])
     if kind == "number":
-        return text if has_number(re.sub(r"\b(?:1[0-9]|20)\d\d\b", "", text)) else None
+        years = re.compile(r"^(?:1[0-9]|20)\d\d$")
+        return [m.group(0).strip() for m in _FIGURE.finditer(text)
+                if not years.match(m.group(0).strip(" $€£()")) and re.search(r"\w", m.group(0))]
     if kind == "person":
-        found = persons(text, question, common)
-        return found[0] if found else None
+        return persons(text, question, common)
     if kind == "acronym":
         acronym = acronym_of(question)
-        return expansion(text, acronym) if acronym else None
+        found = expansion(text, acronym) if acronym else None
+        return [found] if found else []
     asked = set(words(question.lower()))
     if kind == "place":
-        for m in _PLACE_AFTER.finditer(text):
-            place = m.group(1)
-            if place.split()[0].lower() not in _NOT_NAME and not _in_question(place, asked):
-                return place
-        return None
-    # organisation, or any named thing "which X" asks for: a capitalised name or an acronym it does not give
+        return [m.group(1) for m in _PLACE_AFTER.finditer(text)
+                if m.group(1).split()[0].lower() not in _NOT_NAME and not _in_question(m.group(1), asked)]
+    out = []  # organisation, or any named thing "which X" asks for: a name or an acronym it does not give
     for m in re.finditer(r"\b(?:[A-Z][A-Za-z0-9&.-]*[A-Z0-9][A-Za-z0-9&.-]*|[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b",
                          text):
         name = m.group(0)
@@ -284,7 +286,48 @@ def holds(text: str, kind: AnswerType | None, question: str,
             continue
         if " " not in name and name[1:].islower() and (common is not None and common(name)):
             continue  # a capitalised corpus word ("Retrieval"), not a name
-        return name
+        out.append(name)
+    return out
+
+
+def nearness(text: str, span: str, predicate: Mapping[str, float]) -> float:
+    """The share of ``predicate`` (index term -> weight) found within NEAR_TERMS index terms of ``span``.
+
+    In [0, 1]; 1.0 when ``predicate`` is empty or the span's terms cannot be located in ``text``.
+    """
+    total = sum(predicate.values())
+    own = terms(span)
+    if total <= 0 or not own:
+        return 1.0
+    seq = terms(text)
+    starts = [i for i in range(len(seq) - len(own) + 1) if seq[i:i + len(own)] == own]
+    if not starts:
+        return 1.0
+    best = 0.0
+    for i in starts:
+        near = set(seq[max(0, i - NEAR_TERMS):i + len(own) + NEAR_TERMS])
+        best = max(best, sum(w for t, w in predicate.items() if t in near) / total)
+    return best
+
+
+def holds(text: str, kind: AnswerType | None, question: str,
+          common: Callable[[str], bool] | None = None,
+          predicate: Mapping[str, float] | None = None) -> str | None:
+    """The span of ``text`` that holds an answer of type ``kind`` to ``question``, or None when none does.
+
+    With ``kind`` None (or ``definition``/``list``, which any on-topic passage may hold) the whole text
+    counts. A year is not the figure a ``number`` question asks for, and a name the question gives is not
+    the ``person``, ``organisation`` or ``place`` it asks for. ``common`` tells corpus words from names
+    (see :func:`persons`). With ``predicate`` (the question's index terms besides its names and years, with
+    their weights), a span counts only when NEAR_AT of that weight is near it (:func:`nearness`).
+    """
+    if kind is None or kind == "list":
+        return text
+    if kind == "definition":
+        return text if _DEFINES.search(text) else None
+    for span in _spans(text, kind, question, common):
+        if predicate is None or nearness(text, span, predicate) >= NEAR_AT:
+            return span
     return None
 
 

@@ -119,7 +119,7 @@ class CheckingMixin(LexicalCore):
         claims = self.claims(answer.text)
         lead = claims[0][0] if claims else ""
         missing_type = None
-        if kind is not None and answer.citations and holds(lead, kind, question, self.common_word) is None:
+        if kind is not None and answer.citations and holds(lead, kind, question, self.common_word, self.predicate(question)) is None:
             missing_type = kind
             problems.append(f"the question {MISSING[kind]}")
         if cov < USEFUL_AT:
@@ -131,7 +131,7 @@ class CheckingMixin(LexicalCore):
         if problems:
             return AnswerGrade(useful=False, missing_type=missing_type, reasoning=(
                 "Not useful: " + "; ".join(problems) + ". " + said).strip())
-        found = holds(lead, kind, question, self.common_word) if kind in ("person", "place", "organisation", "acronym") else None
+        found = holds(lead, kind, question, self.common_word, self.predicate(question)) if kind in ("person", "place", "organisation", "acronym") else None
         return AnswerGrade(useful=True, reasoning=(
             "Useful: holds the question's constraints"
             + (f" and {describe(kind)}, the kind of answer asked for" if kind else "")

@@ -238,8 +238,10 @@ class ExtractionMixin(LexicalCore):
         cons = constraints(question)
         kind = expected_type(question)
 
+        predicate = self.predicate(question)
+
         def fits(p: _Passage) -> bool:
-            return holds(p.text, kind, question, self.common_word) is not None
+            return holds(p.text, kind, question, self.common_word, predicate) is not None
 
         def held(p: _Passage) -> float:
             return _held(p, cons)
