@@ -133,6 +133,8 @@ _NOT_NAME = frozenset(
     "the", "a", "an", "this", "that", "these", "those", "in", "on", "of", "for", "and", "or", "to",
     "by", "with", "from", "at", "as", "is", "are", "was", "were", "be", "chief", "executive", "officer",
     "officers", "chairman", "chairwoman", "vice", "president", "director", "directors", "board",
+    "senior", "junior", "general", "manager", "managing", "partner", "partners", "counsel", "secretary",
+    "treasurer",
     "company", "companies", "inc", "corporation", "corp", "group", "holdings", "llc", "ltd", "plc",
     "university", "institute", "department", "table", "figure", "section", "appendix", "part", "item",
     "annual", "report", "form", "note", "notes", "total", "net", "january", "february", "march",
@@ -172,7 +174,7 @@ def persons(text: str, question: str = "", common: Callable[[str], bool] | None 
     out: list[str] = []
     for m in _FULL_NAME.finditer(text):
         name = m.group(1)
-        parts = [p.strip(".").lower() for p in name.split() if len(p.strip(".")) > 1]
+        parts = [p.strip(".").lower() for p in re.split(r"[\s-]+", name) if len(p.strip(".")) > 1]
         if any(p in _NOT_NAME or p in STOPWORDS or p in lower or (common is not None and common(p))
                for p in parts) or _in_question(name, asked):
             continue
