@@ -248,8 +248,8 @@ def expansion(text: str, acronym: str) -> str | None:
     return None
 
 
-_FIGURE = re.compile(r"[$€£]?\s?\(?\d[\d,]*(?:\.\d+)?\)?\s?(?:%|percent|million|billion|thousand|trillion)?"
-                     r"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
+_FIGURE = re.compile(r"(?<![\w.])[$€£]?\s?\(?\d[\d,]*(?:\.\d+)?\)?\s?(?:%|percent|million|billion|thousand|"
+                     r"trillion)?|\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
                      r"fifty|hundred|thousand|million|billion|dozen)\b", re.I)
 _DATE_SPAN = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October|November|"
                         r"December)\s+\d{1,2},?\s+(?:1[0-9]|20)\d\d\b|\b(?:1[0-9]|20)\d\d\b")
@@ -295,19 +295,16 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
 def nearness(text: str, span: str, predicate: Mapping[str, float]) -> float:
     """The share of ``predicate`` (index term -> weight) found within NEAR_TERMS index terms of ``span``.
 
-    In [0, 1]; 1.0 when ``predicate`` is empty or the span's terms cannot be located in ``text``.
+    In [0, 1], the best over the places ``span`` occurs in ``text``; 1.0 when ``predicate`` is empty, 0.0
+    when ``span`` does not occur in ``text``.
     """
     total = sum(predicate.values())
-    own = terms(span)
-    if total <= 0 or not own:
-        return 1.0
-    seq = terms(text)
-    starts = [i for i in range(len(seq) - len(own) + 1) if seq[i:i + len(own)] == own]
-    if not starts:
+    if total <= 0:
         return 1.0
     best = 0.0
-    for i in starts:
-        near = set(seq[max(0, i - NEAR_TERMS):i + len(own) + NEAR_TERMS])
+    for m in re.finditer(re.escape(span), text):
+        near = set(terms(text[:m.start()])[-NEAR_TERMS:]) | set(terms(span)) | \
+            set(terms(text[m.end():])[:NEAR_TERMS])
         best = max(best, sum(w for t, w in predicate.items() if t in near) / total)
     return best
 
