@@ -50,7 +50,7 @@ _QUANTITY = frozenset(
 ])
 _PERSON_Q = re.compile(r"^(?:who|whom|whose)\b|\bby whom\b|\b(?:which|what) (?:person|people|author|authors|"
                        r"researcher|researchers|executive|officer|ceo|founder)\b|\bwho\s+(?:wrote|"
-                       r"founded|leads|led|runs|heads)\b", re.I)
+                       r"founded|leads|led|runs|heads|created|proposed|introduced)\b", re.I)
 _PLACE_Q = re.compile(r"^where\b|\bin (?:which|what) (?:city|country|state|town|region|place|county)\b|"
                       r"\b(?:which|what) (?:city|country|state|town|region|county)\b", re.I)
 _WHICH = re.compile(r"^(?:which|what)\s+([a-z-]+)\s+(?:do|does|did|is|are|was|were|has|have|had|can|could|will)\b",
@@ -58,12 +58,13 @@ _WHICH = re.compile(r"^(?:which|what)\s+([a-z-]+)\s+(?:do|does|did|is|are|was|we
 _LIST_Q = re.compile(r"^(?:list|name|enumerate)\b|^(?:which|what) (?:are|were) (?:the )?\w+s\b", re.I)
 _DEFINITION_Q = re.compile(r"^(?:what\s+(?:is|are|was|were)\s+(?:an?\s+|the\s+)?(?!the\b)\S"
                            r"|define\b|explain\b|describe\b)", re.I)
-_AUTHORSHIP = re.compile(r"\b(?:authors?|wrote|written|co-?authors?)\b", re.I)
+_AUTHORSHIP = re.compile(r"\b(?:authors?|wrote|written|co-?authors?|created|proposed|introduced)\b", re.I)
 
 CUE_WORDS: dict[str, frozenset[str]] = {
     "acronym": frozenset({"stand", "stands", "stood", "short", "abbreviation", "abbreviate", "acronym",
                           "mean"}),
-    "person": frozenset({"author", "authors", "wrote", "written", "coauthor", "coauthors", "co"}),
+    "person": frozenset({"author", "authors", "wrote", "written", "coauthor", "coauthors", "co", "paper",
+                         "papers", "article", "study", "created", "create", "first"}),
 }
 """Words that only say which type is asked for, never what the answer's passage is about: "stand for"
 is not in the passage that expands an acronym, "authors" is not in a paper's author line. They are left
@@ -90,7 +91,8 @@ def expected_type(question: str) -> AnswerType | None:
         return "number"
     if _PERSON_Q.search(q):
         # "who is the CEO" and "who wrote it" ask for a person; "who won the cup" may be a team or a firm
-        if re.match(r"^(?:who|whom)\s+(?!(?:is|was|are|were|wrote|leads|led|heads|runs)\b)\w+", low):
+        if re.match(r"^(?:who|whom)\s+(?!(?:is|was|are|were|wrote|leads|led|heads|runs|created|proposed|"
+                    r"introduced)\b)\w+", low):
             return "organisation"
         return "person"
     if _PLACE_Q.search(q):
@@ -149,7 +151,7 @@ _NOT_NAME = frozenset(
 _HONORIFIC_NAME = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|Prof)\.?\s+([A-Z][a-z]+(?:-[A-Z][a-z]+)?)")
 _FULL_NAME = re.compile(
     r"\b([A-Z][a-z]+(?:-[A-Z][a-z]+)?(?:\s+[A-Z]\.)*(?:\s+(?:van|von|de|da|del|der|di|le|la)\s+)?"
-    r"\s+[A-Z][a-z]+(?:-[A-Z][a-z]+)?(?:\s+[A-Z][a-z]+)?)\b")
+    r"\s+[A-Z][a-z]+(?:-[A-Z][a-z]+)?(?:\s+[A-Z][a-z]+)?)(?![A-Za-z])")
 _PLACE_AFTER = re.compile(
     r"\b(?:in|at|near|from|headquartered in|based in|located in|headquarters (?:is|are) in)\s+"
     r"((?:the\s+)?[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*(?:,\s+[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)?)")

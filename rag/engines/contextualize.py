@@ -159,21 +159,32 @@ def _refers_inside(question: str, at: int) -> bool:
     noun of the question's own.
     """
     before = question[:at]
-    if re.match(r"(?:they|them|their|theirs)\b", question[at:], re.I) and any(
-            len(w) > 3 and w.lower().endswith("s") and w.lower() not in STOPWORDS | QUESTION_WORDS
-            for w in re.findall(r"[A-Za-z]+", before)):
+    if re.match(r"(?:they|them|their|theirs)\b", question[at:], re.I) and re.search(
+            r"\b[a-z]{3,}s\b.*\b(?:when|if|because|while|as|that|which|who|whether|so)\s+$", before):
         return True  # "How do language models behave when they …": a plural noun of its own
     joins = [m.start() for m in re.finditer(r"\s(?:and|but|or)\s|[,;:]", before, re.I)]
     return bool(joins) and bool(topics(before[:joins[-1]]))
 
 
 def _plural_focus(question: str, owner: str | None) -> str | None:
-    """The plural noun phrase a question counts ("how many employees" -> "BNSF's employees"), or None."""
+    """The plural noun phrase "they" or "them" means in a later turn, or None.
+
+    What the question counts ("how many employees" -> "BNSF's employees"), or a plural it names in the
+    possessive ("FLARE's authors", "the authors of FLARE").
+    """
     m = _HOW_MANY.search(question)
-    if not m or m.group(1).lower() in ("years", "times"):
-        return None
-    noun = m.group(1)
-    return f"{_possessive(owner)} {noun}" if owner else f"the {noun}"
+    if m and m.group(1).lower() not in ("years", "times"):
+        noun = m.group(1)
+        if noun[:1].isupper() or (owner and owner.lower() in noun.lower()):
+            return f"the {noun}"
+        return f"{_possessive(owner)} {noun}" if owner else f"the {noun}"
+    m = re.search(r"\b([A-Z][\w-]*(?:\s+[A-Z][\w-]*)*['’]s?\s+[a-z]+s)\b|\b(the\s+[a-z]+s\s+of\s+(?:the\s+)?"
+                  r"[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*)", question)
+    if m:
+        return m.group(1) or m.group(2)
+    if owner and re.search(r"\b(?:wrote|authors?|created|proposed|introduced)\b", question, re.I):
+        return f"the authors of {owner}"  # "they" after "Who wrote In-Context RALM?"
+    return None
 
 
 def _word_kind(word: str) -> str:
@@ -195,12 +206,20 @@ class ContextualizeMixin(LexicalCore):
     """The offline engine's contextualize_question judgment."""
 
     def _antecedent(self, history: Sequence[Turn], question: str) -> tuple[str | None, int | None]:
-        """(the main name of the latest earlier turn that has one and that ``question`` lacks, its 1-based turn)."""
+        """(the main name of the latest earlier turn that has names ``question`` lacks, its 1-based turn).
+
+        Of that turn's names, the one most earlier turns mention, then a possessor, then not a corpus word.
+        """
+        asked = [history[k].understood().lower() for k in range(len(history))]
         for n in range(len(history), 0, -1):
             text = history[n - 1].understood()
-            names = [t for t in owners(text) + topics(text) if t.lower() not in question.lower()]
+            names = list(dict.fromkeys(t for t in owners(text) + topics(text) if t.lower() not in question.lower()))
             if names:
-                return names[0], n
+                # the conversation's topic: the name most turns ask about, then the possessor, then a name
+                # rather than a word the corpus uses everywhere ("LLM", "Wikipedia"), then the first one
+                return max(names, key=lambda t: (sum(t.lower() in a for a in asked), t in owners(text),
+                                                 not all(self.common_word(w) for w in t.split()),
+                                                 -names.index(t))), n
         return None, None
 
     def _vague(self, question: str) -> bool:
@@ -262,7 +281,7 @@ class ContextualizeMixin(LexicalCore):
             return asked, None, None
         before = history[turn - 1].understood()
         plural = _plural_focus(before, name) or name
-        named = f"the {name}" if re.search(rf"\bthe\s+{re.escape(name)}\b", before) else name
+        named = f"the {name}" if re.search(rf"\bthe\s+{re.escape(name)}\b(?!['’]|\s+[a-z])", before) else name
 
         def swap(m: re.Match) -> str:
             word = m.group(0)
@@ -279,6 +298,8 @@ class ContextualizeMixin(LexicalCore):
                 return _possessive(name)
             if low in ("they", "them"):
                 return plural
+            if low == "the authors":
+                return f"the authors of {named}"
             if low.split()[-1] in ("paper", "article", "model", "method", "approach", "work", "system",
                                    "framework", "technique", "study", "benchmark", "dataset", "retriever",
                                    "report", "filing", "models", "methods", "papers", "approaches", "systems"):
@@ -326,7 +347,10 @@ class ContextualizeMixin(LexicalCore):
             if spans:
                 start = spans[-1].start()
                 nxt = re.search(r"\s(?:" + "|".join(_PREPOSITIONS) + r")\s|,", prev[spans[-1].end():])
-                end = spans[-1].end() + nxt.start() if nxt else len(prev)
+                inner = re.search(r"\s(?:" + "|".join(_PREPOSITIONS) + r")\s", " ".join(words[1:]))
+                # a fragment with a phrase of its own ("for datasets that rely on the open web") takes
+                # the rest of the previous question's clause
+                end = spans[-1].end() + nxt.start() if nxt and not inner else len(prev)
                 out = prev[:start] + frag + prev[end:]
                 how = f"the phrase “{prev[start:end]}” by “{frag}”"
             elif owner and topics(frag):
@@ -335,6 +359,11 @@ class ContextualizeMixin(LexicalCore):
         elif topics(frag) and owner and " ".join(words).lower() == " ".join(topics(frag)[0].split()).lower():
             out = self._swap_name(prev, owner, topics(frag)[0])  # "How about GEICO?"
             how = f"“{owner}” by “{topics(frag)[0]}”"
+        elif owner and (named := re.match(r"([A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)['’]s\s", frag)) and \
+                named.group(1) != owner and (m_own := re.search(rf"{re.escape(owner)}['’]s?\s", prev)):
+            # "What about Lubrizol's revenues in 2024?" after "What were Precision Castparts' revenues …"
+            out = prev[:m_own.start()] + frag
+            how = f"“{owner}” by “{named.group(1)}”"
         elif owner and re.match(rf"{re.escape(owner)}['’]s\s", frag):
             # "Berkshire's revenue" after "What were Berkshire's net earnings in 2024?"
             noun = frag.split(None, 1)[1]
