@@ -17,6 +17,8 @@ BRIDGE_FOLLOW = 2.0
 """Weight (times its IDF) of a name that an already chosen passage introduced, when a further
 passage continues from it (chosen on HotpotQA dev, questions 1-100: Full answer_hit 0.68 at
 0.5, 0.69 at 1, 0.70 at 2, 0.66 at 3)."""
+LINE_TYPES = frozenset({"person", "organisation", "place", "number", "date", "acronym"})
+"""Answer types a single line of a table or signature block can hold (see ``_line_candidates``)."""
 FRONT_MATTER_CHARS = 800
 """How much of a document's first chunk is read as its front matter (title and author line)."""
 MAX_AUTHORS = 8
@@ -69,7 +71,7 @@ def _boilerplate(sentence: str) -> bool:
     Text that never answers a question.
     """
     s = sentence.strip()
-    if _BOILERPLATE.match(s):
+    if _BOILERPLATE.match(s) or re.search(r"(?:\.\s?){4,}", s):  # a heading, or a contents line's leader dots
         return True
     if _REFERENCE.search(s) and (re.search(r"\b(?:19|20)\d\d[a-z]?\b", s) or _AUTHOR_LIST.search(s)):
         return True
@@ -247,6 +249,8 @@ class ExtractionMixin(LexicalCore):
             return _held(p, cons)
 
         candidates = self._candidates(question, chunks)
+        if kind in LINE_TYPES:
+            candidates += [p for p in self._line_candidates(question, chunks) if fits(p)]
         chosen = self._choose(question, candidates, fits, held)
         if chosen and kind is not None and not any(fits(p) for p in chosen):
             # the next candidate passage: the best one that holds the type asked for leads instead
@@ -322,6 +326,29 @@ class ExtractionMixin(LexicalCore):
                 if key and key not in bridge:  # "Shirley Temple", not every "Marin"
                     bridge[key] = (max(self.stats.idf(st) for st in key), best.rank)
         return chosen
+
+    def _line_candidates(self, question: str, chunks: Sequence[Chunk]) -> list[_Passage]:
+        """Lines of ``chunks``, alone and with the next line, as passages.
+
+        A table of officers or a signature block puts one fact on a line ("Marc D. Hamburg 75 Senior
+        Vice-President – Chief Financial Officer 1992"), which sentence splitting glues to its neighbours;
+        read line by line it is a short passage that holds a name near its role.
+        """
+        weights = self.weighted_terms(question)
+        out: list[_Passage] = []
+        for rank, chunk in enumerate(chunks):
+            context = frozenset(t for t in terms(chunk.text) if t in weights)
+            about = frozenset(terms(f"{chunk.source} {chunk.title}"))
+            lines = [" ".join(line.split()) for line in chunk.text.splitlines() if line.strip()]
+            for pos, line in enumerate(lines):
+                for text in (line, f"{line} {lines[pos + 1]}" if pos + 1 < len(lines) else ""):
+                    text = _quotable(text)
+                    if not 15 <= len(text) <= 300 or _boilerplate(text):
+                        continue
+                    seq = terms(text)
+                    out.append(_Passage(rank, 2000 + pos, text, frozenset(seq), 0.0, len(seq), text,
+                                        context, about))
+        return out
 
     def _typed_candidate(self, question: str, pool: Sequence[_Passage], fits: Callable[[_Passage], bool],
                          held: Callable[[_Passage], float]) -> _Passage | None:
