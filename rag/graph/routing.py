@@ -29,6 +29,7 @@ from rag.models import (
     ROUTE_QUESTION,
     WEB_SEARCH,
 )
+from rag.store.retrieval import RetrievalMode
 
 
 class Decision(NamedTuple):
@@ -90,16 +91,16 @@ def _finish(state: State, o: Options, why: str) -> Decision:
     return Decision(FINALIZE, why)
 
 
-MODE_FALLBACK = {"bm25": "hybrid", "dense": "bm25", "hybrid": "bm25"}
+MODE_FALLBACK: dict[str, RetrievalMode] = {"bm25": "hybrid", "dense": "bm25", "hybrid": "bm25"}
 """Retrieval mode -> the mode a ``switch_retriever`` correction tries next."""
 
 
-def current_mode(state: State, o: Options) -> str:
+def current_mode(state: State, o: Options) -> RetrievalMode:
     """The mode the next retrieve uses: the router's or a switch's choice, else Options.retrieval."""
     return state.get("retrieval_mode") or o.retrieval
 
 
-def switch_to(state: State, o: Options) -> str | None:
+def switch_to(state: State, o: Options) -> RetrievalMode | None:
     """The mode a first correction after weak grading retries with (``switch_retriever``), or None.
 
     Only with routing on, before any rewrite, once per run, when the last retrieval found chunks but
