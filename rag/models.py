@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
@@ -34,6 +35,18 @@ NODE_ORDER = (CONTEXTUALIZE_QUESTION, ROUTE_QUESTION, DECOMPOSE_QUERY, RETRIEVE,
 """Every node, in the order a run meets them first."""
 TERMINALS = (FINALIZE, FINALIZE_WITH_CAVEAT, FALLBACK, REPLY_DIRECTLY)
 """The nodes that end a run."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Where the run goes next (a node name) and why, in plain words.
+
+    The one record of a route: a decider returns it, the graph state carries it (``route``) and the node's
+    TraceEvent keeps it; it is written out as ``{"to": ..., "why": ...}``.
+    """
+
+    to: str
+    why: str
 
 
 class Chunk(BaseModel):
@@ -328,8 +341,8 @@ class TraceEvent(BaseModel):
     duration_ms: float
     summary: str
     detail: SerializeAsAny[NodeDetail] = Field(default_factory=NodeDetail)
-    route: dict[str, str] | None = None
-    """``{"to": next node, "why": plain words}``; None for terminal nodes."""
+    route: Decision | None = None
+    """Where the run went next and why (the node's decider); None for terminal nodes."""
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0

@@ -10,7 +10,7 @@ first, then web, then abstain (CRAG routing, Yan et al. 2024; Self-RAG checks, A
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from rag.config import Options
 from rag.models import (
@@ -28,20 +28,9 @@ from rag.models import (
     REWRITE_QUERY,
     ROUTE_QUESTION,
     WEB_SEARCH,
+    Decision,
 )
 from rag.store.retrieval import RetrievalMode
-
-
-class Decision(NamedTuple):
-    """Where the run goes next (a node name) and why, in plain words."""
-
-    to: str
-    why: str
-
-    def as_route(self) -> dict[str, str]:
-        """The ``{"to", "why"}`` form a TraceEvent records."""
-        return {"to": self.to, "why": self.why}
-
 
 START_TARGETS = (CONTEXTUALIZE_QUESTION, ROUTE_QUESTION, DECOMPOSE_QUERY, RETRIEVE)
 TARGETS: dict[str, tuple[str, ...]] = {

@@ -133,17 +133,17 @@ def steps(run: Run) -> list[Step]:
     out: list[Step] = []
     round_ = 1
     for i, e in enumerate(run.events):
-        route = e.route or {}
+        route = e.route
         last = i == len(run.events) - 1
         if route:
-            why = route.get("why", "")
+            why = route.why
         elif last and run.error:
             why = f"stopped by an error: {run.error}"
         else:
             why = "the run ends here"
         reasoning = str(getattr(e.detail, "reasoning", "") or "")
         out.append(Step(step=e.step, node=e.node, label=step_label(e, run, visits[e.node]),
-                        round=round_, decided=event_summary(e), why=why, next=route.get("to"),
+                        round=round_, decided=event_summary(e), why=why, next=route.to if route else None,
                         reasoning=reasoning, fallbacks=tuple(e.detail.fallbacks)))
         if e.node == "rewrite_query":
             round_ += 1
@@ -255,8 +255,8 @@ def event_rows(run: Run) -> list[dict]:
     node).
     """
     return [{"step": e.step, "node": e.node, "attempt": e.attempt, "duration_ms": e.duration_ms,
-             "summary": event_summary(e), "next": (e.route or {}).get("to"),
-             "why": (e.route or {}).get("why")}
+             "summary": event_summary(e), "next": e.route.to if e.route else None,
+             "why": e.route.why if e.route else None}
             for e in run.events]
 
 

@@ -75,8 +75,8 @@ def assert_route_is_path(run: Run) -> None:
     """Every event's recorded route names the node that ran next; only terminals have none."""
     assert run.error is None, run.error
     for event, after in zip(run.events, run.events[1:], strict=False):
-        assert event.route is not None and event.route["to"] == after.node, (event.node, event.route)
-        assert event.route["why"]
+        assert event.route is not None and event.route.to == after.node, (event.node, event.route)
+        assert event.route.why
     assert run.events[-1].node in TERMINALS and run.events[-1].route is None
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from rag.config import Options, preset_options
 from rag.graph import routing
-from rag.models import Chunk, Citation
+from rag.models import Chunk, Citation, Decision
 
 
 def chunks(n: int, origin: str = "kb") -> list[Chunk]:
@@ -75,7 +75,7 @@ def test_weak_evidence_with_routing_switches_retriever_once_before_rewriting():
     assert d.to == "rewrite_query" and "rewrite 2 of 2" in d.why
     after = decide(routing.decide_after_rewrite,
                    state(last_strategy="switch_retriever", retrieval_mode="hybrid"))
-    assert after == ("retrieve", "retrieve again with hybrid")
+    assert after == Decision("retrieve", "retrieve again with hybrid")
 
 
 # -- route_question and the time budget -------------------------------------------------------
@@ -91,7 +91,7 @@ def test_route_decisions():
     d = decide(routing.decide_after_route, state(datasource="kb", one_hop=True))
     assert d.to == "retrieve" and "one-hop" in d.why
     s = state(datasource="kb", options=Options(decomposition=False), retrieval_mode="bm25")
-    assert decide(routing.decide_after_route, s) == ("retrieve", "knowledge base, bm25 retrieval")
+    assert decide(routing.decide_after_route, s) == Decision("retrieve", "knowledge base, bm25 retrieval")
     assert routing.decide_start(Options()).to == "route_question"
     assert routing.decide_start(preset_options("naive")).to == "retrieve"
 
