@@ -17,10 +17,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_before_delay, wait_exponential
+from tenacity.stop import stop_base
+
 from rag.engines.llm_judge import GradeCache, J, LLMJudgeMixin, usage
 from rag.engines.llm_router import LLMRouterMixin
 from rag.engines.local import LocalEngine
 from rag.secrets import remember, scrub
+
+MIN_ATTEMPT_S = 0.05
+"""No attempt starts with less of the run's time budget left than this, in seconds."""
 
 __all__ = ["TIME_SPENT", "CallFailed", "GradeCache", "LLMEngine", "describe_error"]
 
@@ -148,34 +154,35 @@ class LLMEngine(LLMJudgeMixin, LLMRouterMixin):
         return llm.model_copy(update={"root_client": root, "client": root.chat.completions})
 
     def _attempt(self, llm, call: Callable, *, retry_if: Callable[[], bool] = lambda: True):
-        """``call(bounded_llm)`` with retries inside the time budget.
+        """``call(bounded_llm)`` with retries inside the time budget (tenacity).
 
-        Returns (result, attempts). Raises CallFailed with the real wait when every attempt failed or
-        the budget left no room for one.
+        A failure :func:`_retryable` calls for is tried again while ``retry_if()`` holds, at most
+        ``max_retries`` times, after a pause of 0.5 s, 1 s, 2 s ...; not when the pause would leave less than
+        MIN_ATTEMPT_S of the time budget. Returns (result, attempts). Raises CallFailed with the real wait
+        when every attempt failed or the budget left no room for one.
         """
+        left = self.remaining_s()
+        if left is not None and left < MIN_ATTEMPT_S:
+            raise CallFailed(describe_error(None, self.timeout_s), 0)
         started = time.monotonic()
-        attempts, last, timeout = 0, None, self.timeout_s
-        while True:
+        timeouts: list[float] = []
+
+        def once():
             left = self.remaining_s()
-            if left is not None and left < 0.05:
-                break
-            timeout = self.timeout_s if left is None else max(0.05, min(self.timeout_s, left))
-            attempts += 1
-            try:
-                return call(self._bounded(llm, timeout)), attempts
-            except Exception as exc:  # every failure mode falls back; the reason is kept
-                last = exc
-            if attempts > self.max_retries or not _retryable(last) or not retry_if():
-                break
-            pause = 0.5 * 2 ** (attempts - 1)
-            left = self.remaining_s()
-            if left is not None and pause >= left:
-                break
-            time.sleep(pause)
-        waited = time.monotonic() - started
-        if last is None:
-            raise CallFailed(describe_error(None, timeout), 0)
-        raise CallFailed(describe_error(last, timeout, waited_s=waited, attempts=attempts), attempts)
+            timeouts.append(self.timeout_s if left is None else max(MIN_ATTEMPT_S, min(self.timeout_s, left)))
+            return call(self._bounded(llm, timeouts[-1]))
+
+        stop: stop_base = stop_after_attempt(self.max_retries + 1)
+        if left is not None:  # no pause that would leave too little of the budget for another attempt
+            stop = stop | stop_before_delay(left - MIN_ATTEMPT_S)
+        retrying = Retrying(retry=retry_if_exception(lambda exc: _retryable(exc) and retry_if()), stop=stop,
+                            wait=wait_exponential(multiplier=0.5), reraise=True)
+        try:
+            return retrying(once), len(timeouts)
+        except Exception as exc:  # every failure mode falls back; the reason is kept
+            waited = time.monotonic() - started
+            reason = describe_error(exc, timeouts[-1], waited_s=waited, attempts=len(timeouts))
+        raise CallFailed(reason, len(timeouts))
 
     def _plain(self, llm, messages: list) -> tuple[Any, str | None]:
         """(message, None) or (None, reason): one plain chat call inside the time budget."""
