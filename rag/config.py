@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -63,6 +64,8 @@ class Settings(BaseSettings):
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides) -> Settings:
         """Settings from ``env``, or (None, the default) from ``os.environ`` and ``./.env``; overrides win.
 
+        RAG_ENV_FILE names another file than ``./.env`` (empty: none).
+
         Reads RAG_DATA_DIR, CHROMA_HOST, CHROMA_PORT, RAG_MAX_UPLOAD_MB, OPENAI_API_KEY,
         OPENAI_BASE_URL, RAG_GRADER_MODEL, RAG_GENERATOR_MODEL, RAG_EMBEDDING_MODEL,
         TAVILY_API_KEY, TAVILY_API_BASE_URL, RAG_LLM_TIMEOUT_S, RAG_LLM_MAX_RETRIES,
@@ -72,7 +75,7 @@ class Settings(BaseSettings):
         given = {k: v for k, v in overrides.items() if v is not None}
         try:
             if env is None:
-                return cls(**given)
+                return cls(_env_file=os.environ.get("RAG_ENV_FILE", ".env") or None, **given)
             # only these, no os.environ and no .env file; an override wins over its variable
             fields = cls.model_fields
             values = {**env, **{str(fields[k].validation_alias or k) if k in fields else k: v

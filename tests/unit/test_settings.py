@@ -13,6 +13,7 @@ def test_dotenv_is_read_the_environment_wins_and_nothing_is_written_back(tmp_pat
     (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-from-dotenv\nRAG_GRADER_MODEL=from-dotenv\n"
                                    "RAG_LLM_TIMEOUT_S=7.5\n")
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RAG_ENV_FILE", raising=False)
     monkeypatch.setenv("RAG_GRADER_MODEL", "from-environment")
     monkeypatch.setenv("CHROMA_PORT", " 9001 ")
     before = dict(os.environ)
@@ -22,6 +23,8 @@ def test_dotenv_is_read_the_environment_wins_and_nothing_is_written_back(tmp_pat
     assert dict(os.environ) == before  # the key never reaches os.environ
     assert "sk-from-dotenv" not in repr(settings)
     assert Settings.from_env(data_dir=tmp_path / "d").data_dir == tmp_path / "d"
+    monkeypatch.setenv("RAG_ENV_FILE", "")  # none
+    assert Settings.from_env().openai_api_key is None
 
 
 def test_a_given_mapping_is_all_that_is_read(tmp_path, monkeypatch):
