@@ -10,6 +10,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from rag.models import (
+    ABSTAINED,
+    ANSWERED,
+    CAVEAT,
     AnswerCheckDetail,
     GradedChunk,
     GradeDetail,
@@ -18,13 +21,11 @@ from rag.models import (
     RewriteDetail,
     Run,
     TraceEvent,
+    node,
     source_label,
 )
 from rag.trace.pricing import format_cost
 
-ANSWERED = "answered"
-CAVEAT = "caveat"
-ABSTAINED = "abstained"
 ERROR = "error"
 UNFINISHED = "unfinished"
 
@@ -47,8 +48,7 @@ def stop_kind(run: Run) -> str:
     """
     if run.error:
         return ERROR
-    last = run.path[-1] if run.path else None
-    return ENDINGS.get(last or "", UNFINISHED)
+    return (node(run.path[-1]).ending if run.path else None) or UNFINISHED
 
 
 def headline(run: Run) -> str:
@@ -62,18 +62,13 @@ def headline(run: Run) -> str:
     return f"{STOP_KINDS[stop_kind(run)]}: the run recorded no stop reason."
 
 
-ENDINGS = {"finalize": ANSWERED, "finalize_with_caveat": CAVEAT, "reply_directly": ANSWERED,
-           "fallback": ABSTAINED}
-"""Ending node -> the stop kind it gives a run."""
-
-
 def event_summary(event: TraceEvent) -> str:
     """What ``event`` decided, in one line: its summary, or for an ending node the ending in words.
 
     An ending's summary is the run's stop reason, which every view states once, above the steps
     (``No answer (abstained)`` rather than the reason again).
     """
-    kind = ENDINGS.get(event.node)
+    kind = node(event.node).ending
     return STOP_KINDS[kind] if kind else event.summary
 
 
@@ -145,7 +140,7 @@ def steps(run: Run) -> list[Step]:
         out.append(Step(step=e.step, node=e.node, label=step_label(e, run, visits[e.node]),
                         round=round_, decided=event_summary(e), why=why, next=route.to if route else None,
                         reasoning=reasoning, fallbacks=tuple(e.detail.fallbacks)))
-        if e.node == "rewrite_query":
+        if node(e.node).new_round:
             round_ += 1
     return out
 
