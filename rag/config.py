@@ -8,7 +8,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from pydantic_settings import BaseSettings, InitSettingsSource, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    DotEnvSettingsSource,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 DEFAULT_COLLECTION = "default"
 DEFAULT_MAX_UPLOAD_MB = 50.0
@@ -61,10 +67,12 @@ class Settings(BaseSettings):
         return data
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides) -> Settings:
-        """Settings from ``env``, or (None, the default) from ``os.environ`` and ``./.env``; overrides win.
+    def from_env(cls, env: Mapping[str, str] | None = None, *, dotenv: bool | None = None,
+                 **overrides) -> Settings:
+        """Settings from ``env`` (default ``os.environ``) and, below it, a ``.env`` file; overrides win.
 
-        RAG_ENV_FILE names another file than ``./.env`` (empty: none).
+        ``dotenv``: read the ``.env`` file too (default: only when ``env`` is None, so that a given
+        mapping is all that is read). The file is ``./.env``, or the one RAG_ENV_FILE names (empty: none).
 
         Reads RAG_DATA_DIR, CHROMA_HOST, CHROMA_PORT, RAG_MAX_UPLOAD_MB, OPENAI_API_KEY,
         OPENAI_BASE_URL, RAG_GRADER_MODEL, RAG_GENERATOR_MODEL, RAG_EMBEDDING_MODEL,
@@ -73,14 +81,17 @@ class Settings(BaseSettings):
         variable) on a malformed number or a deadline <= 0.
         """
         given = {k: v for k, v in overrides.items() if v is not None}
+        env_file = os.environ.get("RAG_ENV_FILE", ".env") or None
         try:
-            if env is None:
-                return cls(_env_file=os.environ.get("RAG_ENV_FILE", ".env") or None, **given)
-            # only these, no os.environ and no .env file; an override wins over its variable
-            fields = cls.model_fields
-            values = {**env, **{str(fields[k].validation_alias or k) if k in fields else k: v
-                                for k, v in given.items()}}
-            return cls(_build_sources=((InitSettingsSource(cls, init_kwargs=values),), values))
+            if env is None and dotenv is not False:
+                return cls(_env_file=env_file, **given)
+            fields = cls.model_fields  # an override wins over its variable
+            named = {str(fields[k].validation_alias or k) if k in fields else k: v for k, v in given.items()}
+            values = {**(os.environ if env is None else env), **named}
+            sources: list[PydanticBaseSettingsSource] = [InitSettingsSource(cls, init_kwargs=values)]
+            if dotenv and env_file:
+                sources.append(DotEnvSettingsSource(cls, env_file=env_file))
+            return cls(_build_sources=(tuple(sources), values))
         except ValidationError as exc:
             error = exc.errors()[0]
             name = ".".join(str(part) for part in error["loc"])

@@ -48,3 +48,14 @@ def test_a_malformed_variable_is_one_line_naming_it(env, message):
     with pytest.raises(ValueError) as raised:
         Settings.from_env(env)
     assert str(raised.value) == message
+
+
+def test_a_given_mapping_over_the_dotenv_file_when_asked(tmp_path, monkeypatch):
+    (tmp_path / "app.env").write_text("OPENAI_API_KEY=sk-from-dotenv\nRAG_GRADER_MODEL=from-dotenv\n")
+    monkeypatch.setenv("RAG_ENV_FILE", str(tmp_path / "app.env"))
+    settings = Settings.from_env({"RAG_GRADER_MODEL": "from-mapping"}, dotenv=True)
+    assert settings.openai_api_key == "sk-from-dotenv" and settings.grader_model == "from-mapping"
+    assert Settings.from_env({"RAG_GRADER_MODEL": "from-mapping"}).openai_api_key is None
+    monkeypatch.setenv("RAG_GRADER_MODEL", "from-environment")
+    assert Settings.from_env(dotenv=False).grader_model == "from-environment"
+    assert Settings.from_env(dotenv=False).openai_api_key is None
