@@ -64,13 +64,13 @@ def _from_secrets(env: dict) -> dict:
 def settings() -> Settings:
     """The server's settings.
 
-    The environment, plus keys from ``.streamlit/secrets.toml``; read once per process. They hold the
-    operator's keys only, never a user's.
+    The environment, plus keys from ``.streamlit/secrets.toml``, then ``.env``; read once per process.
+    They hold the operator's keys only, never a user's.
 
     Raises ValueError on a malformed number in the environment (not cached, so a fix is seen
     on the next rerun).
     """
-    return Settings.from_env(_from_secrets(dict(os.environ)))
+    return Settings.from_env(_from_secrets(dict(os.environ)), dotenv=True)
 
 
 def session_settings() -> Settings:

@@ -226,7 +226,7 @@ def event_line(e: TraceEvent) -> str:
         line += f" (visit {e.attempt})"
     line += f" — {safe(story.event_summary(e))}"
     if e.route:
-        line += f" → {safe(e.route.get('to', '?'))} ({safe(e.route.get('why', ''))})"
+        line += f" → {safe(e.route.to)} ({safe(e.route.why)})"
     return line
 
 
@@ -370,7 +370,7 @@ def events(run: Run) -> None:
         visit = f" (visit {ev.attempt})" if ev.attempt > 1 else ""
         with st.expander(f"**{ev.step}. {safe(ev.node)}**{visit} — {safe(story.event_summary(ev))}"):
             if ev.route:
-                to, why = ev.route.get("to", "?"), ev.route.get("why", "")
+                to, why = ev.route.to, ev.route.why
                 st.markdown(f"→ **{safe(to)}**: {safe(why)}")
             st.json(ev.model_dump(mode="json"), expanded=2)
 

@@ -4,95 +4,103 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    DotEnvSettingsSource,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 DEFAULT_COLLECTION = "default"
 DEFAULT_MAX_UPLOAD_MB = 50.0
 
 
-@dataclass(frozen=True)
-class Settings:
-    """Process-wide configuration, read from the environment by :meth:`from_env`.
+_PLAIN_ERRORS = {"int_parsing": "must be a number", "float_parsing": "must be a number",
+                 "greater_than": "must be > 0"}
+"""Pydantic error type -> the words a malformed variable is reported with."""
 
-    Keys are held only in memory; ``repr`` never shows them.
+
+class Settings(BaseSettings):
+    """Process-wide configuration from the environment and a ``.env`` file (pydantic-settings).
+
+    Each field is read from the variable its alias names (``RAG_DATA_DIR``, ``OPENAI_API_KEY`` ...); an
+    empty or blank variable counts as unset. A variable set in the environment wins over ``.env``; neither
+    is ever written back. Keys are held only in memory; ``repr`` never shows them.
     """
 
-    data_dir: Path = Path("data")
+    model_config = SettingsConfigDict(frozen=True, env_file=".env", env_file_encoding="utf-8", extra="ignore",
+                                      populate_by_name=True)
+
+    data_dir: Path = Field(Path("data"), validation_alias="RAG_DATA_DIR")
     """Everything persistent lives here: ``chroma/`` and ``runs.sqlite``."""
-    chroma_host: str | None = None
+    chroma_host: str | None = Field(None, validation_alias="CHROMA_HOST")
     """When set, use a Chroma server (``chroma run``) instead of the embedded store."""
-    chroma_port: int = 8000
-    max_upload_mb: float = DEFAULT_MAX_UPLOAD_MB
+    chroma_port: int = Field(8000, validation_alias="CHROMA_PORT")
+    max_upload_mb: float = Field(DEFAULT_MAX_UPLOAD_MB, validation_alias="RAG_MAX_UPLOAD_MB")
     """Files larger than this (in MB, 10^6 bytes) are refused before parsing."""
-    openai_api_key: str | None = field(default=None, repr=False)
-    openai_base_url: str | None = None
-    grader_model: str = "gpt-4o-mini"
-    generator_model: str = "gpt-4o"
-    embedding_model: str = "text-embedding-3-small"
-    tavily_api_key: str | None = field(default=None, repr=False)
-    tavily_api_base_url: str | None = None
-    llm_timeout_s: float = 20.0
+    openai_api_key: str | None = Field(None, validation_alias="OPENAI_API_KEY", repr=False)
+    openai_base_url: str | None = Field(None, validation_alias="OPENAI_BASE_URL")
+    grader_model: str = Field("gpt-4o-mini", validation_alias="RAG_GRADER_MODEL")
+    generator_model: str = Field("gpt-4o", validation_alias="RAG_GENERATOR_MODEL")
+    embedding_model: str = Field("text-embedding-3-small", validation_alias="RAG_EMBEDDING_MODEL")
+    tavily_api_key: str | None = Field(None, validation_alias="TAVILY_API_KEY", repr=False)
+    tavily_api_base_url: str | None = Field(None, validation_alias="TAVILY_API_BASE_URL")
+    llm_timeout_s: float = Field(20.0, validation_alias="RAG_LLM_TIMEOUT_S")
     """Per-call timeout of the LLM engine, in seconds."""
-    llm_max_retries: int = 2
+    llm_max_retries: int = Field(2, validation_alias="RAG_LLM_MAX_RETRIES")
     """Retries (with exponential backoff) on 429, 5xx, timeouts and connection errors, all within the
     run's time budget."""
-    run_deadline_s: float = 60.0
+    run_deadline_s: float = Field(60.0, gt=0, validation_alias="RAG_RUN_DEADLINE_S")
     """Time budget of one run, in seconds (Options.deadline_s overrides it per run)."""
 
+    @model_validator(mode="before")
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides) -> Settings:
-        """Build settings from ``env`` (default ``os.environ``); keyword overrides win.
+    def _blank_is_unset(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {k: v.strip() if isinstance(v, str) else v for k, v in data.items()
+                    if not (isinstance(v, str) and not v.strip())}
+        return data
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, *, dotenv: bool | None = None,
+                 **overrides) -> Settings:
+        """Settings from ``env`` (default ``os.environ``) and, below it, a ``.env`` file; overrides win.
+
+        ``dotenv``: read the ``.env`` file too (default: only when ``env`` is None, so that a given
+        mapping is all that is read). The file is ``./.env``, or the one RAG_ENV_FILE names (empty: none).
 
         Reads RAG_DATA_DIR, CHROMA_HOST, CHROMA_PORT, RAG_MAX_UPLOAD_MB, OPENAI_API_KEY,
         OPENAI_BASE_URL, RAG_GRADER_MODEL, RAG_GENERATOR_MODEL, RAG_EMBEDDING_MODEL,
         TAVILY_API_KEY, TAVILY_API_BASE_URL, RAG_LLM_TIMEOUT_S, RAG_LLM_MAX_RETRIES,
-        RAG_RUN_DEADLINE_S. Raises ValueError on a malformed number or a deadline <= 0.
+        RAG_RUN_DEADLINE_S. An override of None is ignored. Raises ValueError (one line naming the
+        variable) on a malformed number or a deadline <= 0.
         """
-        env = os.environ if env is None else env
-
-        def get(name: str) -> str | None:
-            value = env.get(name, "").strip()
-            return value or None
-
-        def number(name: str, default, kind):
-            raw = get(name)
-            if raw is None:
-                return default
-            try:
-                return kind(raw)
-            except ValueError:
-                raise ValueError(f"{name} must be a number, got {raw!r}") from None
-
-        values = dict(
-            data_dir=Path(get("RAG_DATA_DIR") or "data"),
-            chroma_host=get("CHROMA_HOST"),
-            chroma_port=number("CHROMA_PORT", 8000, int),
-            max_upload_mb=number("RAG_MAX_UPLOAD_MB", DEFAULT_MAX_UPLOAD_MB, float),
-            openai_api_key=get("OPENAI_API_KEY"),
-            openai_base_url=get("OPENAI_BASE_URL"),
-            grader_model=get("RAG_GRADER_MODEL") or "gpt-4o-mini",
-            generator_model=get("RAG_GENERATOR_MODEL") or "gpt-4o",
-            embedding_model=get("RAG_EMBEDDING_MODEL") or "text-embedding-3-small",
-            tavily_api_key=get("TAVILY_API_KEY"),
-            tavily_api_base_url=get("TAVILY_API_BASE_URL"),
-            llm_timeout_s=number("RAG_LLM_TIMEOUT_S", 20.0, float),
-            llm_max_retries=number("RAG_LLM_MAX_RETRIES", 2, int),
-            run_deadline_s=number("RAG_RUN_DEADLINE_S", 60.0, float),
-        )
-        if values["run_deadline_s"] <= 0:
-            raise ValueError(f"RAG_RUN_DEADLINE_S must be > 0, got {values['run_deadline_s']!r}")
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        if "data_dir" in overrides and overrides["data_dir"] is not None:
-            values["data_dir"] = Path(overrides["data_dir"])
-        return cls(**values)
+        given = {k: v for k, v in overrides.items() if v is not None}
+        env_file = os.environ.get("RAG_ENV_FILE", ".env") or None
+        try:
+            if env is None and dotenv is not False:
+                return cls(_env_file=env_file, **given)
+            fields = cls.model_fields  # an override wins over its variable
+            named = {str(fields[k].validation_alias or k) if k in fields else k: v for k, v in given.items()}
+            values = {**(os.environ if env is None else env), **named}
+            sources: list[PydanticBaseSettingsSource] = [InitSettingsSource(cls, init_kwargs=values)]
+            if dotenv and env_file:
+                sources.append(DotEnvSettingsSource(cls, env_file=env_file))
+            return cls(_build_sources=(tuple(sources), values))
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            name = ".".join(str(part) for part in error["loc"])
+            words = _PLAIN_ERRORS.get(error["type"], error["msg"])
+            raise ValueError(f"{name} {words}, got {error.get('input')!r}") from None
 
     def with_(self, **changes) -> Settings:
         """A copy with ``changes`` applied (for per-session keys typed into the UI)."""
-        return replace(self, **changes)
+        return self.model_copy(update=changes)
 
     @property
     def max_upload_bytes(self) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 
 from rag.config import Settings
+from rag.engines.llm import describe_error
 from rag.secrets import scrub
 from rag.store.chroma import is_unreachable, list_knowledge_bases, make_client, unreachable_message
 from rag.store.embeddings import embedding_identity, make_embedding_function
@@ -31,9 +32,6 @@ def check_llm(settings: Settings) -> tuple[bool, str]:
     from langchain_openai import ChatOpenAI
     from pydantic import SecretStr
 
-    # lazy: the LLM engine module (it loads both engines, seconds here) is needed only for this check
-    from rag.engines.llm import describe_error
-
     where = settings.openai_base_url or "api.openai.com"
     started = time.perf_counter()
     try:
@@ -48,9 +46,6 @@ def check_llm(settings: Settings) -> tuple[bool, str]:
 
 def check_embeddings(settings: Settings) -> tuple[bool, str]:
     """Embed one short text with the configured embedding function."""
-    # lazy: the LLM engine module (it loads both engines, seconds here) is needed only for this check
-    from rag.engines.llm import describe_error
-
     started = time.perf_counter()
     try:
         ef = make_embedding_function(settings)

@@ -86,7 +86,7 @@ def run_question(question: str, context: RunContext, options: Options | None = N
             else:
                 final = data
     except Exception as exc:  # the run must end with a reason, whatever broke
-        error_node = events[-1].route["to"] if events and events[-1].route else "retrieve"
+        error_node = events[-1].route.to if events and events[-1].route else "retrieve"
         error = scrub(f"{type(exc).__name__} in {error_node}: {scrub(exc)}")[:300]
     run = Run(question=question, options=options, engine=context.engine.name,
               models=dict(getattr(context.engine, "models", {}) or {}),

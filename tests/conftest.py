@@ -58,6 +58,7 @@ def _offline_env(tmp_path_factory):
         os.environ.pop(key, None)
     os.environ["RAG_DATA_DIR"] = str(tmp_path_factory.mktemp("default-data"))
     os.environ["ANONYMIZED_TELEMETRY"] = "False"
+    os.environ["RAG_ENV_FILE"] = ""  # a developer's ./.env (keys) stays out of the tests
     yield
     os.environ.clear()
     os.environ.update(saved)

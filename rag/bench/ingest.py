@@ -8,6 +8,7 @@ reference pipeline (PyPDFLoader, RecursiveCharacterTextSplitter, Chroma.from_doc
 from __future__ import annotations
 
 import hashlib
+import importlib
 import io
 import logging
 import os
@@ -22,6 +23,7 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import chromadb
@@ -37,14 +39,19 @@ from rag.ingest.pipeline import ChunkSettings, ingest_files
 from rag.store.chroma import open_knowledge_base
 from rag.store.embeddings import HashingEmbeddingFunction
 
-try:
-    import resource
-except ImportError:  # not on Windows: CPU seconds and peak memory are then reported as 0.0 / None
-    resource = None  # type: ignore[assignment]
-try:
-    from rapidfuzz.distance import Levenshtein
-except ImportError:  # optional: character_error_rate falls back to a pure-Python distance
-    Levenshtein = None  # type: ignore[assignment]
+
+def _optional_module(name: str) -> ModuleType | None:
+    """The module ``name``, or None where it cannot be imported."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+resource = _optional_module("resource")
+"""None on Windows: CPU seconds and peak memory are then reported as 0.0 / None."""
+Levenshtein = _optional_module("rapidfuzz.distance.Levenshtein")
+"""Optional: without it character_error_rate falls back to a pure-Python distance."""
 
 
 BENCH_SUFFIXES = (".pdf", ".txt", ".md", ".markdown")

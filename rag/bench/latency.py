@@ -22,6 +22,15 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from rag.config import PRESETS, Settings, preset_options
+from rag.engines.llm import GradeCache, LLMEngine
+from rag.engines.local import LocalEngine
+from rag.graph.prefetch import RETRIEVAL_CACHE
+from rag.run import make_context, run_question
+from rag.samples import load_samples
+from rag.store.bm25 import lexical_stats
+from rag.store.chroma import open_knowledge_base
+
 BENCH_QUESTIONS = (
     "What does grade_documents do with the relevant chunks?",
     "How does Retrace split a page into chunks?",
@@ -200,15 +209,6 @@ def run_latency(delay_ms: float = 300, questions: int = 5, repeats: int = 3,
     another (no contention between them). ``data_dir``: where the sample knowledge base is built (default
     a temporary directory). Raises ValueError for an unknown preset or fewer than 1 question or repeat.
     """
-    from rag.config import PRESETS, Settings, preset_options
-    from rag.engines.llm import GradeCache, LLMEngine
-    from rag.engines.local import LocalEngine
-    from rag.graph.prefetch import RETRIEVAL_CACHE
-    from rag.run import make_context, run_question
-    from rag.samples import load_samples
-    from rag.store.bm25 import lexical_stats
-    from rag.store.chroma import open_knowledge_base
-
     if questions < 1 or repeats < 1:
         raise ValueError("--questions and --repeats must be at least 1")
     unknown = [p for p in presets if p not in PRESETS]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from rag.bench.data import BeirData, CorpusIndex, Progress, answer_hit, mean, percentile, ratio, recall
 from rag.config import Options, Settings
-from rag.models import GenerateDetail
+from rag.models import ABSTAINED, CAVEAT, GenerateDetail, node
 from rag.run import make_context, run_question
 
 
@@ -91,10 +91,10 @@ def generator_evidence(run, k: int) -> list[str]:
 def committed_answer(run) -> str:
     """The answer the run committed to.
 
-    The last generated answer when it ended in finalize or
-    finalize_with_caveat (without the caveat line), else "" (it abstained or failed).
+    The last generated answer when it ended in a node that commits it (``NODES[...].commits_answer``:
+    finalize, finalize_with_caveat; without the caveat line), else "" (it abstained or failed).
     """
-    if run.error or not run.path or run.path[-1] not in ("finalize", "finalize_with_caveat"):
+    if run.error or not run.path or not node(run.path[-1]).commits_answer:
         return ""
     for event in reversed(run.events):
         if isinstance(event.detail, GenerateDetail):
@@ -187,8 +187,8 @@ def summarize_qa(results: Sequence[QuestionResult], *, preset: str, options: Opt
         "engine_ms_mean": round(mean([r.engine_ms for r in results]), 2),
         "retrieval_ms_mean": round(mean([r.retrieval_ms for r in results]), 2),
         "graph_overhead_ms_per_step": round(sum(r.graph_ms for r in results) / steps, 3) if steps else 0.0,
-        "abstained": round(mean([r.end == "fallback" for r in results]), 4),
-        "caveat": round(mean([r.end == "finalize_with_caveat" for r in results]), 4),
+        "abstained": round(mean([node(r.end).ending == ABSTAINED for r in results]), 4),
+        "caveat": round(mean([node(r.end).ending == CAVEAT for r in results]), 4),
         "errors": sum(1 for r in results if r.error),
     }
 

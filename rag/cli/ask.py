@@ -49,7 +49,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
     def show(event: TraceEvent) -> None:
         if not args.json:
-            nxt = f" -> {event.route['to']}" if event.route else ""
+            nxt = f" -> {event.route.to}" if event.route else ""
             print(f"  {event.step:>2}. {event.node:<20} {event.summary}{nxt}", file=sys.stderr,
                   flush=True)
 

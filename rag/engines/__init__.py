@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rag.engines.llm import LLMEngine
 from rag.engines.local import LocalEngine
 from rag.store.bm25 import lexical_stats
 
@@ -14,9 +15,5 @@ def make_engine(settings, kb):
     local = LocalEngine(lexical_stats(kb))
     if not settings.openai_api_key:
         return local
-    from rag.engines.llm import (
-        LLMEngine,  # langchain-openai loads only when a key is set
-    )
-
     return LLMEngine(settings, local, timeout_s=settings.llm_timeout_s,
                      max_retries=settings.llm_max_retries)

@@ -7,12 +7,8 @@ from typing import Any
 
 from rag.engines import prompts
 from rag.engines.base import Answer, RouteQuery
+from rag.engines.llm_judge import usage
 from rag.engines.local import LocalEngine
-
-
-def _usage(message) -> tuple[int, int]:
-    usage = getattr(message, "usage_metadata", None) or {}
-    return int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
 
 
 class LLMRouterMixin:
@@ -76,6 +72,6 @@ class LLMRouterMixin:
         text = str(message.content).strip()
         if on_token is not None and text:
             on_token(text)
-        prompt_t, completion_t = _usage(message)
+        prompt_t, completion_t = usage(message)
         return Answer(text=text, citations=[]).with_meta(llm_calls=1, prompt_tokens=prompt_t,
                                                          completion_tokens=completion_t)

@@ -17,16 +17,16 @@ from rag.graph.context import RunContext
 from rag.graph.state import GraphState, InputState
 from rag.models import TERMINALS
 
-NODES = (nodes.contextualize_question, route.route_question, nodes.decompose_query, nodes.retrieve,
-         nodes.grade_documents, nodes.rewrite_query, nodes.web_search, nodes.generate, checks.check_grounding,
-         checks.grade_answer, endings.finalize, endings.finalize_with_caveat, endings.fallback,
-         route.reply_directly)
-"""Every node function; each is registered under its own name."""
+NODE_FUNCTIONS = (nodes.contextualize_question, route.route_question, nodes.decompose_query, nodes.retrieve,
+                  nodes.grade_documents, nodes.rewrite_query, nodes.web_search, nodes.generate,
+                  checks.check_grounding, checks.grade_answer, endings.finalize, endings.finalize_with_caveat,
+                  endings.fallback, route.reply_directly)
+"""Every node function, registered under its own name (its row in rag.models.NODES says what it is)."""
 
 
 def _builder() -> StateGraph[GraphState, RunContext, InputState, GraphState]:
     builder = StateGraph(GraphState, context_schema=RunContext, input_schema=InputState)
-    for fn in NODES:
+    for fn in NODE_FUNCTIONS:
         builder.add_node(fn)
     builder.add_conditional_edges(START, routing.read_route, list(routing.START_TARGETS))
     for source, target in routing.FIXED.items():

@@ -64,7 +64,7 @@ def record(state: GraphState, runtime: Runtime[RunContext], node: str, started: 
                 # a step cut short by the budget cannot end in a plain "Answered"
                 decision = routing.decide_out_of_time(merged, ctx.options, ctx.budget_s())
         update["route"] = decision
-        route = decision.as_route()
+        route = decision
     fallbacks = [m.fallback for m in metas if m.fallback]
     if fallbacks:
         detail = detail.model_copy(update={"fallbacks": fallbacks})

@@ -17,6 +17,7 @@ from typing import Any
 from rag.engines.base import Answer, CallMeta, Decomposition
 from rag.graph.context import RunContext
 from rag.models import Chunk, Turn
+from rag.store.retrieval import RetrievalMode
 from rag.store.retrieval import retrieve as default_retriever
 
 
@@ -70,13 +71,14 @@ RETRIEVAL_CACHE = RetrievalCache()
 """The process's retrieval cache, used by the graph with the default retriever."""
 
 
-def retrieve_cached(ctx: RunContext, query: str, mode: str, k: int | None = None) -> tuple[list[Chunk], bool]:
+def retrieve_cached(ctx: RunContext, query: str, mode: RetrievalMode,
+                    k: int | None = None) -> tuple[list[Chunk], bool]:
     """(the top ``k`` chunks for ``query`` (default top_k), whether they came from :data:`RETRIEVAL_CACHE`)."""
     k = k or ctx.options.top_k
     key = RetrievalCache.key(ctx.kb, query, k, mode) if ctx.retriever is default_retriever else None
     if key is not None and (hit := RETRIEVAL_CACHE.get(key)) is not None:
         return hit, True
-    found = ctx.retriever(ctx.kb, query, k, mode)  # type: ignore[arg-type]
+    found = ctx.retriever(ctx.kb, query, k, mode)
     if key is not None:
         RETRIEVAL_CACHE.put(key, found)
     return found, False
@@ -163,7 +165,7 @@ class Prefetch:
     """
 
     question: str
-    mode: str
+    mode: RetrievalMode
     first_hop: list[Chunk]
     plan: Decomposition | None = None
     speculation: Speculation | None = None
@@ -171,7 +173,7 @@ class Prefetch:
     """Calls spent on the grades (the plan's own meta travels with the plan)."""
 
 
-def prefetch(ctx: RunContext, question: str, mode: str, *, grade: bool, plan: bool = True,
+def prefetch(ctx: RunContext, question: str, mode: RetrievalMode, *, grade: bool, plan: bool = True,
              speculate: Callable[[list[Chunk]], bool] | None = None,
              history: Sequence[Turn] = ()) -> Prefetch:
     """Retrieve the first hop, then do in one round what the next nodes would do one after another.

@@ -10,7 +10,7 @@ first, then web, then abstain (CRAG routing, Yan et al. 2024; Self-RAG checks, A
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from rag.answer_types import describe as kind_label
 from rag.config import Options
@@ -29,19 +29,9 @@ from rag.models import (
     REWRITE_QUERY,
     ROUTE_QUESTION,
     WEB_SEARCH,
+    Decision,
 )
-
-
-class Decision(NamedTuple):
-    """Where the run goes next (a node name) and why, in plain words."""
-
-    to: str
-    why: str
-
-    def as_route(self) -> dict[str, str]:
-        """The ``{"to", "why"}`` form a TraceEvent records."""
-        return {"to": self.to, "why": self.why}
-
+from rag.store.retrieval import RetrievalMode
 
 START_TARGETS = (CONTEXTUALIZE_QUESTION, ROUTE_QUESTION, DECOMPOSE_QUERY, RETRIEVE)
 TARGETS: dict[str, tuple[str, ...]] = {
@@ -91,16 +81,16 @@ def _finish(state: State, o: Options, why: str) -> Decision:
     return Decision(FINALIZE, why)
 
 
-MODE_FALLBACK = {"bm25": "hybrid", "dense": "bm25", "hybrid": "bm25"}
+MODE_FALLBACK: dict[str, RetrievalMode] = {"bm25": "hybrid", "dense": "bm25", "hybrid": "bm25"}
 """Retrieval mode -> the mode a ``switch_retriever`` correction tries next."""
 
 
-def current_mode(state: State, o: Options) -> str:
+def current_mode(state: State, o: Options) -> RetrievalMode:
     """The mode the next retrieve uses: the router's or a switch's choice, else Options.retrieval."""
     return state.get("retrieval_mode") or o.retrieval
 
 
-def switch_to(state: State, o: Options) -> str | None:
+def switch_to(state: State, o: Options) -> RetrievalMode | None:
     """The mode a first correction after weak grading retries with (``switch_retriever``), or None.
 
     Only with routing on, before any rewrite, once per run, when the last retrieval found chunks but

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rag.config import preset_of
-from rag.models import Comparison, GradeDetail, Run
+from rag.models import WEB_SEARCH, Comparison, GradeDetail, Run
 from rag.trace.pricing import Price, format_cost, run_cost
 from rag.trace.story import STOP_KINDS, grounded_verdict, stop_kind, useful_verdict
 
@@ -103,7 +103,7 @@ VERDICTS = {
     "grounding check": grounded_verdict,
     "answer check": useful_verdict,
     "rewrites": lambda r: str(r.rewrites),
-    "web search": lambda r: "used" if "web_search" in r.path else "not used",
+    "web search": lambda r: "used" if WEB_SEARCH in r.path else "not used",
 }
 """Verdict name -> how a run reads on it, in words."""
 

@@ -95,7 +95,7 @@ def _event_hover(event: TraceEvent) -> str:
             f"{event.duration_ms:.1f} ms")
     lines = [head, _wrap(event.summary)]
     if event.route:
-        lines.append(_wrap(f"→ next: {event.route.get('to', '?')}: {event.route.get('why', '')}",
+        lines.append(_wrap(f"→ next: {event.route.to}: {event.route.why}",
                            indent="   "))
     lines += [_wrap(line, indent="   ") for line in detail_lines(event)]
     return "<br>".join(lines)
@@ -165,7 +165,7 @@ def _step_labels(curve: Curve, src: str, dst: str, numbered: list[int],
         offset = ((len(numbered) - 1) / 2 - i) * LABEL_SPACING_PX
         event = events_by_step[step]
         before = events_by_step.get(step - 1)
-        why = (before.route or {}).get("why", "") if before else "the run starts"
+        why = before.route.why if before and before.route else ("" if before else "the run starts")
         attempt = f" (attempt {event.attempt})" if event.attempt > 1 else ""
         out.append(dict(
             x=mx, y=my, xref="x", yref="y", xshift=nx * offset, yshift=ny * offset,

@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from rag.trace.views import VIEWS
+from rag.trace.views import EDGE_BENDS, VIEWS
 
 START = "__start__"
 END = "__end__"
@@ -25,13 +25,6 @@ BOX_W, BOX_H = 1.16, 0.36
 MARKER_R = 0.09
 """Half-size of the __start__/__end__ markers, in data units."""
 
-# Bends (the curve's greatest distance from the straight line, in data units, positive to the
-# left of the edge's direction) for edges that would otherwise run through another box.
-EDGE_BENDS: dict[tuple[str, str], float] = {
-    ("retrieve", "generate"): -0.42,
-    ("generate", "grade_answer"): 0.42,
-    ("generate", "finalize"): 0.68,
-}
 _AUTO_BENDS = (0.0, 0.3, -0.3, 0.45, -0.45, 0.6, -0.6, 0.8, -0.8, 1.0, -1.0)
 _SAMPLES = 48
 ARROW_LEN = 0.13

@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rag.config import preset_label, preset_of
-from rag.models import GroundingDetail, RewriteDetail, Run
+from rag.models import ABSTAINED, ANSWERED, CAVEAT, GroundingDetail, RewriteDetail, Run, node
 from rag.trace.pricing import Price, load_prices, run_cost
-from rag.trace.story import ABSTAINED, ANSWERED, CAVEAT, STOP_KINDS, stop_kind
+from rag.trace.story import STOP_KINDS, stop_kind
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -41,12 +41,13 @@ def path_key(run: Run) -> str:
     """
     path = list(run.path)
     # What runs once before the first retrieval (e.g. decompose_query) is not part of a round.
-    head = path[:path.index("retrieve")] if "retrieve" in path else []
+    first = next((i for i, name in enumerate(path) if node(name).retrieval), None)
+    head = path[:first] if first is not None else []
     rounds: list[list[str]] = [head] if head else []
     current: list[str] = []
-    for node in path[len(head):]:
-        current.append(node)
-        if node == "rewrite_query":
+    for name in path[len(head):]:
+        current.append(name)
+        if node(name).new_round:
             rounds.append(current)
             current = []
     if current:

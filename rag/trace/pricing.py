@@ -7,8 +7,7 @@ import os
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from rag.models import Run, TraceEvent
-from rag.trace.views import view
+from rag.models import Run, TraceEvent, node
 
 
 class Price(NamedTuple):
@@ -92,8 +91,8 @@ def price_of(model: str | None, prices: Mapping[str, Price]) -> Price | None:
 
 
 def event_model(event: TraceEvent, run: Run) -> str | None:
-    """The run's model for the node's role (``rag.trace.views.VIEWS``); None for the offline engine."""
-    return (run.models or {}).get(view(event.node).role)
+    """The run's model for the node's role (``rag.models.NODES``); None for the offline engine."""
+    return (run.models or {}).get(node(event.node).role)
 
 
 def event_cost(event: TraceEvent, run: Run,

@@ -10,6 +10,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from rag.models import (
+    ABSTAINED,
+    ANSWERED,
+    CAVEAT,
     AnswerCheckDetail,
     GradedChunk,
     GradeDetail,
@@ -18,13 +21,11 @@ from rag.models import (
     RewriteDetail,
     Run,
     TraceEvent,
+    node,
     source_label,
 )
 from rag.trace.pricing import format_cost
 
-ANSWERED = "answered"
-CAVEAT = "caveat"
-ABSTAINED = "abstained"
 ERROR = "error"
 UNFINISHED = "unfinished"
 
@@ -47,8 +48,7 @@ def stop_kind(run: Run) -> str:
     """
     if run.error:
         return ERROR
-    last = run.path[-1] if run.path else None
-    return ENDINGS.get(last or "", UNFINISHED)
+    return (node(run.path[-1]).ending if run.path else None) or UNFINISHED
 
 
 def headline(run: Run) -> str:
@@ -62,18 +62,13 @@ def headline(run: Run) -> str:
     return f"{STOP_KINDS[stop_kind(run)]}: the run recorded no stop reason."
 
 
-ENDINGS = {"finalize": ANSWERED, "finalize_with_caveat": CAVEAT, "reply_directly": ANSWERED,
-           "fallback": ABSTAINED}
-"""Ending node -> the stop kind it gives a run."""
-
-
 def event_summary(event: TraceEvent) -> str:
     """What ``event`` decided, in one line: its summary, or for an ending node the ending in words.
 
     An ending's summary is the run's stop reason, which every view states once, above the steps
     (``No answer (abstained)`` rather than the reason again).
     """
-    kind = ENDINGS.get(event.node)
+    kind = node(event.node).ending
     return STOP_KINDS[kind] if kind else event.summary
 
 
@@ -133,19 +128,19 @@ def steps(run: Run) -> list[Step]:
     out: list[Step] = []
     round_ = 1
     for i, e in enumerate(run.events):
-        route = e.route or {}
+        route = e.route
         last = i == len(run.events) - 1
         if route:
-            why = route.get("why", "")
+            why = route.why
         elif last and run.error:
             why = f"stopped by an error: {run.error}"
         else:
             why = "the run ends here"
         reasoning = str(getattr(e.detail, "reasoning", "") or "")
         out.append(Step(step=e.step, node=e.node, label=step_label(e, run, visits[e.node]),
-                        round=round_, decided=event_summary(e), why=why, next=route.get("to"),
+                        round=round_, decided=event_summary(e), why=why, next=route.to if route else None,
                         reasoning=reasoning, fallbacks=tuple(e.detail.fallbacks)))
-        if e.node == "rewrite_query":
+        if node(e.node).new_round:
             round_ += 1
     return out
 
@@ -255,8 +250,8 @@ def event_rows(run: Run) -> list[dict]:
     node).
     """
     return [{"step": e.step, "node": e.node, "attempt": e.attempt, "duration_ms": e.duration_ms,
-             "summary": event_summary(e), "next": (e.route or {}).get("to"),
-             "why": (e.route or {}).get("why")}
+             "summary": event_summary(e), "next": e.route.to if e.route else None,
+             "why": e.route.why if e.route else None}
             for e in run.events]
 
 

@@ -1,8 +1,9 @@
-"""The one table of per-node views: how each node is placed, coloured, described and priced.
+"""The one table of per-node views: how each node is placed, coloured and described.
 
 Every view of a trace (the flow and its hover text, the replay, the timeline, the Trace page,
-the HTML export, the cost table) asks :data:`VIEWS` about a node instead of coding what the
-node means itself. Adding a node means adding its function in ``rag/graph/`` and its row here.
+the HTML export) asks :data:`VIEWS` how to show a node, and :data:`rag.models.NODES` what the node is
+(its detail type, whether it ends a run and how, whether it checks the answer, which model it prices
+as), instead of coding either itself. A node without a row here still shows: grey, in an extra row.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rag.models import (
+    ABSTAINED,
+    ANSWERED,
+    CAVEAT,
     CHECK_GROUNDING,
     CONTEXTUALIZE_QUESTION,
     DECOMPOSE_QUERY,
@@ -39,6 +43,7 @@ from rag.models import (
     RouteDetail,
     TraceEvent,
     WebSearchDetail,
+    node,
     source_label,
 )
 from rag.text import clip
@@ -58,10 +63,6 @@ STATUS_TEXT_COLORS = {OK: "#ffffff", WEAK: "#1f2937", FAILED: "#ffffff", VISITED
 STATUS_LABELS = {OK: "passed", WEAK: "weak / retried / caveat", FAILED: "failed / abstained",
                  NOT_VISITED: "not visited"}
 
-GRADER = "grader"
-GENERATOR = "generator"
-
-
 def short(text: object, limit: int = 140) -> str:
     """``text`` on one line, cut at a word boundary to at most ``limit`` characters with an ellipsis."""
     return clip(text, limit)
@@ -79,8 +80,6 @@ class NodeView:
     """A compact plain-text account of the visit (counts, strategy, query), for hover text."""
     items: Callable[[NodeDetail], list[str]] = field(default=lambda d: [])
     """The visit's list of things in full (sub-questions, results, citations, claims), plain text."""
-    role: str = GENERATOR
-    """Which of ``Run.models`` the node's LLM calls use (pricing)."""
 
 
 def _retrieve_lines(d: NodeDetail) -> list[str]:
@@ -219,8 +218,21 @@ def _claims(d: NodeDetail) -> list[str]:
     return [f"ungrounded: {c}" for c in d.ungrounded_claims]
 
 
-def _passed(flag: str) -> Callable[[NodeDetail, int], str]:
-    return lambda d, min_relevant: OK if getattr(d, flag) else FAILED
+def _check_status(name: str) -> Callable[[NodeDetail, int], str]:
+    """An answer check's verdict: passed when its detail's flag (``NODES[name].check.flag``) is set."""
+    check = node(name).check
+    assert check is not None, name
+    return lambda d, min_relevant: OK if getattr(d, check.flag) else FAILED
+
+
+ENDING_STATUS = {ANSWERED: OK, CAVEAT: WEAK, ABSTAINED: FAILED}
+"""Stop kind of an ending node (``NODES[name].ending``) -> its colour."""
+
+
+def _ending_status(name: str) -> Callable[[NodeDetail, int], str]:
+    ending = node(name).ending
+    assert ending is not None, name
+    return _always(ENDING_STATUS[ending])
 
 
 def _always(status: str) -> Callable[[NodeDetail, int], str]:
@@ -235,22 +247,31 @@ VIEWS: dict[str, NodeView] = {
     CONTEXTUALIZE_QUESTION: NodeView((-2.25, -1.25), _always(OK), _contextualize_lines,
                                      _standalone),
     # route_question opens the main line, left of retrieve; reply_directly ends just below it.
-    ROUTE_QUESTION: NodeView((-1.5, 0.0), _route_status, _route_lines, _route_items, role=GRADER),
-    REPLY_DIRECTLY: NodeView((-0.75, -1.25), _always(OK)),
+    ROUTE_QUESTION: NodeView((-1.5, 0.0), _route_status, _route_lines, _route_items),
+    REPLY_DIRECTLY: NodeView((-0.75, -1.25), _ending_status(REPLY_DIRECTLY)),
     DECOMPOSE_QUERY: NodeView((-0.75, 1.25), _always(OK), items=_sub_questions),
     RETRIEVE: NodeView((0.0, 0.0), lambda d, m: OK if isinstance(d, RetrieveDetail) and d.chunks else FAILED,
                        _retrieve_lines),
-    GRADE_DOCUMENTS: NodeView((1.5, 0.0), _grade_status, _grade_lines, role=GRADER),
+    GRADE_DOCUMENTS: NodeView((1.5, 0.0), _grade_status, _grade_lines),
     REWRITE_QUERY: NodeView((0.75, 1.25), _always(WEAK), _rewrite_lines, _new_query),
     WEB_SEARCH: NodeView((4.5, 1.25), _web_status, _web_lines, _results),
     GENERATE: NodeView((3.0, 0.0), _generate_status, _generate_lines, _citations),
-    CHECK_GROUNDING: NodeView((4.5, 0.0), _passed("grounded"), _grounding_lines, _claims),
-    GRADE_ANSWER: NodeView((6.0, 0.0), _passed("useful"), _answer_lines, role=GRADER),
-    FINALIZE: NodeView((7.5, 0.0), _always(OK)),
-    FINALIZE_WITH_CAVEAT: NodeView((6.75, -1.25), _always(WEAK), _caveat_lines),
-    FALLBACK: NodeView((3.0, -1.25), _always(FAILED)),
+    CHECK_GROUNDING: NodeView((4.5, 0.0), _check_status(CHECK_GROUNDING), _grounding_lines, _claims),
+    GRADE_ANSWER: NodeView((6.0, 0.0), _check_status(GRADE_ANSWER), _answer_lines),
+    FINALIZE: NodeView((7.5, 0.0), _ending_status(FINALIZE)),
+    FINALIZE_WITH_CAVEAT: NodeView((6.75, -1.25), _ending_status(FINALIZE_WITH_CAVEAT), _caveat_lines),
+    FALLBACK: NodeView((3.0, -1.25), _ending_status(FALLBACK)),
 }
-"""Node name -> its view. A node missing here still shows (grey, in an extra row, priced as generator)."""
+"""Node name -> its view. A node missing here still shows (grey, in an extra row)."""
+
+EDGE_BENDS: dict[tuple[str, str], float] = {
+    (RETRIEVE, GENERATE): -0.42,
+    (GENERATE, GRADE_ANSWER): 0.42,
+    (GENERATE, FINALIZE): 0.68,
+}
+"""Bends (the curve's greatest distance from the straight line, in data units, positive to the left of
+the edge's direction) for edges of this layout that would otherwise run through another box; other
+edges find their own bend (rag.trace.geometry)."""
 
 _UNKNOWN = NodeView((0.0, 0.0))
 

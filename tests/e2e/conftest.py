@@ -12,8 +12,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +20,7 @@ import streamlit as st
 
 from rag.config import Settings
 from tests.conftest import LEWIS, ROOT, SELF_RAG
+from tests.waiting import ProcessExited, http_ok, wait_for
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
@@ -94,18 +93,14 @@ class Server:
              "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
             cwd=ROOT, env={**os.environ, "RAG_DATA_DIR": str(data_dir)},
             stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 90
-        while time.time() < deadline:
-            try:
-                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                if self.proc.poll() is not None:
-                    raise RuntimeError(log.read_text()) from None
-                time.sleep(0.3)
-        self.stop()
-        raise RuntimeError("streamlit did not start in 90 s")
+        try:
+            wait_for(lambda: http_ok(f"{self.url}/_stcore/health"), timeout_s=90, what="streamlit",
+                     proc=self.proc)
+        except ProcessExited:
+            raise RuntimeError(log.read_text()) from None
+        except TimeoutError:
+            self.stop()
+            raise
 
     def stop(self) -> None:
         self.proc.terminate()

@@ -231,7 +231,7 @@ def test_replay_step_slider_and_node_details(data_dir, runs):
     text = markdown(at)
     rewrite = run.events[k - 1]
     assert f"Step {k} of {n} · rewrite 1 of 2** — {rewrite.summary}" in text
-    assert f"→ **retrieve**: {rewrite.route['why']}" in text
+    assert f"→ **retrieve**: {rewrite.route.why}" in text
     assert f"new query: “{rewrite.detail.query}”" in text
 
     # node details: every visit of grade_documents, each verdict on its chunk with its reason

@@ -30,23 +30,33 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class _Uvicorn(uvicorn.Server):
+    """A uvicorn server that says when it listens (``ready``), instead of being polled."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = threading.Event()
+
+    async def startup(self, sockets=None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started:
+            self.ready.set()
+
+
 class _Server:
     """Runs a FastAPI app under uvicorn in a background thread until ``stop()``."""
 
     def __init__(self, app: FastAPI) -> None:
         self.port = free_port()
-        self._server = uvicorn.Server(
+        self._server = _Uvicorn(
             uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off")
         )
         self._thread = threading.Thread(target=self._server.run, daemon=True)
 
     def start(self) -> _Server:
         self._thread.start()
-        deadline = time.time() + 20
-        while not self._server.started:
-            if time.time() > deadline:
-                raise RuntimeError("fake server did not start")
-            time.sleep(0.02)
+        if not self._server.ready.wait(timeout=20):
+            raise RuntimeError("fake server did not start")
         return self
 
     def stop(self) -> None:

@@ -7,8 +7,11 @@ round-1 code).
 
 from __future__ import annotations
 
+import ast
+import io
 import json
 import sqlite3
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -33,14 +36,47 @@ from rag.trace.export import run_html
 from tests.run_fixtures import ABSENT, QUESTION, WEAK_QUESTION
 
 LEGACY = Path(__file__).resolve().parents[1] / "fixtures" / "runs_v1.json"
+ROOT = Path(__file__).resolve().parents[2]
+MAX_LOCAL_RAG_IMPORTS = 10
+"""Issue 21: function-local imports of ``rag`` modules (each one a cycle or a slow import hidden)."""
+
+
+def _sources() -> list[Path]:
+    """Every Python file of the library and the app: rag/, app.py, app_pages/."""
+    return sorted([*(ROOT / "rag").rglob("*.py"), ROOT / "app.py", *(ROOT / "app_pages").rglob("*.py")])
+
+
+def local_rag_imports(source: str) -> list[int]:
+    """Line numbers of the imports of ``rag`` or ``rag.*`` inside a function body of ``source``."""
+    lines = set()
+    for fn in ast.walk(ast.parse(source)):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            if any(n == "rag" or n.startswith("rag.") for n in names):
+                lines.add(node.lineno)
+    return sorted(lines)
+
+
+def type_ignores(source: str) -> list[int]:
+    """Line numbers of the ``type: ignore`` comments in ``source``."""
+    return [tok.start[0] for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+            if tok.type == tokenize.COMMENT and "type:" in tok.string
+            and tok.string.split("type:", 1)[1].strip().startswith("ignore")]
 
 
 def assert_route_is_path(run: Run) -> None:
     """Every event's recorded route names the node that ran next; only terminals have none."""
     assert run.error is None, run.error
     for event, after in zip(run.events, run.events[1:], strict=False):
-        assert event.route is not None and event.route["to"] == after.node, (event.node, event.route)
-        assert event.route["why"]
+        assert event.route is not None and event.route.to == after.node, (event.node, event.route)
+        assert event.route.why
     assert run.events[-1].node in TERMINALS and run.events[-1].route is None
 
 
@@ -172,3 +208,28 @@ def test_options_travel_in_the_context_not_the_state(offline):
     run_question(QUESTION, offline, Options(top_k=3, decomposition=False), on_event=seen.append)
     first = next(e for e in seen if isinstance(e.detail, RetrieveDetail))
     assert first.detail.top_k == 3 and len(first.detail.chunks) <= 3
+
+
+def test_the_counters_see_what_they_count():
+    source = (
+        "import rag.models\n"
+        "def f():\n"
+        "    from rag.config import Options\n"
+        "    import json\n"
+        "    def g():\n"
+        "        import rag\n"
+        "    x = 1  # type: ignore[assignment]\n"
+        "    y = '# type: ignore'\n"
+    )
+    assert local_rag_imports(source) == [3, 6]
+    assert type_ignores(source) == [7]
+
+
+def test_few_function_local_imports_of_rag_modules():
+    found = {f"{p.relative_to(ROOT)}:{line}" for p in _sources() for line in local_rag_imports(p.read_text())}
+    assert len(found) <= MAX_LOCAL_RAG_IMPORTS, sorted(found)
+
+
+def test_no_type_ignore_in_the_library_or_the_app():
+    found = [f"{p.relative_to(ROOT)}:{line}" for p in _sources() for line in type_ignores(p.read_text())]
+    assert not found, found

@@ -15,13 +15,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT
 from tests.integration.test_crash_safety import BATCH, clean_chunk_count, long_text
+from tests.waiting import ProcessExited, port_open, wait_for
 
 pytestmark = pytest.mark.server
 
@@ -46,17 +46,14 @@ class ChromaServer:
              "--port", str(self.port)],
             stdout=open(self.log, "a"),  # noqa: SIM115 (the server writes to it while it runs)
             stderr=subprocess.STDOUT)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return self
-            except OSError:
-                if self.proc.poll() is not None:
-                    raise RuntimeError(self.log.read_text()) from None
-                time.sleep(0.2)
-        self.kill()
-        raise RuntimeError("chroma run did not start in 60 s")
+        try:
+            wait_for(lambda: port_open(self.port), timeout_s=60, what="chroma run", proc=self.proc)
+        except ProcessExited:
+            raise RuntimeError(self.log.read_text()) from None
+        except TimeoutError:
+            self.kill()
+            raise
+        return self
 
     def kill(self) -> None:
         if self.proc and self.proc.poll() is None:
@@ -109,11 +106,10 @@ def test_server_killed_mid_ingest_is_one_line_and_the_document_is_repaired(serve
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env=env_for(server, tmp_path, RETRACE_TEST_HOLD_AFTER_BATCHES="2",
                     RETRACE_TEST_HOLD_FILE=str(hold)))
-    deadline = time.time() + 240
-    while not Path(f"{hold}.ready").exists():  # the ingest has stored two batches
-        assert proc.poll() is None, proc.communicate()
-        assert time.time() < deadline, "the ingest never reached its second batch"
-        time.sleep(0.05)
+    try:  # until the ingest has stored two batches
+        wait_for(Path(f"{hold}.ready").exists, timeout_s=240, what="the ingest's second batch", proc=proc)
+    except ProcessExited:
+        pytest.fail(f"the ingest ended before its second batch: {proc.communicate()}")
     server.kill()
     Path(f"{hold}.go").touch()
     stdout, stderr = proc.communicate(timeout=300)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from rag.ingest.types import ChunkRecord
 from rag.store.chroma import EmbeddingMismatch, open_knowledge_base, validate_collection_name
 from rag.store.embeddings import HashingEmbeddingFunction
 from tests.conftest import DEFAULT_EMBEDDING_CALLS, LEWIS, DefaultEmbeddingCalled
+from tests.waiting import ProcessExited, port_open, wait_for
 
 
 def records(sha: str, n: int) -> list[ChunkRecord]:
@@ -115,18 +115,13 @@ def chroma_server(tmp_path):
     proc = subprocess.Popen([str(exe), "run", "--path", str(tmp_path / "server-data"),
                              "--host", "127.0.0.1", "--port", str(port)],
                             stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                break
-        except OSError:
-            if proc.poll() is not None:
-                raise RuntimeError((tmp_path / "chroma.log").read_text()) from None
-            time.sleep(0.2)
-    else:
+    try:
+        wait_for(lambda: port_open(port), timeout_s=60, what="chroma run", proc=proc)
+    except ProcessExited:
+        raise RuntimeError((tmp_path / "chroma.log").read_text()) from None
+    except TimeoutError:
         proc.kill()
-        raise RuntimeError("chroma run did not start in 60 s")
+        raise
     yield port
     proc.terminate()
     try:

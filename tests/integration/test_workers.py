@@ -11,13 +11,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from rag.ingest.parallel import TEST_HOOK_ENV
 from tests.conftest import PAPERS, ROOT
+from tests.waiting import ProcessExited, wait_exited, wait_for
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
 
@@ -55,25 +55,20 @@ def test_workers_exit_when_the_ingest_is_killed(tmp_path: Path) -> None:
     try:
         # The hook makes the parent write its workers' ids and pause once they have started.
         # (Code without the hook is caught too: its workers show up as children while parsing.)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and proc.poll() is None:
+        def started() -> set[int]:
             if hook.exists():
-                workers = {int(p) for p in hook.read_text().split()}
-                break
+                return {int(p) for p in hook.read_text().split()}
             kids = _children(proc.pid)
-            if len(kids) >= 2:
-                workers = kids
-                break
-            time.sleep(0.05)
+            return kids if len(kids) >= 2 else set()
+
+        with contextlib.suppress(ProcessExited, TimeoutError):
+            workers = wait_for(started, timeout_s=120, what="the ingest's workers", proc=proc)
         said = proc.stderr.read().decode()[-2000:] if proc.poll() is not None else ""
         assert workers, f"no worker processes seen; stderr: {said}"
         assert all(_alive(pid) for pid in workers)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and any(_alive(pid) for pid in workers):
-            time.sleep(0.1)
-        left = sorted(pid for pid in workers if _alive(pid))
+        left = sorted(pid for pid in wait_exited(workers, timeout_s=5) if _alive(pid))
         assert not left, f"worker processes {left} outlived their killed parent"
     finally:
         if proc.poll() is None:

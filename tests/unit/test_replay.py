@@ -80,7 +80,7 @@ def test_replay_has_one_frame_per_step_in_the_runs_order(runs):
         event = run.events[k - 1]
         assert " ".join(story.event_summary(event).split())[:60] in said
         if event.route:
-            assert f"→ {event.route['to']}" in said
+            assert f"→ {event.route.to}" in said
         previous = node
 
 
@@ -122,7 +122,7 @@ def test_loops_are_unrolled_and_labelled_with_attempts(runs):
     # each step says what it decided and why the run went on
     for s, e in zip(story.steps(run), run.events, strict=False):
         assert s.decided == story.event_summary(e)  # an ending: its kind (the reason is said once)
-        assert s.why == (e.route["why"] if e.route else "the run ends here")
+        assert s.why == (e.route.why if e.route else "the run ends here")
 
     fig = as_json(figures.path_figure(run))
     steps = trace(fig, "steps")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import copy
+from itertools import product
 
 import pytest
 
-from rag.config import Options, preset_options
+from rag.config import PRESETS, Options, preset_options
 from rag.graph import routing
-from rag.models import Chunk, Citation
+from rag.models import Chunk, Citation, Decision, Turn
 
 
 def chunks(n: int, origin: str = "kb") -> list[Chunk]:
@@ -75,7 +76,7 @@ def test_weak_evidence_with_routing_switches_retriever_once_before_rewriting():
     assert d.to == "rewrite_query" and "rewrite 2 of 2" in d.why
     after = decide(routing.decide_after_rewrite,
                    state(last_strategy="switch_retriever", retrieval_mode="hybrid"))
-    assert after == ("retrieve", "retrieve again with hybrid")
+    assert after == Decision("retrieve", "retrieve again with hybrid")
 
 
 # -- route_question and the time budget -------------------------------------------------------
@@ -91,7 +92,7 @@ def test_route_decisions():
     d = decide(routing.decide_after_route, state(datasource="kb", one_hop=True))
     assert d.to == "retrieve" and "one-hop" in d.why
     s = state(datasource="kb", options=Options(decomposition=False), retrieval_mode="bm25")
-    assert decide(routing.decide_after_route, s) == ("retrieve", "knowledge base, bm25 retrieval")
+    assert decide(routing.decide_after_route, s) == Decision("retrieve", "knowledge base, bm25 retrieval")
     assert routing.decide_start(Options()).to == "route_question"
     assert routing.decide_start(preset_options("naive")).to == "retrieve"
 
@@ -278,20 +279,95 @@ def test_routers_never_mutate_state(decider):
     assert s == before
 
 
+DECIDERS = {
+    "contextualize_question": routing.decide_after_contextualize,
+    "route_question": routing.decide_after_route,
+    "decompose_query": routing.decide_after_decompose,
+    "retrieve": routing.decide_after_retrieve,
+    "grade_documents": routing.decide_after_grading,
+    "rewrite_query": routing.decide_after_rewrite,
+    "web_search": routing.decide_after_web_search,
+    "generate": routing.decide_after_generate,
+    "check_grounding": routing.decide_after_grounding,
+    "grade_answer": routing.decide_after_answer_check,
+}
+"""Node -> the decider it calls (rag/graph/nodes.py, checks.py, route.py)."""
+
+OPTION_SETS = [*(preset_options(p) for p in PRESETS), Options(max_rewrites=0),
+               Options(routing=False, rewriting=False, grounding_check=False),
+               Options(web_fallback=False, answer_check=False)]
+
+
+def _states():
+    """Many states a decider may meet: every combination of the fields the deciders read."""
+    same = [c.id for c in chunks(3)]
+    for docs, retrieved, rewrites, webs, grounded, useful, cited, source, answered, repeated in product(
+            [[], chunks(1), chunks(3)], [None, [], chunks(6)], [0, 2], [0, 1], [None, True, False],
+            [None, True, False], [[], CITED], ["kb", "web", "none"], [None, same], [False, True]):
+        s = {"question": "q", "documents": docs, "rewrites": rewrites, "web_searches": webs,
+             "grounded": grounded, "useful": useful, "citations": cited, "datasource": source,
+             "answered_with": answered, "repeated_retrieval": repeated, "ungrounded_claims": ["x"],
+             "web_available": webs == 0, "answer": "a [1]" if cited else "", "generations": len(cited)}
+        if retrieved is not None:
+            s["retrieved"] = retrieved
+        yield s
+
+
+ANSWERED_NODES = ("generate", "check_grounding", "grade_answer")
+"""Nodes that run only once an answer was generated."""
+
+
+def _reachable(node: str, s: dict) -> bool:
+    """Whether ``s`` can hold after ``node`` ran (retrieval before grading, citations before checks)."""
+    if node in ("contextualize_question", "route_question"):
+        return "retrieved" not in s and not s["citations"] and not s["documents"]
+    searched = "retrieved" in s or s["datasource"] == "web"
+    return searched and (bool(s["citations"]) or node not in ("check_grounding", "grade_answer"))
+
+
 def test_every_decision_is_a_declared_edge():
-    """Each decider's choices are within the targets its conditional edge declares."""
+    """What each decider returns, over every combination of the state it reads, is an edge of its node."""
     from rag.models import NODE_ORDER, TERMINALS
 
     assert set(TERMINALS) == {"finalize", "finalize_with_caveat", "fallback", "reply_directly"}
-    assert set(routing.TARGETS) | set(routing.FIXED) == set(NODE_ORDER) - set(TERMINALS)
-    assert routing.decide_start(Options()).to in routing.START_TARGETS
-    assert routing.decide_start(Options(decomposition=False)).to in routing.START_TARGETS
+    assert set(routing.TARGETS) | set(routing.FIXED) == set(NODE_ORDER) - set(TERMINALS) == set(DECIDERS)
+    seen: dict[str, set[str]] = {node: set() for node in DECIDERS}
+    for s in _states():
+        for o in OPTION_SETS:
+            for node, decide in DECIDERS.items():
+                d = decide(s, o)
+                allowed = routing.TARGETS.get(node) or (routing.FIXED[node],)
+                assert d.to in allowed, (node, d, s, o)
+                assert d.why, (node, d)
+                seen[node].add(d.to)
+                if node in routing.TARGETS and _reachable(node, s):
+                    after = {**s, "generations": 1} if node in ANSWERED_NODES else s
+                    late = routing.decide_out_of_time(after, o, 60)  # what replaces d once time is up
+                    assert late.to in allowed, (node, late, s, o)
+                    seen[node].add(late.to)
+            for history in ([], [Turn(question="q")]):
+                assert routing.decide_start(o, history).to in routing.START_TARGETS
+    # the states reach every declared edge, so the check above covers each one
+    for node, targets in routing.TARGETS.items():
+        assert seen[node] == set(targets), node
+
+
+def _is_walk(path: list[str]) -> bool:
+    """Every step of ``path`` follows a declared edge (the start's, a decider's or a fixed one)."""
+    if path[0] not in routing.START_TARGETS:
+        return False
+    return all(b in (routing.TARGETS.get(a) or (routing.FIXED.get(a),))
+               for a, b in zip(path, path[1:], strict=False))
 
 
 def test_recursion_limit_covers_the_longest_budgeted_path():
-    # The longest path: each rewrite cycle retrieve, grade, generate, 2 checks, rewrite (6),
-    # plus a web cycle (web, generate, 2 checks) and the head and tail.
-    for budget in range(0, 6):
-        o = Options(max_rewrites=budget)
-        longest = 2 + 6 * (budget + 1) + 4 + 1
-        assert o.recursion_limit() > longest
+    # Written out by hand: the longest run with every switch on. Each correction is a rewrite whose
+    # answer fails its last check; the web search comes once; the run ends with finalize.
+    head = ["contextualize_question", "route_question", "decompose_query", "retrieve", "grade_documents",
+            "generate", "check_grounding", "grade_answer"]
+    rewrite = ["rewrite_query", "retrieve", "grade_documents", "generate", "check_grounding", "grade_answer"]
+    web = ["web_search", "generate", "check_grounding", "grade_answer"]
+    for budget, expected_steps in [(0, 13), (1, 19), (2, 25), (5, 43)]:
+        longest = head + rewrite * budget + web + ["finalize"]
+        assert _is_walk(longest) and len(longest) == expected_steps
+        assert Options(max_rewrites=budget).recursion_limit() > expected_steps

@@ -239,7 +239,7 @@ def test_hover_shows_each_visit_summary_route_and_detail(rewritten):
         hover = plain(points[e.node]["hover"])
         assert " ".join(e.summary.split()) in hover, e.summary
         if e.route:
-            assert f"→ next: {e.route['to']}: {' '.join(e.route['why'].split())}" in hover
+            assert f"→ next: {e.route.to}: {' '.join(e.route.why.split())}" in hover
     grade = plain(points["grade_documents"]["hover"])
     assert "verdicts:" in grade and "relevant" in grade
     rewrite = plain(points["rewrite_query"]["hover"])
@@ -328,7 +328,7 @@ def test_event_rows_are_one_per_step(rewritten):
     for r, e in zip(rows, rewritten.events, strict=False):
         assert r["summary"] == story.event_summary(e) and r["duration_ms"] == e.duration_ms
         assert r["attempt"] == e.attempt
-        assert (r["next"], r["why"]) == ((e.route["to"], e.route["why"]) if e.route else (None, None))
+        assert (r["next"], r["why"]) == ((e.route.to, e.route.why) if e.route else (None, None))
 
 
 def test_no_grading_means_no_verdicts(naive):
