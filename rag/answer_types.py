@@ -53,7 +53,8 @@ _PERSON_Q = re.compile(r"^(?:who|whom|whose)\b|\bby whom\b|\b(?:which|what) (?:p
                        r"founded|leads|led|runs|heads|created|proposed|introduced)\b", re.I)
 _PLACE_Q = re.compile(r"^where\b|\bin (?:which|what) (?:city|country|state|town|region|place|county)\b|"
                       r"\b(?:which|what) (?:city|country|state|town|region|county)\b", re.I)
-_WHICH = re.compile(r"^(?:which|what)\s+([a-z-]+)\s+(?:do|does|did|is|are|was|were|has|have|had|can|could|will)\b",
+_WHICH = re.compile(r"^(?:which|what)\s+([a-z-]+)\s+"
+                    r"(?:do|does|did|is|are|was|were|has|have|had|can|could|will)\b",
                     re.I)
 _LIST_Q = re.compile(r"^(?:list|name|enumerate)\b|^(?:which|what) (?:are|were) (?:the )?\w+s\b", re.I)
 _DEFINITION_Q = re.compile(r"^(?:what\s+(?:is|are|was|were)\s+(?:an?\s+|the\s+)?(?!the\b)\S"
@@ -200,54 +201,56 @@ def acronym_of(question: str) -> str | None:
     return None
 
 
+_SKIPPABLE = frozenset({"of", "for", "and", "the", "to", "in", "on", "with", "a", "an"})
+"""Words an acronym's expansion may hold without giving it a letter ("Retrieval Augmented Generation
+Assessment" spells RAGAS, "Language Model for Dialogue" keeps "for")."""
+
+
+def _prefix_ends(pieces: list[str], target: str, at: int) -> set[int]:
+    """Positions in ``target`` reachable from ``at`` when each hyphen piece gives a prefix of its letters.
+
+    The first piece gives at least one letter ("REtrieval-Augmented" gives "rea" to "realm").
+    """
+    ends = {at}
+    for k, piece in enumerate(pieces):
+        ends = {pos + n for pos in ends for n in range(1 if k == 0 else 0, len(piece) + 1)
+                if piece[:n] == target[pos:pos + n]}
+    return ends
+
+
+def _spelled(tokens: list[str], i: int, target: str, at: int, depth: int = 0) -> int | None:
+    """How many tokens from ``i`` spell ``target[at:]`` out, or None when they cannot."""
+    if at == len(target):
+        return 0
+    if i >= len(tokens) or depth > len(target) + 4:
+        return None
+    pieces = [p.lower() for p in tokens[i].split("-") if p]
+    for end in sorted(_prefix_ends(pieces, target, at), reverse=True):
+        rest = _spelled(tokens, i + 1, target, end, depth + 1) if end > at else None
+        if rest is not None:
+            return rest + 1
+    if tokens[i].lower() in _SKIPPABLE and at > 0:
+        rest = _spelled(tokens, i + 1, target, at, depth + 1)
+        if rest is not None:
+            return rest + 1
+    return None
+
+
 def expansion(text: str, acronym: str) -> str | None:
     """The words of ``text`` that spell out ``acronym``, or None.
 
     Each word gives the acronym a prefix of its letters (REtrieval-Augmented Language Model gives REALM;
-    words such as "of", "for", "and" may give nothing); the span starts with a capital.
+    words such as "of", "for", "and" may give nothing); the span starts with a capital and has at least
+    two words.
     """
     target = re.sub(r"[^A-Za-z0-9]", "", acronym).lower()
     if len(target) < 2:
         return None
     tokens = re.findall(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*", text)
-    skippable = {"of", "for", "and", "the", "to", "in", "on", "with", "a", "an"}
-
-    def parts(token: str) -> list[str]:
-        return [p.lower() for p in token.split("-") if p]
-
-    def match(i: int, at: int, depth: int) -> int | None:
-        """Tokens used from i when ``target[at:]`` is spelled out from token i; None if it cannot be."""
-        if at == len(target):
-            return 0
-        if i >= len(tokens) or depth > len(target) + 4:
-            return None
-        token = tokens[i]
-        pieces = parts(token)
-        # the token's pieces each give a prefix (at least one letter from the first piece)
-        def spell(pi: int, pos: int) -> list[int]:
-            if pi == len(pieces):
-                return [pos]
-            ends = []
-            piece = pieces[pi]
-            for n in range(1 if pi == 0 else 0, len(piece) + 1):
-                if piece[:n] == target[pos:pos + n]:
-                    ends += spell(pi + 1, pos + n)
-            return ends
-        for end in sorted(set(spell(0, at)), reverse=True):
-            if end > at:
-                rest = match(i + 1, end, depth + 1)
-                if rest is not None:
-                    return rest + 1
-        if token.lower() in skippable and at > 0:
-            rest = match(i + 1, at, depth + 1)
-            if rest is not None:
-                return rest + 1
-        return None
-
     for i, token in enumerate(tokens):
         if not token[:1].isupper() or token.replace("-", "").lower() == target:
             continue
-        used = match(i, 0, 0)
+        used = _spelled(tokens, i, target, 0)
         if used and used >= 2:
             return " ".join(tokens[i:i + used])
     return None
@@ -264,6 +267,10 @@ NEAR_AT = 0.5
 """The share of the question's predicate weight (its terms besides names, years and type cues) that must
 occur near the typed span: "Marc D. Hamburg … Chief Financial Officer" is no answer to "who is the chief
 executive officer", and "41,500 people" none to "how large was the float"."""
+
+
+_NAMED = re.compile(r"\b(?:[A-Z][A-Za-z0-9&.-]*[A-Z0-9][A-Za-z0-9&.-]*|[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
+"""A capitalised name, or a word with two capitals or a capital and a digit ("BART", "GPT-3")."""
 
 
 def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], bool] | None) -> list[str]:
@@ -286,8 +293,7 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
         return [m.group(1) for m in _PLACE_AFTER.finditer(text)
                 if m.group(1).split()[0].lower() not in _NOT_NAME and not _in_question(m.group(1), asked)]
     out = []  # organisation, or any named thing "which X" asks for: a name or an acronym it does not give
-    for m in re.finditer(r"\b(?:[A-Z][A-Za-z0-9&.-]*[A-Z0-9][A-Za-z0-9&.-]*|[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b",
-                         text):
+    for m in _NAMED.finditer(text):
         name = m.group(0)
         if _in_question(name, asked) or name.lower() in _NOT_NAME | STOPWORDS:
             continue

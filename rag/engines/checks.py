@@ -99,7 +99,8 @@ class CheckingMixin(LexicalCore):
         years, names, quoted phrases), (3) leads with a passage that holds the type of answer asked for
         (:func:`rag.answer_types.expected_type`: a person's name the question does not give for "who", a
         figure for "how many", the expansion for "what does X stand for", a place for "where", …; when it
-        does not, ``missing_type`` names the type, so the graph can look for it), and (4) covers >= 50% of the question's IDF-weighted terms. The reasoning names what failed.
+        does not, ``missing_type`` names the type, so the graph can look for it), and (4) covers >= 50% of
+        the question's IDF-weighted terms. The reasoning names what failed.
         """
         weights = self.weighted_terms(question)
         text = "\n".join(claim for claim, _ in self.claims(answer.text))
@@ -119,7 +120,9 @@ class CheckingMixin(LexicalCore):
         claims = self.claims(answer.text)
         lead = claims[0][0] if claims else ""
         missing_type = None
-        if kind is not None and answer.citations and holds(lead, kind, question, self.common_word, self.predicate(question)) is None:
+        predicate = self.predicate(question)
+        if kind is not None and answer.citations and \
+                holds(lead, kind, question, self.common_word, predicate) is None:
             missing_type = kind
             problems.append(f"the question {MISSING[kind]}")
         if cov < USEFUL_AT:
@@ -131,7 +134,8 @@ class CheckingMixin(LexicalCore):
         if problems:
             return AnswerGrade(useful=False, missing_type=missing_type, reasoning=(
                 "Not useful: " + "; ".join(problems) + ". " + said).strip())
-        found = holds(lead, kind, question, self.common_word, self.predicate(question)) if kind in ("person", "place", "organisation", "acronym") else None
+        found = holds(lead, kind, question, self.common_word, predicate) \
+            if kind in ("person", "place", "organisation", "acronym") else None
         return AnswerGrade(useful=True, reasoning=(
             "Useful: holds the question's constraints"
             + (f" and {describe(kind)}, the kind of answer asked for" if kind else "")

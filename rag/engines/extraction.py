@@ -221,7 +221,8 @@ class ExtractionMixin(LexicalCore):
                 # front matter: the author line, read as the list of names it holds
                 names = persons(chunk.text[:FRONT_MATTER_CHARS], question, self.common_word)
                 if names:
-                    text = ", ".join(names[:MAX_AUTHORS]) + (" and others" if len(names) > MAX_AUTHORS else "")
+                    more = " and others" if len(names) > MAX_AUTHORS else ""
+                    text = ", ".join(names[:MAX_AUTHORS]) + more
                     held_terms = frozenset(terms(chunk.text[:FRONT_MATTER_CHARS]))  # the title's words
                     out.append(_Passage(rank, -1, text, held_terms, 0.0, len(names), None, context, about))
             rows = _table_rows(chunk.text, question)
@@ -352,8 +353,10 @@ class ExtractionMixin(LexicalCore):
 
     def _typed_candidate(self, question: str, pool: Sequence[_Passage], fits: Callable[[_Passage], bool],
                          held: Callable[[_Passage], float]) -> _Passage | None:
-        """The best passage of ``pool`` that holds the answer type: it must share a question term, and
-        ranks by constraints held, then IDF-weighted question coverage per length, then chunk rank.
+        """The best passage of ``pool`` that holds the answer type, or None.
+
+        It must share a question term, and ranks by constraints held, then IDF-weighted question coverage
+        per length, then chunk rank.
         """
         weights = self.weighted_terms(question)
         total = sum(w for _, w in weights.values()) or 1.0

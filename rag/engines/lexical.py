@@ -237,8 +237,11 @@ class LexicalCore:
         return n > 0 and self.stats.df.get(stem(word.lower()), 0) / n > COMMON_WORD_SHARE
 
     def predicate(self, question: str) -> dict[str, float]:
-        """Index term -> idf for what ``question`` asks about its names: its content terms besides the
-        terms of its constraints (names, years, quoted phrases) and its type cue words."""
+        """Index term -> idf for what ``question`` asks about its names.
+
+        Its content terms besides the terms of its constraints (names, years, quoted phrases) and its type
+        cue words.
+        """
         held = {t for c in constraints(question) for t in c.terms}
         return {s: w for s, (_, w) in self.weighted_terms(question).items() if s not in held}
 

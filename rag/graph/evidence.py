@@ -32,8 +32,9 @@ def interleave(lists: list[list[Chunk]], shares: list[int] | None = None) -> lis
 
 
 def front_matter(kb, chunks: Sequence[Chunk]) -> list[Chunk]:
-    """The first chunks of page 1 of the documents ``chunks`` come from (at most FRONT_MATTER_DOCUMENTS,
-    in order of first appearance; FRONT_MATTER_CHUNKS each), for a question about who wrote them.
+    """The first chunks of page 1 of the documents ``chunks`` come from, for a question about who wrote them.
+
+    At most FRONT_MATTER_DOCUMENTS documents, in order of first appearance, FRONT_MATTER_CHUNKS each.
 
     A paper's author line holds none of the question's words but "authors", so no search finds it; its
     front matter is where it is. ``kb`` is a :class:`rag.store.chroma.KnowledgeBase`; web results and

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from langgraph.runtime import Runtime
 
+from rag.answer_types import describe, is_authorship, search_query
 from rag.engines.base import Answer, CallMeta, RelevanceGrade
 from rag.graph import routing
 from rag.graph.context import RunContext
@@ -45,7 +46,6 @@ from rag.models import (
     Verdict,
     WebSearchDetail,
 )
-from rag.answer_types import describe, is_authorship, search_query
 from rag.text import clip
 from rag.web import WebSearchError
 
@@ -311,7 +311,8 @@ def _seek_answer_type(state: GraphState, runtime: Runtime[RunContext], started: 
     query = search_query(question)
     what = describe(kind)
     detail = RewriteDetail(from_query=state.get("query"), query=query, strategy="seek_answer_type",
-                           reasoning=(f"The answer's lead passage holds no {what.removeprefix('a ')}, the kind "
+                           reasoning=(f"The answer's lead passage holds no {what.removeprefix('a ')}, "
+                                      f"the kind "
                                       f"of answer the question asks for; searching again for more chunks "
                                       f"({2 * o.top_k}) that hold {what}."),
                            rewrite=rewrites, budget=o.max_rewrites, mode=routing.current_mode(state, o),

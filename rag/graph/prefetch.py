@@ -73,7 +73,7 @@ RETRIEVAL_CACHE = RetrievalCache()
 
 def retrieve_cached(ctx: RunContext, query: str, mode: RetrievalMode,
                     k: int | None = None) -> tuple[list[Chunk], bool]:
-    """(the top ``k`` chunks for ``query`` (default top_k), whether they came from :data:`RETRIEVAL_CACHE`)."""
+    """(the top ``k`` chunks for ``query`` (default top_k), whether they came from the retrieval cache)."""
     k = k or ctx.options.top_k
     key = RetrievalCache.key(ctx.kb, query, k, mode) if ctx.retriever is default_retriever else None
     if key is not None and (hit := RETRIEVAL_CACHE.get(key)) is not None:

@@ -277,8 +277,7 @@ def seeks_type(state: State, o: Options) -> str | None:
 
 
 def decide_after_answer_check(state: State, o: Options) -> Decision:
-    """Useful: the end. Not useful: a rewrite that looks for a missing answer type, web search, a rewrite,
-    then a caveat.
+    """Useful: the end. Not useful: look for a missing answer type, web search, a rewrite, then a caveat.
 
     The answer lacking the type of answer asked for (a name for "who", a figure for "how many") is
     corrected in the knowledge base first: more chunks and a query aimed at that type.

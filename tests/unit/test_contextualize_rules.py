@@ -54,6 +54,6 @@ def test_the_shared_cases_mostly_match_and_never_break_grammar(engine):
     got = [(_run(engine, c), c) for c in CASES]
     exact = sum(out == c["standalone"] for out, c in got)
     assert exact >= 0.75 * len(CASES), exact
-    for out, case in got:
+    for out, _ in got:
         assert "'s's" not in out and "’s’s" not in out, out
         assert not out.lower().startswith(("thanks", "thank you", "great,")), out

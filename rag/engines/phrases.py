@@ -1,0 +1,243 @@
+"""Phrase-level rules of contextualize_question: names, courtesy prefixes, fragments, ellipsis slots.
+
+The slot an ellipsis replaces in the previous question is found by grammar (prepositions, years,
+possessives, capitalised names), never by a list of topics.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rag.text import QUESTION_WORDS, STOPWORDS
+
+_COURTESY = re.compile(
+    r"^\s*(?:(?:thanks(?: a lot| so much)?|thank you(?: so much| very much)?|thx|great|ok(?:ay)?|cool|nice|"
+    r"perfect|awesome|got it|i see|sure|alright|interesting|understood|excellent|good|hello|hi|hey)\b"
+    r"[\s,.!;:-]*)+"
+    r"(?:(?:and|also|now|so|then)\b[\s,]*)?", re.I)
+"""A courtesy prefix, with the "and" that may join it to the question."""
+_ELLIPSIS = re.compile(r"^(?:and|but|also|so)?\s*(?:what|how)\s+about\s+(.+)$|^(?:and|but|also|so)\s+(.+)$",
+                       re.I)
+""""And in 2023?", "How about GEICO?", "And what about its revenue?": the fragment after the lead."""
+_CLAUSE_START = re.compile(
+    r"^(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|could|has|have|had|"
+    r"will|would|should|list|name|describe|explain|tell|give)\b", re.I)
+"""A fragment that starts like a question is a whole question, not an ellipsis."""
+_PREPOSITIONS = ("in", "for", "of", "at", "on", "during", "from", "to", "by", "with", "under", "over",
+                 "after",
+                 "before", "since", "between", "among")
+_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+_POSSESSIVE = re.compile(r"['’]s?$")
+_NAME = re.compile(r"[\"“]([^\"”]{2,80})[\"”]"
+                   r"|\b((?:[A-Z][\w'’.&+-]*|[A-Z0-9]{2,}[\w'’.&+-]*)"
+                   r"(?:\s+(?:(?:in|of|on|for|and|the|to|de|van|von|&)\s+){0,2}[A-Z0-9][\w'’.&+-]*)*)")
+_NOUN_END = re.compile(r"^(?:[\w'’-]+\s+){0,4}?[\w'’-]+(?=\s+(?:" + "|".join(_PREPOSITIONS) +
+                       r"|do|does|did|is|are|was|were|have|has|had)\b|$)", re.I)
+
+
+def _bare(name: str) -> str:
+    """``name`` without a possessive ending (Berkshire's -> Berkshire)."""
+    return _POSSESSIVE.sub("", name.strip()) if re.search(r"['’]s?$", name) and len(name) > 2 else name
+
+
+def topics(text: str, *, possessives: bool = False) -> list[str]:
+    """Names in ``text`` a follow-up may refer back to, in order, without possessive endings.
+
+    Capitalised spans (joined over short lower-case words, as in "Lost in the Middle"), acronyms and quoted
+    titles; question words and single stop words are not names, and neither is the first word of a
+    question ("What", "Which"). With ``possessives`` only the names used in the possessive, a span
+    such as "Vice Chairman of Berkshire's" giving "Berkshire".
+    """
+    found: dict[str, None] = {}
+    for quoted, span in _NAME.findall(text):
+        name = (quoted or span).strip(" .,-?")
+        parts = name.split()
+        while parts and parts[0].lower().strip("'’") in STOPWORDS | QUESTION_WORDS:
+            parts = parts[1:]
+        while parts and parts[-1].lower() in STOPWORDS:
+            parts = parts[:-1]
+        joined = " ".join(parts)
+        pieces = re.split(r"\s+(?:in|of|on|for|and|the|to)\s+", joined) if possessives and \
+            re.search(r"\s(?:in|of|on|for|and|the|to)\s", joined) else [joined]
+        for piece in pieces:
+            name = _bare(piece)
+            if not name or (len(name.split()) == 1 and (name.lower() in STOPWORDS | QUESTION_WORDS
+                                                        or len(name) < 3)):
+                continue
+            if possessives and not re.search(rf"{re.escape(name)}['’]s?(?:\s|$)", text):
+                continue
+            found.setdefault(name, None)
+    return list(found)
+
+
+def owners(text: str) -> list[str]:
+    """The names ``text`` uses in the possessive ("Berkshire's insurance operations" -> "Berkshire")."""
+    return topics(text, possessives=True)
+
+
+def strip_courtesy(question: str, *, short: bool = False) -> tuple[str, str]:
+    """(the question without a courtesy prefix, the prefix removed, "" when none).
+
+    Only when a question of at least two words follows ("Thanks!" alone is left as it is), or one word
+    with ``short`` (a follow-up: "Thank you! And Bosch?").
+    """
+    m = _COURTESY.match(question)
+    if not m or not m.group(0).strip():
+        return question, ""
+    rest = question[m.end():].strip()
+    if len(rest.split()) < (1 if short else 2) or not rest.strip(" ?.!"):
+        return question, ""
+    return rest[:1].upper() + rest[1:], m.group(0).strip()
+
+
+def _same_year(text: str, before: str) -> str:
+    """"that year" / "the same year" read as the year of ``before`` ("in 2024"), when it names one."""
+    year = _YEAR.search(before)
+    if not year:
+        return text
+    return re.sub(r"\b(?:in\s+)?(?:that|the same)\s+year\b", f"in {year.group(0)}", text)
+
+
+def _head_noun_refs(text: str, before: str) -> str:
+    """"the hospital" after "Mount Sinai Hospital": a definite noun that heads an earlier name means it."""
+    for name in topics(before):
+        head = name.split()[-1]
+        if len(name.split()) > 1 and head[:1].isupper() and head.isalpha():
+            text = re.sub(rf"\bthe\s+{head.lower()}(?=['’]s\b|\b)", name, text)
+    return text
+
+
+def _is_fragment(text: str) -> bool:
+    """A turn that is only the changed slot of the previous question: "In 2023", "Bosch", "How many nurses".
+
+    It starts with a preposition or is a short name or figure with no verb, or it is "how many/much"
+    with a noun and no verb.
+    """
+    words = text.split()
+    if not words or len(words) > 6:
+        return False
+    if re.match(r"^how\s+(?:many|much)\s+[\w-]+(?:\s+[\w-]+)?$", text, re.I):
+        return True
+    if _CLAUSE_START.match(text):
+        return False
+    return words[0].lower() in _PREPOSITIONS or bool(_YEAR.fullmatch(text)) or \
+        (len(words) <= 3 and bool(topics(text)) and " ".join(topics(text)).lower() == text.lower())
+
+
+def _possessive(name: str) -> str:
+    return name + ("’" if name.endswith("s") else "’s") if "’" in name else \
+        name + ("'" if name.endswith("s") else "'s")
+
+
+def _word_kind(word: str) -> str:
+    """``year``, ``name`` (capitalised) or ``word``: what kind of slot a phrase fills."""
+    if _YEAR.fullmatch(word.strip(",.?")):
+        return "year"
+    return "name" if word[:1].isupper() else "word"
+
+
+def _next_word(text: str, at: int) -> str:
+    """The word of ``text`` at ``at``, skipping an article."""
+    words = text[at:].split()
+    if words and words[0].lower() == "the" and len(words) > 1:
+        return words[1]
+    return words[0] if words else ""
+
+
+
+def fill_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
+    """(``prev`` with the slot the fragment ``frag`` names replaced, how, in words), or None.
+
+    ``prev`` is the previous question without its final "?"; None when it has no such slot.
+
+    Tried in order: a year ("2023", "in 2023"), a counted noun ("how many nurses"), the phrase with the
+    same preposition and the same kind of word ("in Paris" for "in Berlin"), the subject's name ("GEICO"),
+    another possessor ("Lubrizol's revenues in 2024"), the possessed noun ("Berkshire's revenue").
+    """
+    for slot in (_year_slot, _count_slot, _phrase_slot, _name_slot, _possessor_slot, _possessed_slot):
+        found = slot(frag, prev, owner)
+        if found is not None:
+            return found
+    return None
+
+
+def _year_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
+    words = frag.split()
+    if not (_YEAR.fullmatch(frag) or (len(words) == 2 and words[0].lower() in _PREPOSITIONS
+                                      and _YEAR.fullmatch(words[1]))):
+        return None
+    year = _YEAR.search(frag)
+    assert year is not None
+    if len(_YEAR.findall(prev)) == 1:
+        out = _YEAR.sub(year.group(0), prev, count=1)
+    elif _YEAR.search(prev):
+        out = re.sub(r"\b(?:19|20)\d\d\b(?!.*\b(?:19|20)\d\d\b)", year.group(0), prev)
+    else:
+        out = f"{prev} in {year.group(0)}"
+    return out, f"the year by {year.group(0)}"
+
+
+def _count_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
+    many = re.match(r"^how\s+(?:many|much)\s+(.+)$", frag, re.I)
+    slot = re.search(r"\bhow\s+(?:many|much)\s+(.+?)(?=\s+(?:do|does|did|is|are|was|were|have|has|had|will|"
+                     r"can)\b)", prev, re.I)
+    if not many or not slot:
+        return None
+    return (prev[:slot.start(1)] + many.group(1) + prev[slot.end(1):],
+            f"“{slot.group(1)}” by “{many.group(1)}”")
+
+
+def _phrase_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
+    words = frag.split()
+    first = words[0].lower() if words else ""
+    if first not in _PREPOSITIONS or len(words) < 2:
+        return None
+    spans = list(re.finditer(rf"\b{first}\s+", prev, re.I))
+    kind = _word_kind(words[1] if words[1].lower() != "the" or len(words) < 3 else words[2])
+    spans = [sp for sp in spans if _word_kind(_next_word(prev, sp.end())) == kind] or spans
+    if not spans:
+        if owner and topics(frag):
+            return _swap_name(prev, owner, _bare(topics(frag)[0])), f"“{owner}” by “{topics(frag)[0]}”"
+        return None
+    start = spans[-1].start()
+    nxt = re.search(r"\s(?:" + "|".join(_PREPOSITIONS) + r")\s|,", prev[spans[-1].end():])
+    inner = re.search(r"\s(?:" + "|".join(_PREPOSITIONS) + r")\s", " ".join(words[1:]))
+    # a fragment with a phrase of its own ("for datasets that rely on the open web") takes the rest of
+    # the previous question's clause
+    end = spans[-1].end() + nxt.start() if nxt and not inner else len(prev)
+    return prev[:start] + frag + prev[end:], f"the phrase “{prev[start:end]}” by “{frag}”"
+
+
+def _name_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
+    names = topics(frag)
+    if not (names and owner and frag.lower() == " ".join(names[0].split()).lower()):
+        return None
+    return _swap_name(prev, owner, names[0]), f"“{owner}” by “{names[0]}”"  # "How about GEICO?"
+
+
+def _possessor_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
+    named = re.match(r"([A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)['’]s\s", frag)
+    if not owner or not named or named.group(1) == owner:
+        return None
+    at = re.search(rf"{re.escape(owner)}['’]s?\s", prev)
+    if not at:
+        return None
+    # "What about Lubrizol's revenues in 2024?" after "What were Precision Castparts' revenues …"
+    return prev[:at.start()] + frag, f"“{owner}” by “{named.group(1)}”"
+
+
+def _possessed_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
+    if not owner or not re.match(rf"{re.escape(owner)}['’]s\s", frag):
+        return None
+    # "Berkshire's revenue" after "What were Berkshire's net earnings in 2024?"
+    noun = frag.split(None, 1)[1]
+    at = re.search(rf"{re.escape(owner)}['’]s\s+", prev)
+    tail = _NOUN_END.match(prev[at.end():]) if at else None
+    if not at or not tail:
+        return None
+    return prev[:at.end()] + noun + prev[at.end() + tail.end():], f"“{tail.group(0)}” by “{noun}”"
+
+
+def _swap_name(prev: str, old: str, new: str) -> str:
+    """``prev`` with the name ``old`` (and its possessive) replaced by ``new``."""
+    return re.sub(rf"\b{re.escape(old)}(?=['’]s\b|\b)", new, prev, count=1)
