@@ -71,6 +71,7 @@ def check_grounding(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                  GroundingDetail(grounded=result.grounded, ungrounded_claims=list(result.ungrounded_claims),
                                  confidence=result.confidence, reasoning=result.reasoning),
                  {"grounded": result.grounded, "ungrounded_claims": result.ungrounded_claims,
+                  "grounding_checks": [*(state.get("grounding_checks") or []), len(result.ungrounded_claims)],
                   "answer_grade": concurrent},
                  [result.meta], routing.decide_after_grounding)
     if concurrent is not None and out["route"].to != GRADE_ANSWER:
@@ -103,5 +104,6 @@ def grade_answer(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                   + (" (checked alongside check_grounding)" if concurrent else ""),
                   AnswerCheckDetail(useful=result.useful, reasoning=result.reasoning, concurrent=concurrent),
                   {"useful": result.useful, "answer_grade": None,
+                   "answer_checks": [*(state.get("answer_checks") or []), result.useful],
                    "missing_type": None if result.useful else result.missing_type}, [result.meta],
                   routing.decide_after_answer_check, duration_ms=duration)

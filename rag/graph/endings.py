@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from langgraph.runtime import Runtime
 
+from rag.answer_types import describe
 from rag.config import Options
 from rag.graph import routing
 from rag.graph.context import RunContext
 from rag.graph.events import Clock, record
 from rag.graph.state import GraphState
-from rag.models import AnswerCheckDetail, EndDetail, GroundingDetail, RouteDetail
+from rag.models import EndDetail
 
 NO_ANSWER = "I could not find an answer to this question in the knowledge base."
 """What fallback answers, followed by why in brackets."""
@@ -61,22 +62,58 @@ def finalize_with_caveat(state: GraphState, runtime: Runtime[RunContext]) -> dic
     route = state.get("route")
     if route is not None and route.why.startswith(routing.SAME_EVIDENCE):
         # The previous answer stands: say what its checks found (a rewrite cleared the flags).
-        events = state.get("events", [])
-        grounding = next((e.detail for e in reversed(events) if isinstance(e.detail, GroundingDetail)), None)
-        check = next((e.detail for e in reversed(events) if isinstance(e.detail, AnswerCheckDetail)), None)
-        if state.get("grounded") is None and grounding is not None and not grounding.grounded:
-            n = len(grounding.ungrounded_claims)
+        groundings, checks = state.get("grounding_checks") or [], state.get("answer_checks") or []
+        if state.get("grounded") is None and groundings and groundings[-1]:
+            n = groundings[-1]
             why.append(f"{n} claim{'s' if n != 1 else ''} could not be verified")
-        if state.get("useful") is None and check is not None and not check.useful:
+        if state.get("useful") is None and checks and not checks[-1]:
             why.append("the answer may not fully address the question")
         why.append("the evidence did not change after the last correction, so the previous "
                    "answer stands")
     reason = "Answered with caveat: " + (" and ".join(why) if why else "evidence is limited")
-    caveat = "Caveat: " + (" and ".join(why) if why else "evidence is limited") + "."
-    final = f"{caveat}\n\n{state.get('answer', '')}"
+    caveat = "Caveat: " + _caveat(state, o) + "."
+    final = f"{caveat}\n\n{_without_caveat(state.get('answer', ''))}"
     return record(state, runtime, "finalize_with_caveat", started, reason,
                    EndDetail(stop_reason=reason, caveat=caveat, out_of_time=bool(state.get("out_of_time"))),
                    {"final_answer": final, "stop_reason": reason})
+
+
+def _caveat(state: GraphState, o: Options) -> str:
+    """The one reason a reader needs, in a short clause: the most serious thing that could not be checked.
+
+    The stop reason keeps every reason (budgets, repeated evidence); the caveat says only what it means
+    for the answer.
+    """
+    sought = state.get("sought_types") or []
+    if state.get("out_of_time"):
+        return "the time budget ran out, so the answer was not fully checked"
+    if state.get("grounded") is False:
+        n = len(state.get("ungrounded_claims", []))
+        return f"{n} claim{'s' if n != 1 else ''} could not be verified against the sources"
+    if sought and state.get("useful") is not True:
+        return f"no passage found holds {describe(sought[-1])}, the kind of answer asked for"
+    if state.get("useful") is False or _last_check_failed(state):
+        return "the answer may not fully answer the question"
+    if state.get("weak_evidence"):
+        n = len(state.get("documents", []))
+        return f"only {n} relevant passage{'s were' if n != 1 else ' was'} found ({o.min_relevant} wanted)"
+    return "the evidence is limited"
+
+
+def _last_check_failed(state: GraphState) -> bool:
+    """The latest answer check said no (a rewrite clears ``useful``; ``answer_checks`` keeps it)."""
+    checks = state.get("answer_checks") or []
+    return bool(checks) and not checks[-1]
+
+
+def _without_caveat(answer: str) -> str:
+    """``answer`` without a caveat line of its own at its start, so caveats never nest."""
+    lines = answer.split("\n")
+    while lines and lines[0].lower().startswith("caveat:"):
+        lines = lines[1:]
+        while lines and not lines[0].strip():
+            lines = lines[1:]
+    return "\n".join(lines)
 
 
 def _outside(state: GraphState) -> list[str]:
@@ -84,8 +121,7 @@ def _outside(state: GraphState) -> list[str]:
 
     What the knowledge base lacks, and why the web was not searched.
     """
-    lacks = next((e.detail.missing_terms for e in reversed(state.get("events", []))
-                  if isinstance(e.detail, RouteDetail)), [])
+    lacks = state.get("missing_terms") or []
     why = ["the question is outside the knowledge base"
            + (f" (it never mentions {', '.join(repr(w) for w in lacks[:4])})" if lacks else "")]
     if not state.get("web_searches"):
@@ -102,7 +138,7 @@ def fallback(state: GraphState, runtime: Runtime[RunContext]) -> dict:
         why.append(f"time budget ({runtime.context.budget_s():g} s) spent")
     if state.get("datasource") == "web" and not state.get("documents"):
         why += _outside(state)
-    elif not state.get("retrieved") and not state.get("events", [])[:1]:
+    elif not state.get("retrieved") and not state.get("queries"):
         why.append("nothing was retrieved")
     elif not state.get("retrieved"):
         why.append("the knowledge base returned no chunks")

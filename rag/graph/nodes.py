@@ -131,11 +131,12 @@ def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
         for c in found:
             query_of.setdefault(c.id, q)
     ids = {c.id for c in chunks}
-    repeated = bool(state.get("rewrites")) and any(
-        isinstance(e.detail, RetrieveDetail) and {c.id for c in e.detail.chunks} == ids
-        for e in state.get("events", []) if e.node == "retrieve")
+    earlier = state.get("retrieved_sets") or []
+    repeated = bool(state.get("rewrites")) and any(set(before) == ids for before in earlier)
     update: dict = {"query": query, "retrieved": chunks, "query_of": query_of,
                     "repeated_retrieval": repeated, "seek_type": None,
+                    "retrieved_sets": [*earlier, [c.id for c in chunks]],
+                    "queries": list(dict.fromkeys([*(state.get("queries") or []), *queries])),
                     "fresh_first": bool(state.get("seek_type"))}
     if not o.grading:
         update["documents"] = chunks[:o.top_k]
@@ -193,7 +194,7 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
         _regrade_other_hops(runtime.context.engine, state.get("sub_queries") or [], by_query,
                             graded, asked)
     grades = [graded[c.id] for c in chunks]
-    attempt = 1 + sum(1 for e in state.get("events", []) if e.node == "grade_documents")
+    attempt = 1 + state.get("grade_rounds", 0)
     verdicts = [Verdict(chunk_id=c.id, source=c.source, page=c.page, query=fetched_for[c.id],
                         relevant=g.relevant, score=g.score, reasoning=g.reasoning,
                         attempt=attempt, fallback=g.meta.fallback)
@@ -218,6 +219,7 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     return record(state, runtime, "grade_documents", started,
                    f"{n_rel} of {len(chunks)} chunks relevant; {len(documents)} in evidence",
                    detail, {"verdicts": verdicts, "documents": documents, "speculation": speculation,
+                            "grade_rounds": attempt,
                             "fresh_first": False},
                    [*(g.meta for g in grades), *dropped], routing.decide_after_grading)
 
@@ -260,8 +262,7 @@ def rewrite_query(state: GraphState, runtime: Runtime[RunContext]) -> dict:
         return _switch_retriever(state, runtime, started, rewrites, old_mode, new_mode)
     last_attempt = max((v.attempt for v in state.get("verdicts", [])), default=0)
     verdicts = [v for v in state.get("verdicts", []) if v.attempt == last_attempt]
-    previous = list(dict.fromkeys(e.detail.query for e in state.get("events", [])
-                                  if isinstance(e.detail, RetrieveDetail)))
+    previous = list(state.get("queries") or [])
     claims = state.get("ungrounded_claims", []) if state.get("grounded") is False else []
     result = runtime.context.engine.rewrite(
         state["question"], state.get("query") or state["question"], verdicts=verdicts,

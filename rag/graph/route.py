@@ -157,6 +157,7 @@ def route_question(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                          missing_terms=list(dict.fromkeys([*lacking, *missing]))[:12],
                          prefetched=usable is not None)
     update: dict = {"datasource": result.datasource, "web_available": web_available, "retrieval_mode": mode,
+                    "route_reasoning": result.reasoning, "missing_terms": detail.missing_terms,
                     "one_hop": one_hop, "prefetch": usable,
                     "speculation": usable.speculation if usable is not None else None}
     return record(state, runtime, "route_question", started, f"Route: {where}", detail, update, metas,
@@ -168,8 +169,7 @@ def reply_directly(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     started = Clock.start()
     answer: Answer = runtime.context.engine.reply(
         state["question"], on_token=lambda text: runtime.stream_writer({"kind": "token", "text": text}))
-    why = next((e.detail.reasoning for e in reversed(state.get("events", []))
-                if isinstance(e.detail, RouteDetail)), "")
+    why = state.get("route_reasoning", "")
     reason = "Answered directly, without retrieval" + (f": {why}" if why else ".")
     return record(state, runtime, "reply_directly", started, reason, EndDetail(stop_reason=reason),
                   {"final_answer": answer.text, "answer": answer.text, "citations": [],

@@ -89,6 +89,20 @@ class GraphState(InputState, total=False):
     seek_type: str | None
     """Set by a ``seek_answer_type`` rewrite: the next retrieve fetches twice top_k chunks (and a document's
     front matter for a question about its authors), and grading puts the new evidence first."""
+    retrieved_sets: list[list[str]]
+    """The chunk ids each retrieve returned, in order (a rewrite that brings back the same is seen)."""
+    queries: list[str]
+    """The queries retrieved with so far, oldest first, without repeats (the first is the question)."""
+    grade_rounds: int
+    """How many times grade_documents ran (its verdicts carry the round as ``attempt``)."""
+    route_reasoning: str
+    """route_question's reason, in plain words (reply_directly repeats it)."""
+    missing_terms: list[str]
+    """Names and words of the question the knowledge base never mentions (route_question)."""
+    grounding_checks: list[int]
+    """Each check_grounding's count of ungrounded claims, in order (0: grounded)."""
+    answer_checks: list[bool]
+    """Each grade_answer's verdict, in order (a rewrite clears ``useful``; these stay)."""
     fresh_first: bool
     """True for the grading right after a ``seek_answer_type`` retrieve: its new relevant chunks come first
     in the evidence."""

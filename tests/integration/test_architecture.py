@@ -233,3 +233,36 @@ def test_few_function_local_imports_of_rag_modules():
 def test_no_type_ignore_in_the_library_or_the_app():
     found = [f"{p.relative_to(ROOT)}:{line}" for p in _sources() for line in type_ignores(p.read_text())]
     assert not found, found
+
+
+def trace_reads(source: str) -> list[int]:
+    """Lines that read the trace out of the state: ``state["events"]`` or ``state.get("events", …)``."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        key = None
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            key = node.slice.value
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+              and node.args and isinstance(node.args[0], ast.Constant)):
+            key = node.args[0].value
+        if key == "events" and isinstance(node, ast.Call | ast.Subscript):
+            target = node.func.value if isinstance(node, ast.Call) else node.value
+            if isinstance(target, ast.Name) and target.id == "state":
+                found.append(node.lineno)
+    return found
+
+
+def test_the_trace_reader_finds_both_forms():
+    assert trace_reads("a = state['events']\nb = state.get('events', [])\nc = out['events']\n") == [1, 2]
+
+
+def test_no_node_reads_the_trace():
+    """The trace is an output: nodes read earlier results from typed state fields (only the recorder, which
+    numbers the steps it writes, looks at it).
+    """
+    graph = ROOT / "rag" / "graph"
+    found = [f"{p.name}:{line}" for p in sorted(graph.glob("*.py")) if p.name != "events.py"
+             for line in trace_reads(p.read_text())]
+    assert not found, found
