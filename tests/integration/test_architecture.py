@@ -259,8 +259,9 @@ def test_the_trace_reader_finds_both_forms():
 
 
 def test_no_node_reads_the_trace():
-    """The trace is an output: nodes read earlier results from typed state fields (only the recorder, which
-    numbers the steps it writes, looks at it).
+    """The trace is an output: nodes read earlier results from typed state fields.
+
+    Only the recorder, which numbers the steps it writes, looks at it.
     """
     graph = ROOT / "rag" / "graph"
     found = [f"{p.name}:{line}" for p in sorted(graph.glob("*.py")) if p.name != "events.py"
