@@ -26,7 +26,8 @@ HELP = "run a JSONL question set through each preset (answered, abstained, hits)
 
 EVAL_COLUMNS = [("preset", "preset"), ("questions", "questions"), ("answered", "answered"),
                 ("answered_clean", "clean"), ("caveat", "caveat"), ("abstained", "abstained"),
-                ("answer_hit", "answer_hit"), ("source_hit", "source_hit"),
+                ("answer_hit", "answer_hit"), ("clean_precision", "clean precision"),
+                ("confidently_wrong", "confidently wrong"), ("source_hit", "source_hit"),
                 ("p50_ms", "p50 ms"), ("llm_calls_mean", "llm calls")]
 """``eval`` table columns: (key, header)."""
 

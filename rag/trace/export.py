@@ -271,9 +271,10 @@ def comparison_html(cmp: Comparison, *, prices: Mapping[str, Price] | None = Non
     return redact(_page(f"Retrace comparison: {cmp.question[:80]}", body), secrets)
 
 
-EVAL_COLUMNS = (("questions", "Questions"), ("answered_clean", "Answered clean"), ("caveat", "With caveat"),
-                ("abstained", "Abstained"), ("answer_hit", "Answer hit"), ("source_hit", "Source hit"),
-                ("p50_ms", "p50 ms"), ("llm_calls_mean", "LLM calls"))
+EVAL_COLUMNS = (("questions", "Questions"), ("answered", "Answered"), ("answered_clean", "Answered clean"),
+                ("caveat", "With caveat"), ("abstained", "Abstained"), ("answer_hit", "Answer hit"),
+                ("clean_precision", "Clean precision"), ("confidently_wrong", "Confidently wrong"),
+                ("source_hit", "Source hit"), ("p50_ms", "p50 ms"), ("llm_calls_mean", "LLM calls"))
 """The per-preset figures of an evaluation, in the order every view shows them."""
 
 
@@ -281,7 +282,7 @@ def eval_cell(key: str, value: object) -> str:
     """One evaluation figure as text: shares as percentages, ``–`` for a figure with no data."""
     if value is None:
         return "–"
-    if key in ("answer_hit", "source_hit") and isinstance(value, float):
+    if key in ("answer_hit", "source_hit", "clean_precision") and isinstance(value, float):
         return f"{value:.0%}"
     return f"{value:g}" if isinstance(value, float) else str(value)
 
