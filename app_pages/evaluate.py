@@ -38,7 +38,7 @@ if source == UPLOAD:
         set_name = upload.name.rsplit(".", 1)[0] or "questions"
 elif SAMPLE_SET.is_file():
     lines = SAMPLE_SET.read_text(encoding="utf-8").splitlines()
-    st.caption("Ten questions the sample documents answer (some in other words than theirs) and four "
+    st.caption("Twelve questions the sample documents answer (some in other words than theirs) and four "
                "they cannot. Load the samples first (Chat page) and select the knowledge base 'sample' "
                "for the answerable ones to count.")
 

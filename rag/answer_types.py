@@ -164,7 +164,8 @@ _DEFINES = re.compile(r"\b(?:is|are|was|were)\s+(?:an?|the|one)\b|\brefers?\s+to
 
 
 def _in_question(name: str, asked: set[str]) -> bool:
-    return all(w.lower() in asked for w in re.findall(r"[A-Za-z]+", name))
+    """Every word of ``name`` is one of ``asked`` (lower-case words), plural or not ("PDFs" for "PDF")."""
+    return all(w.lower() in asked or w.lower().rstrip("s") in asked for w in re.findall(r"[A-Za-z]+", name))
 
 
 def persons(text: str, question: str = "", common: Callable[[str], bool] | None = None) -> list[str]:

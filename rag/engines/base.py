@@ -88,6 +88,11 @@ class AnswerGrade(Judgment):
 
     useful: bool
     reasoning: str
+    answer_span: str | None = Field(
+        default=None, description="When useful: the words of the answer that hold the kind of answer "
+        "the question asks for (a name, a figure, a date, a place, an expansion), or null.")
+    answer_kind: str | None = Field(default=None,
+                                    description="The kind of answer ``answer_span`` is, or null.")
     missing_type: str | None = Field(
         default=None, description="When not useful because the answer lacks the kind of answer the "
         "question asks for: that kind (person, organisation, number, date, place, acronym, definition, "

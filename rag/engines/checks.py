@@ -15,6 +15,8 @@ from rag.text import terms
 SUPPORTED_AT = 0.8
 """A claim is grounded when this share of its IDF weight appears in the chunks it cites."""
 USEFUL_AT = 0.5
+SPAN_TYPES = ("person", "place", "organisation", "acronym", "number", "date")
+"""Answer types whose span the answer check names (a definition or a list has no one span)."""
 _MARKERS = re.compile(r"((?:\s*\[\d+\])+)")
 _NUM = re.compile(r"\[(\d+)\]")
 
@@ -102,7 +104,7 @@ class CheckingMixin(LexicalCore):
         does not, ``missing_type`` names the type, so the graph can look for it), and (4) covers >= 50% of
         the question's IDF-weighted terms. The reasoning names what failed.
         """
-        weights = self.weighted_terms(question)
+        weights = self.known_terms(question)
         text = "\n".join(claim for claim, _ in self.claims(answer.text))
         if not weights:
             return AnswerGrade(useful=bool(answer.citations),
@@ -135,8 +137,8 @@ class CheckingMixin(LexicalCore):
             return AnswerGrade(useful=False, missing_type=missing_type, reasoning=(
                 "Not useful: " + "; ".join(problems) + ". " + said).strip())
         found = holds(lead, kind, question, self.common_word, predicate) \
-            if kind in ("person", "place", "organisation", "acronym") else None
-        return AnswerGrade(useful=True, reasoning=(
+            if kind in SPAN_TYPES else None
+        return AnswerGrade(useful=True, answer_span=found, answer_kind=kind if found else None, reasoning=(
             "Useful: holds the question's constraints"
             + (f" and {describe(kind)}, the kind of answer asked for" if kind else "")
             + (f" (“{found}”)" if found else "") + ". " + said).strip())

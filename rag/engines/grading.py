@@ -127,7 +127,7 @@ class GradingMixin(LexicalCore):
         answer a part) needs only one of the hop's own names (see :meth:`constraints_ok`), or most of the rest
         of the hop close together (HOP_PREDICATE_AT).
         """
-        weights = self.weighted_terms(question)
+        weights = self.known_terms(question)
         cons = constraints(question)
         con_stems = {t for c in cons for t in c.terms}
         threshold = relevance_threshold(len(weights), partial)

@@ -103,7 +103,8 @@ def grade_answer(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                   ("useful" if result.useful else "not useful")
                   + (" (checked alongside check_grounding)" if concurrent else ""),
                   AnswerCheckDetail(useful=result.useful, reasoning=result.reasoning, concurrent=concurrent),
-                  {"useful": result.useful, "answer_grade": None,
+                  {"useful": result.useful, "answer_grade": None, "answer_span": result.answer_span,
+                   "answer_kind": result.answer_kind,
                    "answer_checks": [*(state.get("answer_checks") or []), result.useful],
                    "missing_type": None if result.useful else result.missing_type}, [result.meta],
                   routing.decide_after_answer_check, duration_ms=duration)

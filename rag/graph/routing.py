@@ -74,6 +74,14 @@ def read_route(state: State) -> str:
 
 
 def _finish(state: State, o: Options, why: str) -> Decision:
+    """Finalize, or finalize_with_caveat when the evidence is weak.
+
+    Weak evidence needs no caveat when the answer check found the kind of answer asked for in the answer's
+    lead passage (``answer_span``): one relevant chunk that holds the figure or name asked for is enough.
+    """
+    if state.get("weak_evidence") and state.get("useful") and state.get("answer_span"):
+        return Decision(FINALIZE, f"{why}; one relevant chunk holds {kind_label(state.get('answer_kind'))}, "
+                                  f"the kind of answer asked for (“{state['answer_span']}”)")
     if state.get("weak_evidence"):
         n = len(state.get("documents", []))
         return Decision(FINALIZE_WITH_CAVEAT,

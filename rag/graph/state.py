@@ -103,6 +103,10 @@ class GraphState(InputState, total=False):
     """Each check_grounding's count of ungrounded claims, in order (0: grounded)."""
     answer_checks: list[bool]
     """Each grade_answer's verdict, in order (a rewrite clears ``useful``; these stay)."""
+    answer_span: str | None
+    """grade_answer's span of the kind of answer asked for, when it found one (a name, a figure, …)."""
+    answer_kind: str | None
+    """The answer type of ``answer_span``."""
     fresh_first: bool
     """True for the grading right after a ``seek_answer_type`` retrieve: its new relevant chunks come first
     in the evidence."""
