@@ -15,6 +15,8 @@ from rag.text import terms
 SUPPORTED_AT = 0.8
 """A claim is grounded when this share of its IDF weight appears in the chunks it cites."""
 USEFUL_AT = 0.5
+TABLE_ROW = re.compile(r"^[^\n]{6,}?, (?:19|20)\d\d: ")
+"""An assembled table row ("Net earnings …, 2024: $88,995 million (2023: …)"): its figures are its label's."""
 SPAN_TYPES = ("person", "place", "organisation", "acronym", "number", "date")
 """Answer types whose span the answer check names (a definition or a list has no one span)."""
 _MARKERS = re.compile(r"((?:\s*\[\d+\])+)")
@@ -122,7 +124,7 @@ class CheckingMixin(LexicalCore):
         claims = self.claims(answer.text)
         lead = claims[0][0] if claims else ""
         missing_type = None
-        predicate = self.predicate(question)
+        predicate = None if TABLE_ROW.match(lead) else self.predicate(question)
         if kind is not None and answer.citations and \
                 holds(lead, kind, question, self.common_word, predicate) is None:
             missing_type = kind

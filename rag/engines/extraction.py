@@ -244,7 +244,9 @@ class ExtractionMixin(LexicalCore):
         predicate = self.predicate(question)
 
         def fits(p: _Passage) -> bool:
-            return holds(p.text, kind, question, self.common_word, predicate) is not None
+            # a table row's figures are its label's by construction: no nearness to test
+            return holds(p.text, kind, question, self.common_word,
+                         None if p.quote is None else predicate) is not None
 
         def held(p: _Passage) -> float:
             return _held(p, cons)

@@ -206,9 +206,10 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
         for group in by_query.values()]
     shares = [EVIDENCE_SHARE_OF_QUESTION if q == question else 1 for q in by_query]
     fresh = interleave(relevant_per_query, shares)
-    # after a seek_answer_type correction the new chunks are the next candidates: they come first
-    documents = (fresh + list(kept.values()) if state.get("fresh_first")
-                 else list(kept.values()) + fresh)[:o.top_k]
+    # after a seek_answer_type correction the new chunks are the next candidates: the evidence grows to
+    # twice top_k ("more chunks"), the kept chunks first
+    cap = 2 * o.top_k if state.get("fresh_first") else o.top_k
+    documents = (list(kept.values()) + fresh)[:cap]
     n_rel = sum(g.relevant for g in grades)
     detail = GradeDetail(
         question=question, query=state.get("query", question), relevant=n_rel, evidence=len(documents),
@@ -305,7 +306,7 @@ def _seek_answer_type(state: GraphState, runtime: Runtime[RunContext], started: 
 
     The query is the question without the words that only name its type (:func:`search_query`), the next
     retrieve fetches twice top_k chunks (the next candidates), plus the front matter of the documents
-    already cited when the question asks who wrote them, and grading puts the new evidence first.
+    already cited when the question asks who wrote them, and the evidence may grow to twice top_k.
     """
     o = runtime.context.options
     question = state["question"]

@@ -88,7 +88,7 @@ class GraphState(InputState, total=False):
     None; a rewrite then looks for it (strategy ``seek_answer_type``)."""
     seek_type: str | None
     """Set by a ``seek_answer_type`` rewrite: the next retrieve fetches twice top_k chunks (and a document's
-    front matter for a question about its authors), and grading puts the new evidence first."""
+    front matter for a question about its authors), and the evidence may grow to twice top_k."""
     retrieved_sets: list[list[str]]
     """The chunk ids each retrieve returned, in order (a rewrite that brings back the same is seen)."""
     queries: list[str]
@@ -108,8 +108,8 @@ class GraphState(InputState, total=False):
     answer_kind: str | None
     """The answer type of ``answer_span``."""
     fresh_first: bool
-    """True for the grading right after a ``seek_answer_type`` retrieve: its new relevant chunks come first
-    in the evidence."""
+    """True for the grading right after a ``seek_answer_type`` retrieve: the evidence may grow to twice top_k
+    with its new relevant chunks."""
     sought_types: list[str]
     """The answer types a rewrite already looked for (each is looked for once)."""
     web_note: str

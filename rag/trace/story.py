@@ -75,11 +75,11 @@ def event_summary(event: TraceEvent) -> str:
 def stop_note(run: Run) -> str | None:
     """The stop reason to show under the answer, or None when the answer already says why.
 
-    A caveat or a fallback answer carries its reason (``Caveat: the rewrite budget (2) was spent…``), so it is
-    not said twice; None too when the run has no stop reason.
+    A caveat or a fallback answer carries its reason (``Caveat: only 1 relevant passage was found…``), so it
+    is not said twice (the trace keeps the whole stop reason); None too when the run has no stop reason.
     """
     reason = (run.stop_reason or "").strip()
-    if not reason:
+    if not reason or (run.answer or "").lstrip().lower().startswith("caveat:"):
         return None
     why = reason.split(": ", 1)[-1]
     flat = " ".join(why.split()).rstrip(".").lower()

@@ -147,12 +147,19 @@ def test_eval_cli_prints_the_documented_json_and_saves_every_run(four_papers_kb,
             "caveat",
             "abstained",
             "answer_hit",
+            "clean_precision",
+            "clean_with_gold",
+            "confidently_wrong",
             "source_hit",
             "p50_ms",
             "llm_calls_mean",
         }
         assert figures["questions"] == 2 and figures["llm_calls_mean"] == 0.0
         assert figures["answered"] == figures["answered_clean"] + figures["caveat"]
+        # clean precision is over the clean answers that have a gold answer; the rest are confidently wrong
+        if figures["clean_with_gold"]:
+            right = round(figures["clean_precision"] * figures["clean_with_gold"])
+            assert right + figures["confidently_wrong"] == figures["clean_with_gold"]
     assert out["presets"]["naive"]["answered"] == 2  # naive answers everything
     assert out["presets"]["full"]["abstained"] >= 1  # the FIFA question
     assert out["presets"]["full"]["answer_hit"] == 1.0 and out["presets"]["full"]["source_hit"] == 1.0

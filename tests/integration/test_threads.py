@@ -174,7 +174,7 @@ def test_offline_leaves_a_question_with_its_own_topic_alone(ctx):
     assert run.standalone_question == run.question
     # a follow-up with no topic of its own (ellipsis) gets the earlier topic appended
     ellipsis = ctx.engine.contextualize("And the datasets?", history)
-    assert ellipsis.question == "And the datasets (Self-RAG)?" and "no topic of its own" in ellipsis.reasoning
+    assert ellipsis.question == "What about the datasets of Self-RAG?" and "ellipsis" in ellipsis.reasoning
 
 
 def test_llm_contextualizes_with_fenced_turns_and_the_generator_sees_them(fake, papers_kb, tmp_path):
