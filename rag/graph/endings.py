@@ -72,10 +72,15 @@ def finalize_with_caveat(state: GraphState, runtime: Runtime[RunContext]) -> dic
                    "answer stands")
     reason = "Answered with caveat: " + (" and ".join(why) if why else "evidence is limited")
     caveat = "Caveat: " + _caveat(state, o) + "."
-    final = f"{caveat}\n\n{_without_caveat(state.get('answer', ''))}"
+    answer, citations = state.get("answer", ""), state.get("citations", [])
+    before = state.get("before_seek")
+    if before and before[0] and state.get("useful") is False:
+        answer, citations = before  # the search for the missing type found nothing better
+        reason += "; the answer before the search for the missing type stands"
+    final = f"{caveat}\n\n{_without_caveat(answer)}"
     return record(state, runtime, "finalize_with_caveat", started, reason,
                    EndDetail(stop_reason=reason, caveat=caveat, out_of_time=bool(state.get("out_of_time"))),
-                   {"final_answer": final, "stop_reason": reason})
+                   {"final_answer": final, "stop_reason": reason, "citations": citations})
 
 
 def _caveat(state: GraphState, o: Options) -> str:

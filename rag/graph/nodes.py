@@ -324,6 +324,7 @@ def _seek_answer_type(state: GraphState, runtime: Runtime[RunContext], started: 
                   {"query": query, "rewrites": rewrites, "grounded": None, "useful": None,
                    "ungrounded_claims": [], "sub_queries": [], "last_strategy": "seek_answer_type",
                    "seek_type": kind, "missing_type": None,
+                   "before_seek": (state.get("answer", ""), list(state.get("citations", []))),
                    "sought_types": [*(state.get("sought_types") or []), kind]},
                   decide=routing.decide_after_rewrite)
 

@@ -107,6 +107,9 @@ class GraphState(InputState, total=False):
     """grade_answer's span of the kind of answer asked for, when it found one (a name, a figure, …)."""
     answer_kind: str | None
     """The answer type of ``answer_span``."""
+    before_seek: tuple[str, list[Citation]] | None
+    """The answer and citations a ``seek_answer_type`` correction set out to improve: when the answer it
+    leads to still lacks the type, this one stands (a correction that fixed nothing replaces nothing)."""
     fresh_first: bool
     """True for the grading right after a ``seek_answer_type`` retrieve: the evidence may grow to twice top_k
     with its new relevant chunks."""
