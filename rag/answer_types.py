@@ -116,6 +116,11 @@ def cue_words(question: str) -> frozenset[str]:
     return CUE_WORDS.get(kind or "", frozenset()) & set(words(question.lower()))
 
 
+def about_authors(question: str) -> bool:
+    """True when ``question`` asks about a document's authors: who they are, or where they work."""
+    return bool(_AUTHORSHIP.search(question))
+
+
 def is_authorship(question: str) -> bool:
     """True when ``question`` asks who wrote something ("Who are its authors?", "Who wrote DPR?")."""
     return expected_type(question) == "person" and bool(_AUTHORSHIP.search(question))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rag.answer_types import describe, expected_type, holds
 from rag.engines.base import RelevanceGrade
 from rag.engines.lexical import (
     Constraint,
@@ -24,6 +25,10 @@ PARTIAL_RELEVANT_AT = 0.3
 covers only its part. Calibrated on HotpotQA (Full preset, k=6): 0.5 gave recall_all 0.37,
 0.4 gave 0.52, 0.3 gave 0.645."""
 HIGH_AT = 0.75
+TYPED_RELEVANCE = frozenset({"person", "organisation", "place", "number", "date", "acronym"})
+"""Answer types for which a chunk that holds an answer of the type near the question's terms (and its
+constraints) is relevant even below the coverage threshold: "Who are its authors?" is answered by an
+author line that holds none of the question's words."""
 
 
 def relevance_threshold(n_terms: int, partial: bool = False) -> float:
@@ -52,6 +57,21 @@ SHORT_QUESTION_TERMS = 5
 """In a question of at most this many content words, a relevant chunk must also hold one of
 its words besides the constraints (the predicate: 'founded' in "When was OpenAI founded?");
 in longer questions the coverage threshold already asks for more than the constraints."""
+
+
+def _constraint_note(held: Sequence[Constraint], lacking: Sequence[Constraint], cons_ok: bool, hop_ok: bool,
+                     partial: bool, seq: Sequence[str], hop_cov: float) -> str:
+    """The sentence of a grade's reasoning about the question's constraints."""
+    if lacking and not cons_ok:
+        return (f"Lacks the question's {_constraint_words(lacking)}"
+                + (" close together." if held and len(held) + len(lacking) > 1
+                   and all(c.held_in(seq) for c in lacking) else "."))
+    if hop_ok:
+        return (f"Lacks the question's {_constraint_words(lacking)}, but as one "
+                f"hop holds {_pct(hop_cov)} of the rest of the question.")
+    if partial and lacking:
+        return f"Holds this hop's {_constraint_words(held)}."
+    return f"Holds the question's {_constraint_words(held)}."
 
 
 class GradingMixin(LexicalCore):
@@ -129,6 +149,8 @@ class GradingMixin(LexicalCore):
         """
         weights = self.known_terms(question)
         cons = constraints(question)
+        kind = expected_type(question)
+        asks = self.predicate(question) if kind in TYPED_RELEVANCE and not partial else None
         con_stems = {t for c in cons for t in c.terms}
         threshold = relevance_threshold(len(weights), partial)
         grades = []
@@ -154,6 +176,10 @@ class GradingMixin(LexicalCore):
             said = (not predicate or partial or len(weights) > SHORT_QUESTION_TERMS
                     or any(w in matched for w in predicate))
             relevant = cov >= threshold and cons_ok and said
+            typed = None
+            if not relevant and cons_ok and asks is not None:
+                typed = holds(chunk.text, kind, question, self.common_word, asks)
+                relevant = typed is not None
             score = ("high" if relevant and cov >= HIGH_AT else "medium" if relevant else "low")
             parts = [f"Covers {_pct(cov)} of the question's IDF-weighted terms within "
                      f"{PROXIMITY_WINDOW} words (relevant at {_pct(threshold)}"
@@ -162,21 +188,15 @@ class GradingMixin(LexicalCore):
             if missing:
                 parts.append(f"Missing {_quote(missing)}.")
             if cons:
-                if lacking and not cons_ok:
-                    parts.append(f"Lacks the question's {_constraint_words(lacking)}"
-                                 + (" close together." if held and len(held) + len(lacking) > 1
-                                    and all(c.held_in(seq) for c in lacking) else "."))
-                elif hop_ok:
-                    parts.append(f"Lacks the question's {_constraint_words(lacking)}, but as one "
-                                 f"hop holds {_pct(hop_cov)} of the rest of the question.")
-                elif partial and lacking:
-                    parts.append(f"Holds this hop's {_constraint_words(held)}.")
-                else:
-                    parts.append(f"Holds the question's {_constraint_words(held)}.")
+                parts.append(_constraint_note(held, lacking, cons_ok, hop_ok, partial, seq,
+                                              hop_cov if hop_ok else 0.0))
             if not said and cons_ok:
                 parts.append(f"Holds none of {_quote(predicate)}, what the question asks "
                              f"about its constraints.")
-            if not relevant and cons_ok and said and cov < threshold:
+            if typed is not None:
+                parts.append(f"Relevant all the same: it holds {describe(kind)} near the question's terms "
+                             f"(“{typed}”), the kind of answer asked for.")
+            elif not relevant and cons_ok and said and cov < threshold:
                 parts.append("Not relevant: too little of the question, close together.")
             grades.append(RelevanceGrade(relevant=relevant, score=score,
                                          reasoning=" ".join(parts)))

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from langgraph.runtime import Runtime
 
-from rag.answer_types import describe, is_authorship, search_query
+from rag.answer_types import about_authors, describe, search_query
 from rag.engines.base import Answer, CallMeta, RelevanceGrade
 from rag.graph import routing
 from rag.graph.context import RunContext
@@ -122,7 +122,9 @@ def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     else:
         results = [retrieve_cached(ctx, queries[0], mode, k=wide)]
     per_query = [found for found, _ in results]
-    if state.get("seek_type") == "person" and is_authorship(state["question"]):
+    if about_authors(state["question"]) and state.get("rewrites"):
+        # a correction for a question about a paper's authors: its front matter (title, author line,
+        # affiliations) answers who wrote it and where they work, and holds few of the question's words
         per_query[0] = front_matter(ctx.kb, list(state.get("documents", [])) + per_query[0]) + per_query[0]
     cached = all(hit for _, hit in results)
     chunks = interleave(per_query)
