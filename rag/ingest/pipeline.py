@@ -233,7 +233,8 @@ class _Group:
                 toks.update(zip((c.id for c in p.chunks), p.toks, strict=True))
         error = None
         try:
-            # several files: one upsert (each costs Chroma tens of ms); one large file: upserts of STORE_BATCH
+            # several files: one upsert (each costs Chroma tens of ms), split by the store at the most one
+            # upsert may hold (KnowledgeBase.max_batch_size); one large file: upserts of STORE_BATCH
             batch = STORE_BATCH if len(self.items) == 1 else max(STORE_BATCH, self.chunks)
             self.kb.add_documents([(p.chunks, p.doc.page_count, p.size) for _, p, _ in self.items],
                                   batch_size=batch, embeddings=vectors or None, terms=toks or None)

@@ -81,6 +81,7 @@ class KnowledgeBase:
         self._collection: Any = None
         self._complete_cache: tuple | None = None
         self._documents_cache: tuple | None = None
+        self._max_batch: int | None = None
 
     @property
     @translate_unreachable
@@ -367,7 +368,11 @@ class KnowledgeBase:
         return self._store_rows(rows(), batch_size)
 
     def _store_rows(self, rows: Iterable[_Row], batch_size: int) -> int:
-        """Upsert ``rows`` in batches of ``batch_size`` (see :class:`rag.store.writer.RowWriter`)."""
+        """Upsert ``rows`` in batches of ``batch_size`` (see :class:`rag.store.writer.RowWriter`).
+
+        No batch is larger than one upsert may hold (:meth:`max_batch_size`), whatever ``batch_size`` asks.
+        """
+        batch_size = max(1, min(batch_size, self.max_batch_size()))
         writer = RowWriter(self)
         batch: list[_Row] = []
         try:
@@ -382,6 +387,13 @@ class KnowledgeBase:
             writer.abort(batch)
             raise
         return writer.finish()
+
+    @translate_unreachable
+    def max_batch_size(self) -> int:
+        """The most records one Chroma upsert may hold (the client's ``get_max_batch_size()``, 5,461 here)."""
+        if self._max_batch is None:
+            self._max_batch = int(self.client.get_max_batch_size())
+        return self._max_batch
 
     @translate_unreachable
     def delete_document(self, doc_sha: str) -> int:
