@@ -38,7 +38,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         0, or 2 when the run failed.
     """
     settings = settings_of(args)
-    kb = open_knowledge_base(settings, args.collection)
+    kb = open_knowledge_base(settings, args.collection, must_exist=True)
     kb.count()  # raises StoreUnavailable (one line, exit 1) before any step runs
     options = _options(args)
     store = history = None

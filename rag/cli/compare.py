@@ -70,7 +70,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     pipelines = parse_pipelines(args.presets, args.custom or (), **numbers)
     prices = load_prices()
     settings = settings_of(args)
-    kb = open_knowledge_base(settings, args.collection)
+    kb = open_knowledge_base(settings, args.collection, must_exist=True)
     kb.count()  # raises StoreUnavailable (one line, exit 1) before any pipeline runs
     cmp = run_comparison(args.question, make_context(settings, kb), pipelines)
     note = save_cli_comparison(settings, cmp)

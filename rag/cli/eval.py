@@ -66,7 +66,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     items = load_items(args.file)
     presets = presets_from(args.preset)
     settings = settings_of(args)
-    kb = open_knowledge_base(settings, args.collection)
+    kb = open_knowledge_base(settings, args.collection, must_exist=True)
     if kb.count() == 0:
         raise ValueError(f"the knowledge base '{kb.name}' is empty; add documents first "
                          f"(python -m rag ingest FILES --collection {kb.name})")

@@ -22,18 +22,20 @@ from rag.models import Chunk
 from rag.store.bm25 import keyword_index
 from rag.store.client import (
     EmbeddingMismatch,
+    KnowledgeBaseNotFound,
     StoreError,
     StoreUnavailable,
     is_unreachable,
     list_knowledge_bases,
     make_client,
+    not_found_message,
     server_address,
     translate_unreachable,
     unreachable_message,
     validate_collection_name,
 )
 from rag.store.embeddings import embedding_function_for, embedding_identity, make_embedding_function
-from rag.store.kbs import fresh_metadata, recorded_embedding
+from rag.store.kbs import fresh_metadata, names, recorded_embedding
 from rag.store.records import (
     COMPLETE_KEY,
     PAGE_SIZE,
@@ -50,6 +52,7 @@ from rag.text import terms as text_terms
 
 __all__ = [  # the store's public names, importable from here as before the split
     "COMPLETE_KEY", "PAGE_SIZE", "RECORDS_FLAG", "DocumentInfo", "EmbeddingMismatch", "KnowledgeBase",
+    "KnowledgeBaseNotFound",
     "StoreError", "StoreUnavailable", "document_lines", "is_unreachable", "list_knowledge_bases",
     "make_client", "open_knowledge_base", "server_address", "unreachable_message", "validate_collection_name",
 ]
@@ -518,15 +521,21 @@ class KnowledgeBase:
 
 def open_knowledge_base(settings: Settings, name: str = DEFAULT_COLLECTION,
                         embedding_function: EmbeddingFunction | None = None,
-                        client: ClientAPI | None = None) -> KnowledgeBase:
+                        client: ClientAPI | None = None, *, must_exist: bool = False) -> KnowledgeBase:
     """Open (creating on first write) the knowledge base ``name`` for ``settings``.
 
     It embeds with ``embedding_function`` when given, else with the model recorded by the knowledge base
     (whatever key or model ``settings`` configure now: see :mod:`rag.store.kbs`), else, for a new one, with
-    the configured model. Raises ValueError for a bad name, EmbeddingKeyMissing (one line) when the recorded
-    model needs an OpenAI key ``settings`` lack, StoreUnavailable when the server cannot be reached.
+    the configured model. With ``must_exist`` (for asking, never for ingesting) a knowledge base that does
+    not exist is not created: KnowledgeBaseNotFound (a ValueError whose one line lists those that do).
+    Raises ValueError for a bad name, EmbeddingKeyMissing (one line) when the recorded model needs an
+    OpenAI key ``settings`` lack, StoreUnavailable when the server cannot be reached.
     """
     client = client or make_client(settings)
+    if must_exist:
+        existing = names(client)
+        if validate_collection_name(name) not in existing:
+            raise KnowledgeBaseNotFound(not_found_message(name, existing))
     ef = embedding_function
     if ef is None:
         recorded = recorded_embedding(client, validate_collection_name(name))

@@ -42,3 +42,28 @@ def test_a_group_write_past_chromas_batch_limit_loses_no_file(tmp_path):
     assert 300 < docs["a-small.txt"]["chunks"] < 600 and docs["b-large.txt"]["chunks"] > 5_461
     total = sum(d["chunks"] for d in docs.values())
     assert f"({total} chunks in total)" in out.stderr
+
+
+def test_asking_an_unknown_knowledge_base_never_creates_it(tmp_path):
+    data = tmp_path / "data"
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Notes\n\nTungsten boils at 5,930 degrees Celsius.\n")
+    questions = tmp_path / "q.jsonl"
+    questions.write_text('{"id": "q1", "question": "At what temperature does tungsten boil?"}\n')
+    for args in (["ask", "--collection", "no-such-kb", "At what temperature does tungsten boil?"],
+                 ["compare", "--collection", "no-such-kb", "At what temperature does tungsten boil?"],
+                 ["eval", "--collection", "no-such-kb", str(questions)]):
+        out = rag_cli(*args, data_dir=data)
+        assert out.returncode == 2, out.stdout + out.stderr
+        assert out.stderr.count("\n") == 1 and "'no-such-kb' does not exist" in out.stderr, out.stderr
+        assert "ingest" in out.stderr  # no knowledge base at all yet: says how to make one
+    made = rag_cli("ingest", str(notes), "--collection", "notes", data_dir=data)  # ingest still creates
+    assert made.returncode == 0, made.stderr
+    out = rag_cli("ask", "--collection", "no-such-kb", "At what temperature does tungsten boil?",
+                  data_dir=data)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr == "error: knowledge base 'no-such-kb' does not exist; the knowledge bases are: notes\n"
+    listed = rag_cli("kb", "list", data_dir=data)
+    assert listed.stdout.split()[0] == "notes" and "no-such-kb" not in listed.stdout
+    assert rag_cli("ask", "--collection", "notes", "At what temperature does tungsten boil?",
+                   data_dir=data).returncode == 0
