@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from rag.cli._common import SharedArgs, save_cli_run, settings_of
+from rag.cli._common import SharedArgs, option_type, save_cli_run, settings_of, top_k_overrides
 from rag.config import PRESETS, Options, preset_options
 from rag.history import CLI_SESSION, RunStore
 from rag.models import Run, TraceEvent
@@ -74,11 +74,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
 def _options(args: argparse.Namespace) -> Options:
     """The run's Options: the preset, less the switches turned off, with ``--top-k``."""
     overrides: dict = {key: False for flag, key in _SWITCHES if getattr(args, flag)}
-    if args.top_k:
-        overrides["top_k"] = args.top_k
+    overrides.update(top_k_overrides(args.top_k))
     if args.no_history:
         overrides["use_history"] = False
-    if args.deadline:
+    if args.deadline is not None:
         overrides["deadline_s"] = args.deadline
     return preset_options(args.preset, **overrides)
 
@@ -102,13 +101,13 @@ def register(commands, shared: SharedArgs) -> None:
                             parents=[shared.data_dir, shared.collection, shared.json])
     p.add_argument("question")
     p.add_argument("--preset", choices=list(PRESETS), default="full")
-    p.add_argument("--top-k", type=int)
+    p.add_argument("--top-k", type=option_type("top_k"), help="chunks per query (default: the preset's, 6)")
     p.add_argument("--thread", metavar="ID",
                    help="ask as the next turn of conversation ID (created if new; see 'threads list')")
     p.add_argument("--no-history", action="store_true",
                    help="do not use the thread's earlier turns (no contextualize_question)")
     for flag in ("grading", "rewrite", "web", "grounding", "answer-check", "decomposition", "routing"):
         p.add_argument(f"--no-{flag}", action="store_true")
-    p.add_argument("--deadline", type=float, metavar="S",
+    p.add_argument("--deadline", type=option_type("deadline_s"), metavar="S",
                    help="time budget of the run in seconds (default: RAG_RUN_DEADLINE_S, 60)")
     p.set_defaults(func=cmd_ask)

@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from rag.cli._common import SharedArgs, save_cli_comparison, settings_of
+from rag.cli._common import SharedArgs, option_type, save_cli_comparison, settings_of, top_k_overrides
 from rag.config import parse_pipelines
 from rag.models import Comparison
 from rag.run import make_context, run_comparison
@@ -65,8 +65,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     Raises:
         ValueError: an unknown preset or switch, or not 2 to 4 pipelines.
     """
-    numbers = {k: v for k, v in (("top_k", args.top_k), ("max_rewrites", args.max_rewrites))
-               if v is not None}
+    numbers = top_k_overrides(args.top_k)
+    if args.max_rewrites is not None:
+        numbers["max_rewrites"] = args.max_rewrites
     pipelines = parse_pipelines(args.presets, args.custom or (), **numbers)
     prices = load_prices()
     settings = settings_of(args)
@@ -94,6 +95,7 @@ def register(commands, shared: SharedArgs) -> None:
                    help="a custom pipeline: the switches that are on, joined by '+' "
                         "(grading+rewriting+web_fallback+grounding_check+answer_check), "
                         "or 'none'; repeatable")
-    p.add_argument("--top-k", type=int)
-    p.add_argument("--max-rewrites", type=int)
+    p.add_argument("--top-k", type=option_type("top_k"), help="chunks per query (default: the preset's, 6)")
+    p.add_argument("--max-rewrites", type=option_type("max_rewrites"),
+                   help="rewrite budget per run (default 2)")
     p.set_defaults(func=cmd_compare)

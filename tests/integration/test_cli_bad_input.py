@@ -10,6 +10,8 @@ import random
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
 
 
@@ -47,7 +49,7 @@ def test_a_group_write_past_chromas_batch_limit_loses_no_file(tmp_path):
 def test_asking_an_unknown_knowledge_base_never_creates_it(tmp_path):
     data = tmp_path / "data"
     notes = tmp_path / "notes.md"
-    notes.write_text("# Notes\n\nTungsten boils at 5,930 degrees Celsius.\n")
+    notes.write_text("# Notes\n\nTungsten boils at a temperature of 5,930 degrees Celsius.\n")
     questions = tmp_path / "q.jsonl"
     questions.write_text('{"id": "q1", "question": "At what temperature does tungsten boil?"}\n')
     for args in (["ask", "--collection", "no-such-kb", "At what temperature does tungsten boil?"],
@@ -67,3 +69,39 @@ def test_asking_an_unknown_knowledge_base_never_creates_it(tmp_path):
     assert listed.stdout.split()[0] == "notes" and "no-such-kb" not in listed.stdout
     assert rag_cli("ask", "--collection", "notes", "At what temperature does tungsten boil?",
                    data_dir=data).returncode == 0
+
+
+@pytest.mark.parametrize("args, option, allowed", [
+    (["ask", "Q", "--top-k", "0"], "--top-k", "from 1 to 50"),
+    (["ask", "Q", "--top-k", "-5"], "--top-k", "from 1 to 50"),
+    (["ask", "Q", "--top-k", "100000"], "--top-k", "from 1 to 50"),
+    (["ask", "Q", "--deadline", "0"], "--deadline", "above 0 and at most 3600"),
+    (["ask", "Q", "--deadline", "-1"], "--deadline", "above 0 and at most 3600"),
+    (["ask", "Q", "--deadline", "nan"], "--deadline", "above 0 and at most 3600"),
+    (["compare", "Q", "--top-k", "0"], "--top-k", "from 1 to 50"),
+    (["compare", "Q", "--max-rewrites", "6"], "--max-rewrites", "from 0 to 5"),
+    (["eval", "q.jsonl", "--top-k", "51"], "--top-k", "from 1 to 50"),
+    (["ingest", "x.txt", "--chunk-size", "10"], "--chunk-size", "50 or more"),
+    (["ingest", "x.txt", "--chunk-overlap", "-1"], "--chunk-overlap", "0 or more"),
+    (["ingest", "x.txt", "--chunk-size", "100", "--chunk-overlap", "100"], "--chunk-overlap",
+     "less than --chunk-size (100)"),
+])
+def test_an_option_out_of_range_is_one_line_naming_it_and_its_range(tmp_path, args, option, allowed):
+    out = rag_cli(*args, data_dir=tmp_path / "data")
+    assert out.returncode == 2 and out.stdout == ""
+    errors = [line for line in out.stderr.splitlines() if "error" in line]
+    assert len(errors) == 1, out.stderr
+    assert f"argument {option}: must be" in errors[0] and allowed in errors[0], out.stderr
+    assert not (tmp_path / "data" / "chroma").exists()  # refused before the store is opened
+
+
+def test_top_k_below_the_default_min_relevant_is_a_valid_run(tmp_path):
+    data = tmp_path / "data"
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Notes\n\nTungsten boils at a temperature of 5,930 degrees Celsius.\n")
+    assert rag_cli("ingest", str(notes), data_dir=data).returncode == 0
+    out = rag_cli("ask", "At what temperature does tungsten boil?", "--top-k", "1", "--json", data_dir=data)
+    assert out.returncode == 0, out.stderr
+    run = json.loads(out.stdout)
+    assert "5,930" in run["answer"]
+    assert [e["detail"]["top_k"] for e in run["events"] if e["node"] == "retrieve"] == [1]
