@@ -17,6 +17,7 @@ from rag.history import CLI_SESSION, RunStore
 from rag.models import Run, TraceEvent
 from rag.run import make_context, run_question
 from rag.store.chroma import open_knowledge_base
+from rag.terminal import printable
 
 POSITION = 20
 HELP = "ask a question through the graph"
@@ -50,7 +51,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     def show(event: TraceEvent) -> None:
         if not args.json:
             nxt = f" -> {event.route['to']}" if event.route else ""
-            print(f"  {event.step:>2}. {event.node:<20} {event.summary}{nxt}", file=sys.stderr,
+            print(f"  {event.step:>2}. {event.node:<20} {printable(event.summary + nxt)}", file=sys.stderr,
                   flush=True)
 
     run = run_question(args.question, make_context(settings, kb), options, history=history or (),
@@ -83,15 +84,19 @@ def _options(args: argparse.Namespace) -> Options:
 
 
 def _print_answer(run: Run) -> None:
-    """The answer as text: what the question was understood as, the answer, its sources, the path."""
+    """The answer as text: what the question was understood as, the answer, its sources, the path.
+
+    Strings from data (the answer quotes chunks; file names, web titles and URLs) have their control
+    characters escaped (:func:`rag.terminal.printable`).
+    """
     if run.standalone_question and run.standalone_question != run.question:
-        print(f"Understood as: {run.standalone_question}\n")
-    print(run.answer)
+        print(f"Understood as: {printable(run.standalone_question)}\n")
+    print(printable(run.answer, keep_newlines=True))
     if run.citations:
         print("\nSources:")
         for c in run.citations:
             where = c.source if c.origin == "web" else f"{c.source}, page {c.page}"
-            print(f"  [{c.n}] {where}  ({c.chunk_id})")
+            print(f"  [{c.n}] {printable(where)}  ({printable(c.chunk_id)})")
     print(f"\n{run.stop_reason}  [{' > '.join(run.path)}]")
 
 

@@ -15,6 +15,7 @@ from rag.config import parse_pipelines
 from rag.models import Comparison
 from rag.run import make_context, run_comparison
 from rag.store.chroma import open_knowledge_base
+from rag.terminal import printable
 from rag.trace.pricing import format_cost, load_prices, run_cost
 from rag.trace.story import grounded_verdict, useful_verdict
 
@@ -42,11 +43,11 @@ def _print_text(cmp: Comparison, prices) -> None:
         print(f"   {run.llm_calls} LLM calls · {tokens} tokens · "
               f"{format_cost(run_cost(run, prices))} · {run.duration_ms:.0f} ms · "
               f"{grounded_verdict(run)} · {useful_verdict(run)}")
-        answer = " ".join(run.answer.split())
+        answer = printable(" ".join(run.answer.split()))
         print(f"   {answer[:300]}{'…' if len(answer) > 300 else ''}")
         for c in run.citations:
             where = c.source if c.origin == "web" else f"{c.source}, page {c.page}"
-            print(f"     [{c.n}] {where}")
+            print(f"     [{c.n}] {printable(where)}")
         print()
     print(f"comparison {cmp.id}: python -m rag runs export {cmp.id} --format html "
           f"--out comparison.html", file=sys.stderr)

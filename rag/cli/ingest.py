@@ -13,6 +13,7 @@ from rag.cli._common import SharedArgs, bounded, settings_of
 from rag.ingest.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, MIN_CHUNK_SIZE
 from rag.ingest.pipeline import ChunkSettings, ingest_files
 from rag.store.chroma import StoreUnavailable, open_knowledge_base
+from rag.terminal import printable
 
 POSITION = 10
 HELP = "index PDF, Word (.docx), HTML, .txt and .md files"
@@ -30,6 +31,7 @@ def page_progress(stream):
     back = "\r" if tty else ""
 
     def show(name: str, done: int, total: int, ocr: bool) -> None:
+        name = printable(name)
         if ocr:
             print(f"{back}  {name}: page {done}/{total} read by OCR", file=stream, flush=True)
         elif tty:

@@ -23,6 +23,7 @@ from rag.ingest.types import Page
 from rag.secrets import scrub
 from rag.store.chroma import StoreUnavailable
 from rag.store.embeddings import HashingEmbeddingFunction
+from rag.terminal import printable
 from rag.text import terms
 
 log = logging.getLogger(__name__)
@@ -55,12 +56,13 @@ class FileReport:
         return self.status != "failed"
 
     def line(self) -> str:
-        """One line a person can read.
+        r"""One line a person can read, its control characters escaped (:func:`rag.terminal.printable`).
 
         For example ``lewis.pdf: ingested 19 pages, 88 chunks`` or
-        ``scan.pdf: ingested 3 pages (3 by OCR), 7 chunks``.
+        ``scan.pdf: ingested 3 pages (3 by OCR), 7 chunks``; a file named ``a<ESC>[31m<newline>b.pdf``
+        is shown as ``a\x1b[31m\nb.pdf``.
         """
-        return f"{self.filename}: {self.message}"
+        return printable(f"{self.filename}: {self.message}")
 
 
 @dataclass(frozen=True)

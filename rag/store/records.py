@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rag.models import Chunk
+from rag.terminal import printable
 
 if TYPE_CHECKING:  # only for annotations: rag.store.chroma imports this module
     from rag.store.chroma import KnowledgeBase
@@ -109,8 +110,8 @@ def document_lines(kb: KnowledgeBase, docs: list[DocumentInfo] | None = None) ->
     for d in kb.documents() if docs is None else docs:
         mark = "ok        " if d.complete else "INCOMPLETE"
         fix = "" if d.complete else "  (interrupted ingest: ingest the same file again to repair it)"
-        lines.append(f"{mark} {d.pages:>5} pages {d.chunks:>6} chunks {d.ocr_pages:>4} OCR'd  {d.source}  "
-                     f"{d.doc_sha[:12]}{fix}")
+        lines.append(f"{mark} {d.pages:>5} pages {d.chunks:>6} chunks {d.ocr_pages:>4} OCR'd  "
+                     f"{printable(d.source)}  {d.doc_sha[:12]}{fix}")
     return lines
 
 

@@ -105,3 +105,25 @@ def test_top_k_below_the_default_min_relevant_is_a_valid_run(tmp_path):
     run = json.loads(out.stdout)
     assert "5,930" in run["answer"]
     assert [e["detail"]["top_k"] for e in run["events"] if e["node"] == "retrieve"] == [1]
+
+
+def test_control_characters_in_names_never_reach_the_terminal(tmp_path):
+    data = tmp_path / "data"
+    evil = "evil\x1b[31mred\nname"
+    good, bad = tmp_path / f"{evil}.md", tmp_path / f"{evil}.pdf"
+    good.write_text("# Notes\n\nTungsten boils at a temperature of 5,930 degrees Celsius.\n")
+    bad.write_bytes(b"%PDF-1.4 not really")
+    out = rag_cli("ingest", str(good), str(bad), data_dir=data)
+    assert out.returncode == 1
+    lines = out.stdout.splitlines()
+    assert len(lines) == 2, out.stdout
+    assert lines[0] == r"ok   evil\x1b[31mred\nname.md: ingested 1 page, 1 chunks"
+    assert lines[1].startswith(r"FAIL evil\x1b[31mred\nname.pdf: ")
+    shown = rag_cli("kb", "show", data_dir=data)
+    assert shown.returncode == 0 and r"evil\x1b[31mred\nname.md" in shown.stdout
+    asked = rag_cli("ask", "At what temperature does tungsten boil?", data_dir=data)
+    assert asked.returncode == 0 and r"[1] evil\x1b[31mred\nname.md, page 1" in asked.stdout, asked.stdout
+    for text in (out.stdout, out.stderr, shown.stdout, shown.stderr, asked.stdout, asked.stderr):
+        assert "\x1b" not in text
+    missing = rag_cli("ingest", str(tmp_path / "gone\x1b]0;title\x07.txt"), data_dir=data)
+    assert "\x1b" not in missing.stdout + missing.stderr and r"gone\x1b]0;title\x07.txt" in missing.stdout
