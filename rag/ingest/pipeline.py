@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from rag.ingest import sources
 from rag.ingest.chunking import (
     DEFAULT_CHUNK_OVERLAP,
     DEFAULT_CHUNK_SIZE,
@@ -21,6 +20,7 @@ from rag.ingest.loaders import LoadedDocument, _suffix, load_document
 from rag.ingest.parallel import PrefetchingLoader, RangeStream, WorkerFailed
 from rag.ingest.types import Page
 from rag.secrets import scrub
+from rag.store import sources
 from rag.store.chroma import StoreUnavailable
 from rag.store.embeddings import HashingEmbeddingFunction
 from rag.terminal import printable

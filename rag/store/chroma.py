@@ -17,7 +17,6 @@ from chromadb.api import ClientAPI
 from chromadb.api.types import EmbeddingFunction
 
 from rag.config import DEFAULT_COLLECTION, Settings
-from rag.ingest.types import ChunkRecord
 from rag.models import Chunk
 from rag.store.bm25 import keyword_index
 from rag.store.client import (
@@ -40,15 +39,15 @@ from rag.store.records import (
     COMPLETE_KEY,
     PAGE_SIZE,
     RECORDS_FLAG,
-    TEXT_KEY,
+    ChunkRecord,
     DocumentInfo,
     add_legacy_records,
     document_lines,
+    read_documents,
     to_chunk,
 )
 from rag.store.writer import Row as _Row
-from rag.store.writer import RowWriter
-from rag.text import terms as text_terms
+from rag.store.writer import store_rows
 
 __all__ = [  # the store's public names, importable from here as before the split
     "COMPLETE_KEY", "PAGE_SIZE", "RECORDS_FLAG", "DocumentInfo", "EmbeddingMismatch", "KnowledgeBase",
@@ -247,23 +246,6 @@ class KnowledgeBase:
         """
         return self.document_status(doc_sha) == "complete"
 
-    def _index_keywords(self, docs: list[list[ChunkRecord]],
-                        terms: dict[str, list[str]] | None = None) -> None:
-        """Add whole documents to the keyword index in one transaction, just before their completion records.
-
-        ``terms`` maps chunk ids to their :func:`rag.text.terms` when the caller has them already.
-        """
-        index = keyword_index(self)
-        if terms is not None and all(c.id in terms for d in docs for c in d):
-            index.add_terms([(d[0].doc_sha, [(c.id, terms[c.id]) for c in d]) for d in docs])
-        else:
-            index.add([(d[0].doc_sha, [(c.id, c.text) for c in d]) for d in docs])
-
-    def _unindex_keywords(self, shas: list[str]) -> None:
-        """Best effort: a document that did not get its completion record leaves the keyword index."""
-        with contextlib.suppress(Exception):  # else the next lexical_index() call reconciles it
-            keyword_index(self).delete(shas)
-
     @translate_unreachable
     def add_document(self, chunks: list[ChunkRecord], *, pages: int, size_bytes: int,
                      batch_size: int = 256, embeddings: list | None = None,
@@ -282,43 +264,6 @@ class KnowledgeBase:
         vectors = None if embeddings is None else dict(zip((c.id for c in chunks), embeddings, strict=True))
         return self.add_documents([(chunks, pages, size_bytes)], batch_size=batch_size, embeddings=vectors,
                                   terms=terms)
-
-    def _tokenise(self, part: list[tuple[ChunkRecord, int, int]], toks: dict[str, list[str]]) -> None:
-        """With a local embedding function (hashing), fill ``toks`` with these rows' chunk id -> terms.
-
-        Each chunk is tokenised once, for its vector and for the keyword index.
-        """
-        if getattr(self.embedding_function, "embed_terms", None) is not None:
-            toks.update((c.id, text_terms(c.text)) for c, _, _ in part if c.id not in toks)
-
-    def _vectors(self, chunks: list[ChunkRecord], toks: dict[str, list[str]]) -> list:
-        """The vectors of ``chunks``: from their terms in ``toks`` (local embeddings), else embedded."""
-        embed_terms = getattr(self.embedding_function, "embed_terms", None)
-        if embed_terms is not None and all(c.id in toks for c in chunks):
-            return [embed_terms(toks[c.id]) for c in chunks]
-        return list(self.embedding_function([c.text for c in chunks]))
-
-    def _upsert_rows(self, part: list[tuple[ChunkRecord, int, int]], now: float, vectors: list,
-                     records: dict[str, int]) -> None:
-        """Upsert ``(chunk, pages, size_bytes)`` rows with their ``vectors``, each chunk's text as metadata.
-
-        ``records`` maps the ids of the chunks that carry a completion record to their document's chunk count.
-        """
-        metadatas = [{**c.metadata, "pages": p, "size_bytes": b, "added_at": now, TEXT_KEY: c.text,
-                      **({COMPLETE_KEY: records[c.id]} if c.id in records else {})} for c, p, b in part]
-        self.collection.upsert(ids=[c.id for c, _, _ in part], metadatas=metadatas, embeddings=vectors)
-
-    def _delete_leftovers(self, shas: list[str]) -> int:
-        """Delete the chunks an interrupted ingest left of these documents; returns how many were deleted."""
-        removed = 0
-        for start in range(0, len(shas), 500):
-            part = shas[start:start + 500]
-            where = {"doc_sha": part[0]} if len(part) == 1 else {"doc_sha": {"$in": part}}
-            ids = self.collection.get(where=where, include=[])["ids"]
-            if ids:
-                self.collection.delete(ids=ids)
-                removed += len(ids)
-        return removed
 
     @translate_unreachable
     def add_documents(self, documents: Iterable[tuple[list[ChunkRecord], int, int]], *,
@@ -343,7 +288,7 @@ class KnowledgeBase:
                 for n, c in enumerate(chunks, 1):
                     yield c, pages, size_bytes, given.get(c.id), toks.get(c.id), n == len(chunks)
 
-        return self._store_rows(rows(), batch_size)
+        return store_rows(self, rows(), batch_size)
 
     @translate_unreachable
     def add_document_stream(self, parts: Iterable[tuple[list[ChunkRecord], list | None, list | None]], *,
@@ -368,28 +313,7 @@ class KnowledgeBase:
             if held is not None:
                 yield (*held[:5], True)
 
-        return self._store_rows(rows(), batch_size)
-
-    def _store_rows(self, rows: Iterable[_Row], batch_size: int) -> int:
-        """Upsert ``rows`` in batches of ``batch_size`` (see :class:`rag.store.writer.RowWriter`).
-
-        No batch is larger than one upsert may hold (:meth:`max_batch_size`), whatever ``batch_size`` asks.
-        """
-        batch_size = max(1, min(batch_size, self.max_batch_size()))
-        writer = RowWriter(self)
-        batch: list[_Row] = []
-        try:
-            for row in rows:
-                batch.append(row)
-                if len(batch) == batch_size:
-                    writer.flush(batch)
-                    batch = []
-            if batch:
-                writer.flush(batch)
-        except BaseException:
-            writer.abort(batch)
-            raise
-        return writer.finish()
+        return store_rows(self, rows(), batch_size)
 
     @translate_unreachable
     def max_batch_size(self) -> int:
@@ -451,31 +375,7 @@ class KnowledgeBase:
         return list(infos)
 
     def _read_documents(self) -> list[DocumentInfo]:
-        docs: dict[str, dict] = {}
-        records: dict[str, int] = {}
-        ocr_pages: dict[str, set] = {}
-        offset = 0
-        while True:
-            got = self.collection.get(limit=PAGE_SIZE, offset=offset, include=["metadatas"])
-            if not got["ids"]:
-                break
-            for meta in got["metadatas"]:
-                sha = meta.get("doc_sha", "")
-                d = docs.setdefault(sha, {"source": meta.get("source", "?"),
-                                          "pages": int(meta.get("pages", 0)), "chunks": 0,
-                                          "size_bytes": int(meta.get("size_bytes", 0)),
-                                          "added_at": float(meta.get("added_at", 0.0))})
-                d["chunks"] += 1
-                if meta.get("ocr"):
-                    ocr_pages.setdefault(sha, set()).add(meta.get("page"))
-                if meta.get(COMPLETE_KEY):
-                    records[sha] = int(meta[COMPLETE_KEY])
-            offset += len(got["ids"])
-        infos = [DocumentInfo(doc_sha=sha, **d, ocr_pages=len(ocr_pages.get(sha, ())),
-                              status="complete" if records.get(sha) == d["chunks"]
-                              else "incomplete")
-                 for sha, d in docs.items()]
-        return sorted(infos, key=lambda d: (-d.added_at, d.source))
+        return read_documents(self.collection)
 
     @translate_unreachable
     def _get_page(self, **kwargs) -> dict:

@@ -28,7 +28,6 @@ from typing import Any
 from chromadb.api import ClientAPI
 from chromadb.api.types import EmbeddingFunction
 
-from rag.ingest.sources import forget_knowledge_base
 from rag.store.client import (
     INTERNAL,
     StoreError,
@@ -41,6 +40,7 @@ from rag.store.client import (
 )
 from rag.store.embeddings import embedding_function_for, embedding_identity, needs_key, parse_embedding
 from rag.store.records import PAGE_SIZE, RECORDS_FLAG, TEXT_KEY, row_text
+from rag.store.sources import forget_knowledge_base
 
 REINDEX, BUILT, RETIRED = "reindex", "built", "retired"
 """Roles of the internal collections: being built, completely built (ready to take over), retired."""

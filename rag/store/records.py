@@ -16,14 +16,11 @@ re-stores it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from rag.models import Chunk
 from rag.terminal import printable
-
-if TYPE_CHECKING:  # only for annotations: rag.store.chroma imports this module
-    from rag.store.chroma import KnowledgeBase
 
 PAGE_SIZE = 2000  # rows per Chroma get(); keeps memory flat on large collections
 
@@ -39,6 +36,23 @@ their Chroma document: :func:`row_text` reads either."""
 RECORDS_FLAG = "completion_records"
 """Collection metadata flag: the collection's documents carry completion records (collections
 made before them are given records for the documents they hold, once, on first open)."""
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    """One chunk ready for the store.
+
+    ``id`` is ``"{doc_sha[:16]}-{index:05d}"``, so the same bytes always give the same ids.
+    ``index`` is 0-based over the whole document; ``page`` is 1-based.
+    """
+
+    id: str
+    text: str
+    source: str
+    page: int
+    index: int
+    doc_sha: str
+    metadata: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -99,7 +113,46 @@ def add_legacy_records(col) -> None:
     col.modify(metadata=meta)
 
 
-def document_lines(kb: KnowledgeBase, docs: list[DocumentInfo] | None = None) -> list[str]:
+def read_documents(col) -> list[DocumentInfo]:
+    """Every document of the collection ``col``, newest first, from its chunks' metadata (pages of PAGE_SIZE).
+
+    A document is ``complete`` when its completion record counts exactly the chunks stored.
+    """
+    docs: dict[str, dict] = {}
+    records: dict[str, int] = {}
+    ocr_pages: dict[str, set] = {}
+    offset = 0
+    while True:
+        got = col.get(limit=PAGE_SIZE, offset=offset, include=["metadatas"])
+        if not got["ids"]:
+            break
+        for meta in got["metadatas"]:
+            sha = meta.get("doc_sha", "")
+            d = docs.setdefault(sha, {"source": meta.get("source", "?"),
+                                      "pages": int(meta.get("pages", 0)), "chunks": 0,
+                                      "size_bytes": int(meta.get("size_bytes", 0)),
+                                      "added_at": float(meta.get("added_at", 0.0))})
+            d["chunks"] += 1
+            if meta.get("ocr"):
+                ocr_pages.setdefault(sha, set()).add(meta.get("page"))
+            if meta.get(COMPLETE_KEY):
+                records[sha] = int(meta[COMPLETE_KEY])
+        offset += len(got["ids"])
+    infos = [DocumentInfo(doc_sha=sha, **d, ocr_pages=len(ocr_pages.get(sha, ())),
+                          status="complete" if records.get(sha) == d["chunks"] else "incomplete")
+             for sha, d in docs.items()]
+    return sorted(infos, key=lambda d: (-d.added_at, d.source))
+
+
+class Listed(Protocol):
+    """What lists its documents: a :class:`rag.store.chroma.KnowledgeBase`."""
+
+    def documents(self) -> list[DocumentInfo]:
+        """The stored documents, newest first."""
+        ...
+
+
+def document_lines(kb: Listed, docs: list[DocumentInfo] | None = None) -> list[str]:
     """One line per stored document for a listing (``python -m rag kb show``), newest first.
 
     Status, pages, chunks, OCR'd pages, file name and sha256 prefix; an incomplete document says how to
