@@ -34,20 +34,19 @@ from rag.store.client import (
     validate_collection_name,
 )
 from rag.store.embeddings import embedding_function_for, embedding_identity, make_embedding_function
-from rag.store.kbs import fresh_metadata, names, recorded_embedding
+from rag.store.kbs import names, open_collection, recorded_embedding
 from rag.store.records import (
     COMPLETE_KEY,
     PAGE_SIZE,
     RECORDS_FLAG,
     ChunkRecord,
     DocumentInfo,
-    add_legacy_records,
     document_lines,
+    read_complete,
     read_documents,
     to_chunk,
 )
-from rag.store.writer import Row as _Row
-from rag.store.writer import store_rows
+from rag.store.writer import document_rows, store_rows, stream_rows
 
 __all__ = [  # the store's public names, importable from here as before the split
     "COMPLETE_KEY", "PAGE_SIZE", "RECORDS_FLAG", "DocumentInfo", "EmbeddingMismatch", "KnowledgeBase",
@@ -94,40 +93,8 @@ class KnowledgeBase:
         collection is simply rebuilt for the current one).
         """
         if self._collection is None:
-            ident = embedding_identity(self.embedding_function)
-            fresh = fresh_metadata(self.embedding_function)
-            try:
-                col = self.client.get_or_create_collection(
-                    self.name, embedding_function=self.embedding_function, metadata=fresh)
-                built_with = (col.metadata or {}).get("embedding")
-            except ValueError as exc:  # Chroma refuses another embedding function's name
-                if "conflict" not in str(exc).lower():
-                    raise
-                col, built_with = None, self._persisted_embedding()
-            if (col is None or (built_with and built_with != ident)) and self._is_empty():
-                # Nothing is stored yet, so nothing can be mixed: rebuild it for this model.
-                self.client.delete_collection(self.name)
-                col, built_with = self.client.create_collection(
-                    self.name, embedding_function=self.embedding_function,
-                    metadata=fresh), ident
-            if col is None or (built_with and built_with != ident):
-                raise EmbeddingMismatch(
-                    f"knowledge base '{self.name}' was built with embeddings '{built_with}', not "
-                    f"'{ident}'. Re-index it (`python -m rag kb reindex {self.name} --embedding MODEL`, "
-                    "or Re-index on the Documents page), or open it with its own model.")
-            if not (col.metadata or {}).get(RECORDS_FLAG):
-                add_legacy_records(col)
-            self._collection = col
+            self._collection = open_collection(self.client, self.name, self.embedding_function)
         return self._collection
-
-    def _is_empty(self) -> bool:
-        return self.client.get_collection(self.name).count() == 0
-
-    def _persisted_embedding(self) -> str:
-        for col in self.client.list_collections():
-            if getattr(col, "name", col) == self.name:
-                return str((getattr(col, "metadata", None) or {}).get("embedding", "another model"))
-        return "another model"
 
     # -- state ---------------------------------------------------------------------------
     @property
@@ -208,16 +175,7 @@ class KnowledgeBase:
         key = self.fingerprint()
         if self._complete_cache and self._complete_cache[0] == key:
             return self._complete_cache[1]
-        out: dict[str, int] = {}
-        offset = 0
-        while True:
-            got = self.collection.get(where={COMPLETE_KEY: {"$gt": 0}}, limit=PAGE_SIZE,
-                                      offset=offset, include=["metadatas"])
-            if not got["ids"]:
-                break
-            for meta in got["metadatas"]:
-                out[str(meta.get("doc_sha", ""))] = int(meta[COMPLETE_KEY])
-            offset += len(got["ids"])
+        out = read_complete(self.collection)
         self._complete_cache = (key, out)
         return out
 
@@ -281,14 +239,7 @@ class KnowledgeBase:
         On an exception the documents not completely written are deleted again, the complete ones
         stay, and the error is re-raised. Returns the number of chunks stored.
         """
-        given, toks = embeddings or {}, terms or {}
-
-        def rows() -> Iterator[_Row]:
-            for chunks, pages, size_bytes in documents:
-                for n, c in enumerate(chunks, 1):
-                    yield c, pages, size_bytes, given.get(c.id), toks.get(c.id), n == len(chunks)
-
-        return store_rows(self, rows(), batch_size)
+        return store_rows(self, document_rows(documents, embeddings or {}, terms or {}), batch_size)
 
     @translate_unreachable
     def add_document_stream(self, parts: Iterable[tuple[list[ChunkRecord], list | None, list | None]], *,
@@ -302,18 +253,7 @@ class KnowledgeBase:
         written so far are deleted again and the error is re-raised; a process killed meanwhile leaves
         the document incomplete, repaired by the next ingest. Returns the number of chunks stored.
         """
-        def rows() -> Iterator[_Row]:
-            held: _Row | None = None  # one chunk held back: the last one is only known at the end
-            for chunks, vectors, toks in parts:
-                for i, c in enumerate(chunks):
-                    if held is not None:
-                        yield held
-                    held = (c, pages, size_bytes, None if vectors is None else vectors[i],
-                            None if toks is None else toks[i], False)
-            if held is not None:
-                yield (*held[:5], True)
-
-        return store_rows(self, rows(), batch_size)
+        return store_rows(self, stream_rows(parts, pages, size_bytes), batch_size)
 
     @translate_unreachable
     def max_batch_size(self) -> int:

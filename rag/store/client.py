@@ -144,6 +144,16 @@ def test_hook_after_batch() -> None:
 
 _BATCHES = 0
 
+TEST_KILL_ENV = "RETRACE_TEST_KILL_IN_KEYWORDS"
+"""Test hook: ``mid`` makes the process SIGKILL itself inside a keyword-index transaction (after its first
+chunk), ``after`` right after the transaction commits (before the completion record)."""
+
+
+def test_kill_in_keywords(point: str) -> None:
+    """Test hook (inert unless :data:`TEST_KILL_ENV` is ``point``): SIGKILL this process there."""
+    if os.environ.get(TEST_KILL_ENV) == point:
+        os.kill(os.getpid(), signal.SIGKILL)
+
 
 def make_client(settings: Settings) -> ClientAPI:
     """A Chroma client.

@@ -15,7 +15,7 @@ re-stores it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -111,6 +111,41 @@ def add_legacy_records(col) -> None:
     meta[RECORDS_FLAG] = 1
     meta["revision"] = int(meta.get("revision", 0)) + 1
     col.modify(metadata=meta)
+
+
+def read_complete(col) -> dict[str, int]:
+    """doc_sha -> chunk count of every document of the collection ``col`` that has a completion record."""
+    out: dict[str, int] = {}
+    offset = 0
+    while True:
+        got = col.get(where={COMPLETE_KEY: {"$gt": 0}}, limit=PAGE_SIZE, offset=offset, include=["metadatas"])
+        if not got["ids"]:
+            return out
+        for meta in got["metadatas"]:
+            out[str(meta.get("doc_sha", ""))] = int(meta[COMPLETE_KEY])
+        offset += len(got["ids"])
+
+
+def read_document_texts(get: Callable[..., dict],
+                        shas: list[str]) -> Iterator[tuple[str, list[tuple[str, str]]]]:
+    """``(doc_sha, [(chunk id, text), ...])`` of these documents in chunk order, read with ``get``.
+
+    ``get`` is a collection's ``get`` (Chroma's keyword arguments), pages of PAGE_SIZE rows at a time.
+    """
+    by_doc: dict[str, list[tuple[int, str, str]]] = {s: [] for s in shas}
+    offset = 0
+    while True:
+        got = get(where={"doc_sha": {"$in": shas}}, limit=PAGE_SIZE, offset=offset,
+                  include=["documents", "metadatas"])
+        if not got["ids"]:
+            break
+        for cid, text, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=False):
+            meta = meta or {}
+            by_doc.setdefault(str(meta.get("doc_sha", "")), []).append(
+                (int(meta.get("chunk_index", 0)), cid, row_text(text, meta)))
+        offset += len(got["ids"])
+    for sha in shas:
+        yield sha, [(cid, text) for _, cid, text in sorted(by_doc.get(sha, []))]
 
 
 def read_documents(col) -> list[DocumentInfo]:

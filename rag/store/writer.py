@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from rag.store.bm25 import keyword_index
@@ -23,6 +23,31 @@ Row = tuple[ChunkRecord, int, int, Any, "list[str] | None", bool]
 """One chunk to store: ``(chunk, pages, size_bytes, vector or None, terms or None, last of its document)``.
 
 A document's rows are consecutive, in chunk order."""
+
+
+def document_rows(documents: Iterable[tuple[list[ChunkRecord], int, int]], vectors: dict[str, Any],
+                  terms: dict[str, list[str]]) -> Iterator[Row]:
+    """The rows of whole documents given as ``(chunks, pages, size_bytes)``.
+
+    ``vectors`` and ``terms`` map chunk ids to what the caller computed already (the others get None).
+    """
+    for chunks, pages, size_bytes in documents:
+        for n, c in enumerate(chunks, 1):
+            yield c, pages, size_bytes, vectors.get(c.id), terms.get(c.id), n == len(chunks)
+
+
+def stream_rows(parts: Iterable[tuple[list[ChunkRecord], list | None, list | None]], pages: int,
+                size_bytes: int) -> Iterator[Row]:
+    """The rows of one document whose chunks come in parts ``(chunks, vectors or None, terms or None)``."""
+    held: Row | None = None  # one chunk held back: the last one is only known at the end
+    for chunks, vectors, toks in parts:
+        for i, c in enumerate(chunks):
+            if held is not None:
+                yield held
+            held = (c, pages, size_bytes, None if vectors is None else vectors[i],
+                    None if toks is None else toks[i], False)
+    if held is not None:
+        yield (*held[:5], True)
 
 
 def store_rows(kb, rows: Iterable[Row], batch_size: int) -> int:

@@ -98,3 +98,29 @@ def test_the_checks_see_a_lazy_or_type_checking_import(tmp_path):
                    "def f():\n    from rag.engines.llm import describe_error\n")
     modules = {"rag.store.chroma": src, "rag.engines.llm": src, "rag.store": src, "rag.store.m": src}
     assert _imports("rag.store.m", src, modules) == {"rag.store.chroma", "rag.engines.llm"}
+
+
+def test_store_and_ingest_modules_stay_under_400_lines_and_keep_their_public_imports():
+    paths = [*sorted((RAG / "store").glob("*.py")), *sorted((RAG / "ingest").glob("*.py"))]
+    long = {p.name: n for p in paths if (n := len(p.read_text(encoding="utf-8").splitlines())) > 400}
+    assert long == {}
+    from rag.ingest.parallel import (
+        STREAM_MIN_RANGES,
+        TEST_HOOK_ENV,
+        PrefetchingLoader,
+        RangeStream,
+        WorkerFailed,
+    )
+    from rag.store.bm25 import (
+        KeywordIndex,
+        LexicalIndex,
+        LexicalStats,
+        index_path,
+        keyword_index,
+        lexical_stats,
+    )
+    from rag.store.chroma import KnowledgeBase, StoreUnavailable, document_lines, open_knowledge_base
+
+    assert all((STREAM_MIN_RANGES, TEST_HOOK_ENV, PrefetchingLoader, RangeStream, WorkerFailed, KeywordIndex,
+                LexicalIndex, LexicalStats, index_path, keyword_index, lexical_stats, KnowledgeBase,
+                StoreUnavailable, document_lines, open_knowledge_base))
