@@ -20,6 +20,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from rag.ingest import pdf as pdf_loader
 from rag.ingest.chunking import chunk_record
 from rag.ingest.errors import IngestError
+from rag.ingest.inflation import check_inflation
 from rag.ingest.loaders import LoadedDocument, _suffix, assemble_pdf, load_document
 from rag.ingest.types import ChunkRecord, Page
 from rag.ingest.workers import init_worker, prepare_range
@@ -155,6 +156,10 @@ class PrefetchingLoader:
             except Exception:  # a store error: the pipeline reports it on this file itself
                 continue
             seen.add(sha)
+            try:
+                check_inflation(data)
+            except IngestError:  # loaded in this process, which refuses it in one line
+                continue
             pdf = pdf_loader._open_pdfium(data, password_for(name))
             if pdf is None:  # pypdf's fallback (or its error): loaded in this process, in order
                 continue

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import json
 import random
+import struct
 import subprocess
 import sys
+import zlib
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, TRICKY
+
+BRK = TRICKY / "darinzRAG__brk_2024_10-k_sec.pdf"  # 143 pages: prepared by the worker processes
 
 
 def rag_cli(*args: str, data_dir, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -127,3 +131,66 @@ def test_control_characters_in_names_never_reach_the_terminal(tmp_path):
         assert "\x1b" not in text
     missing = rag_cli("ingest", str(tmp_path / "gone\x1b]0;title\x07.txt"), data_dir=data)
     assert "\x1b" not in missing.stdout + missing.stderr and r"gone\x1b]0;title\x07.txt" in missing.stdout
+
+
+def _zeros_deflated(size: int) -> bytes:
+    """``size`` zero bytes (a multiple of 1 MiB) as zlib data, made in milliseconds and a few MB of memory.
+
+    After a full flush deflate restarts from an empty window, so every further MiB of zeros compresses to
+    the same bytes: the unit is repeated instead of compressing 2 GiB. The trailer is their Adler-32.
+    """
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    mib = bytes(1 << 20)
+    first = deflate.compress(mib) + deflate.flush(zlib.Z_FULL_FLUSH)
+    unit = deflate.compress(mib) + deflate.flush(zlib.Z_FULL_FLUSH)
+    assert deflate.compress(mib) + deflate.flush(zlib.Z_FULL_FLUSH) == unit
+    raw = first + unit * ((size >> 20) - 1) + deflate.flush()
+    return b"\x78\xda" + raw + struct.pack(">I", ((size % 65521) << 16) | 1)
+
+
+def _one_page_pdf(content: bytes) -> bytes:
+    """A one-page PDF whose page content is the FlateDecode stream ``content``."""
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+               b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(content), content)]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for n, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (n, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+MEASURED = """
+import json, resource, subprocess, sys
+out = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB: the largest child (the CLI, a worker)
+print(json.dumps({"code": out.returncode, "stdout": out.stdout, "stderr": out.stderr, "peak_kib": peak}))
+"""
+
+
+def test_a_deflate_bomb_is_refused_in_one_line_and_memory_stays_bounded(tmp_path):
+    bomb = tmp_path / "bomb.pdf"
+    bomb.write_bytes(_one_page_pdf(_zeros_deflated(2 << 30)))  # 2 MB that inflate to 2 GiB
+    assert bomb.stat().st_size < 3 << 20
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Notes\n\nTungsten boils at a temperature of 5,930 degrees Celsius.\n")
+    data = tmp_path / "data"
+    # measured in a fresh process, so its peak is that of this ingest (or one of its workers) alone
+    ran = subprocess.run([sys.executable, "-c", MEASURED, sys.executable, "-m", "rag", "ingest", str(notes),
+                          str(bomb), str(BRK), "--data-dir", str(data)], cwd=ROOT, capture_output=True,
+                         text=True, timeout=900)
+    got = json.loads(ran.stdout)
+    print(f"peak RSS of the ingest: {got['peak_kib'] / 1024:.0f} MiB")
+    assert got["code"] == 1, got
+    lines = got["stdout"].splitlines()
+    assert len(lines) == 3, lines
+    assert lines[0].startswith("ok   notes.md: ingested")
+    assert lines[2].startswith(f"ok   {BRK.name}: ingested 143 pages")
+    assert lines[1] == ("FAIL bomb.pdf: refused: a stream of this PDF inflates to more than 256 MB "
+                        "(a decompression bomb?)")
+    assert got["peak_kib"] < 1 << 20  # under 1 GiB (it took 3.2 GB before)
