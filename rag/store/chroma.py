@@ -42,6 +42,7 @@ from rag.store.records import (
     ChunkRecord,
     DocumentInfo,
     document_lines,
+    pages_of,
     read_complete,
     read_documents,
     to_chunk,
@@ -289,16 +290,10 @@ class KnowledgeBase:
         ``complete_only`` leaves out the chunks of incomplete documents.
         """
         complete = self.complete_documents() if complete_only else None
-        offset = 0
-        while True:
-            got = self._get_page(where=where, limit=PAGE_SIZE, offset=offset,
-                                 include=["documents", "metadatas"])
-            if not got["ids"]:
-                return
+        for got in pages_of(self._get_page, where=where, include=["documents", "metadatas"]):
             for cid, text, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=False):
                 if complete is None or (meta or {}).get("doc_sha") in complete:
                     yield to_chunk(cid, text, meta)
-            offset += len(got["ids"])
 
     @translate_unreachable
     def documents(self) -> list[DocumentInfo]:

@@ -83,6 +83,17 @@ class DocumentInfo:
         return self.status == "complete"
 
 
+def pages_of(get: Callable[..., dict], **query) -> Iterator[dict]:
+    """What a Chroma ``get`` returns for ``query``, a page of PAGE_SIZE rows at a time, until none is left."""
+    offset = 0
+    while True:
+        got = get(limit=PAGE_SIZE, offset=offset, **query)
+        if not got["ids"]:
+            return
+        yield got
+        offset += len(got["ids"])
+
+
 def add_legacy_records(col) -> None:
     """Give a collection made before completion records existed a record for each document it holds.
 
@@ -90,18 +101,13 @@ def add_legacy_records(col) -> None:
     """
     first: dict[str, tuple[int, str]] = {}
     counts: dict[str, int] = {}
-    offset = 0
-    while True:
-        got = col.get(limit=PAGE_SIZE, offset=offset, include=["metadatas"])
-        if not got["ids"]:
-            break
+    for got in pages_of(col.get, include=["metadatas"]):
         for cid, meta in zip(got["ids"], got["metadatas"], strict=False):
             sha = str((meta or {}).get("doc_sha", ""))
             idx = int((meta or {}).get("chunk_index", 0))
             counts[sha] = counts.get(sha, 0) + 1
             if sha not in first or idx < first[sha][0]:
                 first[sha] = (idx, cid)
-        offset += len(got["ids"])
     shas = list(first)
     for start in range(0, len(shas), 1000):
         part = shas[start:start + 1000]
@@ -115,15 +121,9 @@ def add_legacy_records(col) -> None:
 
 def read_complete(col) -> dict[str, int]:
     """doc_sha -> chunk count of every document of the collection ``col`` that has a completion record."""
-    out: dict[str, int] = {}
-    offset = 0
-    while True:
-        got = col.get(where={COMPLETE_KEY: {"$gt": 0}}, limit=PAGE_SIZE, offset=offset, include=["metadatas"])
-        if not got["ids"]:
-            return out
-        for meta in got["metadatas"]:
-            out[str(meta.get("doc_sha", ""))] = int(meta[COMPLETE_KEY])
-        offset += len(got["ids"])
+    return {str(meta.get("doc_sha", "")): int(meta[COMPLETE_KEY])
+            for got in pages_of(col.get, where={COMPLETE_KEY: {"$gt": 0}}, include=["metadatas"])
+            for meta in got["metadatas"]}
 
 
 def read_document_texts(get: Callable[..., dict],
@@ -133,17 +133,11 @@ def read_document_texts(get: Callable[..., dict],
     ``get`` is a collection's ``get`` (Chroma's keyword arguments), pages of PAGE_SIZE rows at a time.
     """
     by_doc: dict[str, list[tuple[int, str, str]]] = {s: [] for s in shas}
-    offset = 0
-    while True:
-        got = get(where={"doc_sha": {"$in": shas}}, limit=PAGE_SIZE, offset=offset,
-                  include=["documents", "metadatas"])
-        if not got["ids"]:
-            break
+    for got in pages_of(get, where={"doc_sha": {"$in": shas}}, include=["documents", "metadatas"]):
         for cid, text, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=False):
             meta = meta or {}
             by_doc.setdefault(str(meta.get("doc_sha", "")), []).append(
                 (int(meta.get("chunk_index", 0)), cid, row_text(text, meta)))
-        offset += len(got["ids"])
     for sha in shas:
         yield sha, [(cid, text) for _, cid, text in sorted(by_doc.get(sha, []))]
 
@@ -156,11 +150,7 @@ def read_documents(col) -> list[DocumentInfo]:
     docs: dict[str, dict] = {}
     records: dict[str, int] = {}
     ocr_pages: dict[str, set] = {}
-    offset = 0
-    while True:
-        got = col.get(limit=PAGE_SIZE, offset=offset, include=["metadatas"])
-        if not got["ids"]:
-            break
+    for got in pages_of(col.get, include=["metadatas"]):
         for meta in got["metadatas"]:
             sha = meta.get("doc_sha", "")
             d = docs.setdefault(sha, {"source": meta.get("source", "?"),
@@ -172,7 +162,6 @@ def read_documents(col) -> list[DocumentInfo]:
                 ocr_pages.setdefault(sha, set()).add(meta.get("page"))
             if meta.get(COMPLETE_KEY):
                 records[sha] = int(meta[COMPLETE_KEY])
-        offset += len(got["ids"])
     infos = [DocumentInfo(doc_sha=sha, **d, ocr_pages=len(ocr_pages.get(sha, ())),
                           status="complete" if records.get(sha) == d["chunks"] else "incomplete")
              for sha, d in docs.items()]
