@@ -33,6 +33,7 @@ from pathlib import Path
 
 from rag.cli._common import shared_args
 from rag.secrets import scrub
+from rag.terminal import printable
 
 
 @dataclass(frozen=True)
@@ -115,11 +116,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except (ValueError, OSError) as exc:
-        print(f"error: {scrub(exc)}", file=sys.stderr)
+        print(f"error: {printable(scrub(exc))}", file=sys.stderr)
         return 2
     except Exception as exc:
         chroma = sys.modules.get("rag.store.chroma")  # never imported: not a StoreError
         if chroma is None or not isinstance(exc, chroma.StoreError):
             raise  # a bug: the traceback is wanted
-        print(f"error: {scrub(exc)}", file=sys.stderr)
+        print(f"error: {printable(scrub(exc))}", file=sys.stderr)
         return 1

@@ -9,10 +9,11 @@ command line is saved (session ``cli``). Light on purpose: every command imports
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rag.config import DEFAULT_COLLECTION, Settings
+from rag.config import DEFAULT_COLLECTION, Options, Settings
 from rag.history import CLI_SESSION, RunStore
 from rag.models import Comparison, Run
 from rag.secrets import scrub
@@ -61,6 +62,57 @@ def shared_args() -> SharedArgs:
         bench_collection=_parent("--collection", metavar="C",
                                  help="knowledge base name (default: derived from the data)"),
     )
+
+
+def bounded(kind: type[int] | type[float], *, ge: float | None = None, gt: float | None = None,
+            le: float | None = None) -> Callable[[str], float]:
+    """An argparse ``type=`` that reads an ``int`` or ``float`` within bounds.
+
+    Anything else is argparse's one ``error: argument --X: must be ...`` line naming the allowed range,
+    and exit code 2.
+    """
+    parts = [f"{ge:g} or more" if ge is not None else "", f"above {gt:g}" if gt is not None else "",
+             f"at most {le:g}" if le is not None else ""]
+    if ge is not None and le is not None:
+        parts = [f"from {ge:g} to {le:g}"]
+    allowed = f"{'an integer' if kind is int else 'a number'} {' and '.join(p for p in parts if p)}".strip()
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}") from None
+        if (not math.isfinite(value) or (ge is not None and not value >= ge)
+                or (gt is not None and not value > gt) or (le is not None and not value <= le)):
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in some messages
+    return parse
+
+
+def option_type(field: str) -> Callable[[str], float]:
+    """An argparse ``type=`` for the run option ``field`` of :class:`rag.config.Options`, within its bounds.
+
+    The bounds are read from the model (``Field(ge=..., gt=..., le=...)``), so they are defined once.
+    """
+    info = Options.model_fields[field]
+    bounds: dict[str, float] = {}
+    for rule in info.metadata:
+        for key in ("ge", "gt", "le"):
+            if getattr(rule, key, None) is not None:
+                bounds[key] = getattr(rule, key)
+    return bounded(int if info.annotation is int else float, **bounds)
+
+
+def top_k_overrides(top_k: int | None) -> dict:
+    """The Options overrides of ``--top-k``: none when not given.
+
+    ``min_relevant`` comes down with it when it would exceed ``top_k`` (``--top-k 1`` is a valid run).
+    """
+    if top_k is None:
+        return {}
+    return {"top_k": top_k, "min_relevant": min(top_k, Options.model_fields["min_relevant"].default)}
 
 
 def settings_of(args: argparse.Namespace) -> Settings:

@@ -11,12 +11,13 @@ import argparse
 import json
 import sys
 
-from rag.cli._common import SharedArgs, save_cli_run, settings_of
+from rag.cli._common import SharedArgs, option_type, save_cli_run, settings_of, top_k_overrides
 from rag.config import PRESETS, Options, preset_options
 from rag.history import CLI_SESSION, RunStore
 from rag.models import Run, TraceEvent
 from rag.run import make_context, run_question
 from rag.store.chroma import open_knowledge_base
+from rag.terminal import printable
 
 POSITION = 20
 HELP = "ask a question through the graph"
@@ -38,7 +39,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         0, or 2 when the run failed.
     """
     settings = settings_of(args)
-    kb = open_knowledge_base(settings, args.collection)
+    kb = open_knowledge_base(settings, args.collection, must_exist=True)
     kb.count()  # raises StoreUnavailable (one line, exit 1) before any step runs
     options = _options(args)
     store = history = None
@@ -50,7 +51,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     def show(event: TraceEvent) -> None:
         if not args.json:
             nxt = f" -> {event.route.to}" if event.route else ""
-            print(f"  {event.step:>2}. {event.node:<20} {event.summary}{nxt}", file=sys.stderr,
+            print(f"  {event.step:>2}. {event.node:<20} {printable(event.summary + nxt)}", file=sys.stderr,
                   flush=True)
 
     run = run_question(args.question, make_context(settings, kb), options, history=history or (),
@@ -74,25 +75,28 @@ def cmd_ask(args: argparse.Namespace) -> int:
 def _options(args: argparse.Namespace) -> Options:
     """The run's Options: the preset, less the switches turned off, with ``--top-k``."""
     overrides: dict = {key: False for flag, key in _SWITCHES if getattr(args, flag)}
-    if args.top_k:
-        overrides["top_k"] = args.top_k
+    overrides.update(top_k_overrides(args.top_k))
     if args.no_history:
         overrides["use_history"] = False
-    if args.deadline:
+    if args.deadline is not None:
         overrides["deadline_s"] = args.deadline
     return preset_options(args.preset, **overrides)
 
 
 def _print_answer(run: Run) -> None:
-    """The answer as text: what the question was understood as, the answer, its sources, the path."""
+    """The answer as text: what the question was understood as, the answer, its sources, the path.
+
+    Strings from data (the answer quotes chunks; file names, web titles and URLs) have their control
+    characters escaped (:func:`rag.terminal.printable`).
+    """
     if run.standalone_question and run.standalone_question != run.question:
-        print(f"Understood as: {run.standalone_question}\n")
-    print(run.answer)
+        print(f"Understood as: {printable(run.standalone_question)}\n")
+    print(printable(run.answer, keep_newlines=True))
     if run.citations:
         print("\nSources:")
         for c in run.citations:
             where = c.source if c.origin == "web" else f"{c.source}, page {c.page}"
-            print(f"  [{c.n}] {where}  ({c.chunk_id})")
+            print(f"  [{c.n}] {printable(where)}  ({printable(c.chunk_id)})")
     print(f"\n{run.stop_reason}  [{' > '.join(run.path)}]")
 
 
@@ -102,13 +106,13 @@ def register(commands, shared: SharedArgs) -> None:
                             parents=[shared.data_dir, shared.collection, shared.json])
     p.add_argument("question")
     p.add_argument("--preset", choices=list(PRESETS), default="full")
-    p.add_argument("--top-k", type=int)
+    p.add_argument("--top-k", type=option_type("top_k"), help="chunks per query (default: the preset's, 6)")
     p.add_argument("--thread", metavar="ID",
                    help="ask as the next turn of conversation ID (created if new; see 'threads list')")
     p.add_argument("--no-history", action="store_true",
                    help="do not use the thread's earlier turns (no contextualize_question)")
     for flag in ("grading", "rewrite", "web", "grounding", "answer-check", "decomposition", "routing"):
         p.add_argument(f"--no-{flag}", action="store_true")
-    p.add_argument("--deadline", type=float, metavar="S",
+    p.add_argument("--deadline", type=option_type("deadline_s"), metavar="S",
                    help="time budget of the run in seconds (default: RAG_RUN_DEADLINE_S, 60)")
     p.set_defaults(func=cmd_ask)

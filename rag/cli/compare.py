@@ -10,11 +10,12 @@ import argparse
 import json
 import sys
 
-from rag.cli._common import SharedArgs, save_cli_comparison, settings_of
+from rag.cli._common import SharedArgs, option_type, save_cli_comparison, settings_of, top_k_overrides
 from rag.config import parse_pipelines
 from rag.models import Comparison
 from rag.run import make_context, run_comparison
 from rag.store.chroma import open_knowledge_base
+from rag.terminal import printable
 from rag.trace.pricing import format_cost, load_prices, run_cost
 from rag.trace.story import grounded_verdict, useful_verdict
 
@@ -42,11 +43,11 @@ def _print_text(cmp: Comparison, prices) -> None:
         print(f"   {run.llm_calls} LLM calls · {tokens} tokens · "
               f"{format_cost(run_cost(run, prices))} · {run.duration_ms:.0f} ms · "
               f"{grounded_verdict(run)} · {useful_verdict(run)}")
-        answer = " ".join(run.answer.split())
+        answer = printable(" ".join(run.answer.split()))
         print(f"   {answer[:300]}{'…' if len(answer) > 300 else ''}")
         for c in run.citations:
             where = c.source if c.origin == "web" else f"{c.source}, page {c.page}"
-            print(f"     [{c.n}] {where}")
+            print(f"     [{c.n}] {printable(where)}")
         print()
     print(f"comparison {cmp.id}: python -m rag runs export {cmp.id} --format html "
           f"--out comparison.html", file=sys.stderr)
@@ -65,12 +66,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     Raises:
         ValueError: an unknown preset or switch, or not 2 to 4 pipelines.
     """
-    numbers = {k: v for k, v in (("top_k", args.top_k), ("max_rewrites", args.max_rewrites))
-               if v is not None}
+    numbers = top_k_overrides(args.top_k)
+    if args.max_rewrites is not None:
+        numbers["max_rewrites"] = args.max_rewrites
     pipelines = parse_pipelines(args.presets, args.custom or (), **numbers)
     prices = load_prices()
     settings = settings_of(args)
-    kb = open_knowledge_base(settings, args.collection)
+    kb = open_knowledge_base(settings, args.collection, must_exist=True)
     kb.count()  # raises StoreUnavailable (one line, exit 1) before any pipeline runs
     cmp = run_comparison(args.question, make_context(settings, kb), pipelines)
     note = save_cli_comparison(settings, cmp)
@@ -94,6 +96,7 @@ def register(commands, shared: SharedArgs) -> None:
                    help="a custom pipeline: the switches that are on, joined by '+' "
                         "(grading+rewriting+web_fallback+grounding_check+answer_check), "
                         "or 'none'; repeatable")
-    p.add_argument("--top-k", type=int)
-    p.add_argument("--max-rewrites", type=int)
+    p.add_argument("--top-k", type=option_type("top_k"), help="chunks per query (default: the preset's, 6)")
+    p.add_argument("--max-rewrites", type=option_type("max_rewrites"),
+                   help="rewrite budget per run (default 2)")
     p.set_defaults(func=cmd_compare)

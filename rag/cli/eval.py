@@ -14,7 +14,7 @@ import sys
 from tqdm import tqdm
 
 from rag.bench.data import format_table
-from rag.cli._common import SharedArgs, settings_of
+from rag.cli._common import SharedArgs, option_type, settings_of, top_k_overrides
 from rag.config import PRESETS
 from rag.eval import load_items, run_eval
 from rag.history import CLI_SESSION, RunStore
@@ -67,11 +67,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     items = load_items(args.file)
     presets = presets_from(args.preset)
     settings = settings_of(args)
-    kb = open_knowledge_base(settings, args.collection)
+    kb = open_knowledge_base(settings, args.collection, must_exist=True)
     if kb.count() == 0:
         raise ValueError(f"the knowledge base '{kb.name}' is empty; add documents first "
                          f"(python -m rag ingest FILES --collection {kb.name})")
-    overrides: dict = {"top_k": args.top_k} if args.top_k else {}
+    overrides: dict = top_k_overrides(args.top_k)
     if args.no_history:
         overrides["use_history"] = False
     with tqdm(total=len(items) * len(presets), desc="eval", unit="run", file=sys.stderr,
@@ -107,7 +107,7 @@ def register(commands, shared: SharedArgs) -> None:
                                 'or conversations {"id", "turns": [{"question", "source"?}]}')
     p.add_argument("--preset", action="append",
                    help="naive, crag, self-rag, full or all; repeat or comma-separate (default all)")
-    p.add_argument("--top-k", type=int, help="chunks per query (default: the preset's)")
+    p.add_argument("--top-k", type=option_type("top_k"), help="chunks per query (default: the preset's)")
     p.add_argument("--no-history", action="store_true",
                    help="ask each turn of a conversation file on its own (no chat history)")
     p.set_defaults(func=cmd_eval)

@@ -9,9 +9,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rag.cli._common import SharedArgs, settings_of
+from rag.cli._common import SharedArgs, bounded, settings_of
+from rag.ingest.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, MIN_CHUNK_SIZE
 from rag.ingest.pipeline import ChunkSettings, ingest_files
 from rag.store.chroma import StoreUnavailable, open_knowledge_base
+from rag.terminal import printable
 
 POSITION = 10
 HELP = "index PDF, Word (.docx), HTML, .txt and .md files"
@@ -29,6 +31,7 @@ def page_progress(stream):
     back = "\r" if tty else ""
 
     def show(name: str, done: int, total: int, ocr: bool) -> None:
+        name = printable(name)
         if ocr:
             print(f"{back}  {name}: page {done}/{total} read by OCR", file=stream, flush=True)
         elif tty:
@@ -47,9 +50,13 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         are kept).
 
     Raises:
+        ValueError: ``--chunk-overlap`` is not less than ``--chunk-size`` (nothing is created).
         StoreUnavailable: the Chroma server was lost (after printing the files done); the
             interrupted document is repaired by the next ingest.
     """
+    if args.chunk_overlap >= args.chunk_size:  # before the knowledge base is created
+        raise ValueError(f"argument --chunk-overlap: must be less than --chunk-size ({args.chunk_size}), "
+                         f"got {args.chunk_overlap}")
     settings = settings_of(args)
     kb = open_knowledge_base(settings, args.collection)
     try:
@@ -76,6 +83,8 @@ def register(commands, shared: SharedArgs) -> None:
     p.add_argument("--password", help="password for encrypted PDFs")
     p.add_argument("--no-ocr", action="store_true",
                    help="do not read scanned pages by OCR (on by default; seconds per page)")
-    p.add_argument("--chunk-size", type=int, default=1000, help="characters (default 1000)")
-    p.add_argument("--chunk-overlap", type=int, default=150, help="characters (default 150)")
+    p.add_argument("--chunk-size", type=bounded(int, ge=MIN_CHUNK_SIZE), default=DEFAULT_CHUNK_SIZE,
+                   help=f"characters, {MIN_CHUNK_SIZE} or more (default {DEFAULT_CHUNK_SIZE})")
+    p.add_argument("--chunk-overlap", type=bounded(int, ge=0), default=DEFAULT_CHUNK_OVERLAP,
+                   help=f"characters, 0 or more and less than --chunk-size (default {DEFAULT_CHUNK_OVERLAP})")
     p.set_defaults(func=cmd_ingest)

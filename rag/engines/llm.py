@@ -23,6 +23,7 @@ from tenacity.stop import stop_base
 from rag.engines.llm_judge import GradeCache, J, LLMJudgeMixin, usage
 from rag.engines.llm_router import LLMRouterMixin
 from rag.engines.local import LocalEngine
+from rag.errors import TIME_SPENT, describe_error
 from rag.secrets import remember, scrub
 
 MIN_ATTEMPT_S = 0.05
@@ -33,36 +34,6 @@ __all__ = ["TIME_SPENT", "CallFailed", "GradeCache", "LLMEngine", "describe_erro
 _DEFAULT_CACHE = GradeCache()
 
 
-def describe_error(exc: BaseException | None, timeout_s: float, *, waited_s: float | None = None,
-                   attempts: int = 1) -> str:
-    """A short plain-words reason for a failed LLM call, e.g. ``timeout after 20 s``.
-
-    With retries it states the real wait: ``timeout after 61.2 s (3 attempts of 20 s)``. ``exc`` None
-    means no attempt could be made: the run's time budget was spent. Never holds a key
-    (:func:`rag.secrets.scrub`).
-    """
-    import openai
-    from pydantic import ValidationError
-
-    if exc is None:
-        return TIME_SPENT + (f" after waiting {waited_s:.1f} s" if waited_s else "")
-    if isinstance(exc, openai.APITimeoutError):
-        if attempts > 1 and waited_s is not None:
-            return f"timeout after {waited_s:.1f} s ({attempts} attempts of {timeout_s:g} s)"
-        return f"timeout after {timeout_s:g} s"
-    if isinstance(exc, openai.RateLimitError):
-        return "rate limited (429) after retries"
-    if isinstance(exc, openai.APIStatusError):
-        return f"server error {exc.status_code}"
-    if isinstance(exc, openai.APIConnectionError):
-        return "connection failed (is the server running?)"
-    if isinstance(exc, (ValidationError, ValueError)):
-        return "unparsable structured output"
-    return scrub(f"{type(exc).__name__}: {scrub(exc)}")[:120]
-
-
-TIME_SPENT = "time budget spent"
-"""How a fallback reason begins when the run's time budget left no room for a call."""
 
 
 def _retryable(exc: BaseException) -> bool:

@@ -62,7 +62,8 @@ def load_document(
     called after each PDF page.
 
     Raises, checked in this order: :class:`UnsupportedType`, :class:`TooLarge`, :class:`EmptyFile`
-    (0 bytes, or a text file with no text); then for PDFs :class:`CorruptFile`,
+    (0 bytes, or a text file with no text); then for PDFs :class:`TooLarge` (a stream that would inflate
+    past :data:`rag.ingest.inflation.MAX_STREAM_BYTES`: a decompression bomb), :class:`CorruptFile`,
     :class:`PasswordRequired`, :class:`WrongPassword`, :class:`MissingDependency` (``cryptography``
     missing for AES in the pypdf fallback), :class:`NoExtractableText` (no page has text, e.g. a
     scan with ``ocr=False``); for Word and HTML :class:`CorruptFile` (not such a file) and

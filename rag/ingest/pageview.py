@@ -15,10 +15,10 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag.ingest import sources
 from rag.ingest.pdf import _PDFIUM_LOCK
 from rag.ingest.spans import map_spans
 from rag.ingest.text import normalize_text
+from rag.store import sources
 from rag.store.records import row_meta, row_text
 
 PAGE_WIDTH_PX = 1000

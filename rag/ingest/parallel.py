@@ -3,9 +3,8 @@
 Text (PDFium), OCR of scanned pages, and, for a local embedding function, the chunks' vectors. The pipeline
 then only chunks (cheap) and writes to the store while the workers prepare the next files, so both cores work.
 
-Workers never outlive the process that started them: on Linux each asks the kernel for SIGKILL
-when its parent dies (``prctl(PR_SET_PDEATHSIG)``), and on every platform a watchdog thread ends
-the worker within :data:`WATCHDOG_SECONDS` of its parent's process id changing.
+This module is the parent's side (what to prepare, where, and taking the results back); what runs in the
+workers, and how they never outlive this process, is :mod:`rag.ingest.workers`.
 """
 
 from __future__ import annotations
@@ -14,19 +13,17 @@ import hashlib
 import logging
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 
-from rag.ingest import ocr as ocr_engine
 from rag.ingest import pdf as pdf_loader
-from rag.ingest.chunking import chunk_document, chunk_record
+from rag.ingest.chunking import chunk_record
 from rag.ingest.errors import IngestError
+from rag.ingest.inflation import check_inflation
 from rag.ingest.loaders import LoadedDocument, _suffix, assemble_pdf, load_document
-from rag.ingest.pdf import _load_pdf_range
 from rag.ingest.types import ChunkRecord, Page
-from rag.text import terms
+from rag.ingest.workers import init_worker, prepare_range
 
 log = logging.getLogger(__name__)
 
@@ -38,100 +35,13 @@ STREAM_MIN_RANGES = 4
 are then likely to fill several upserts), so that little of it is left to store once the workers are done."""
 MIN_PARALLEL_PAGES = 32
 """Below this many PDF pages to prepare, starting worker processes costs more than it saves."""
-WATCHDOG_SECONDS = 1.0
-"""How often a worker checks that its parent is still alive."""
 TEST_HOOK_ENV = "RETRACE_TEST_PAUSE_AFTER_WORKERS_START"
 """Test hook: when set to a file path, the parent writes its workers' process ids there once
 they have started, then sleeps (at most 120 s) so a test can kill it at a known point."""
 
-_progress_queue = None  # set in each worker by _init_worker
-_inherited_engine = None  # the parent's OCR engine in a forked worker: kept, never used
-
-
-def _die_with_parent(parent_pid: int) -> None:
-    """Make this worker process end when ``parent_pid`` does (see the module docstring)."""
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-            import signal
-
-            # The signal comes when the thread that forked this worker ends; the pool is made
-            # and shut down by the thread that runs ingest_files, so that is the parent's life.
-            libc = ctypes.CDLL(None, use_errno=True)
-            PR_SET_PDEATHSIG = 1
-            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        except Exception:  # no libc prctl: the watchdog below still works
-            pass
-    if os.getppid() != parent_pid:  # the parent died before prctl took effect
-        os._exit(1)
-
-    def watchdog() -> None:
-        while True:
-            time.sleep(WATCHDOG_SECONDS)
-            if os.getppid() != parent_pid:
-                os._exit(1)
-
-    threading.Thread(target=watchdog, name="parent-watchdog", daemon=True).start()
-
-
-def _init_worker(parent_pid: int, pypdf_log_level: int, queue) -> None:
-    global _progress_queue
-    _die_with_parent(parent_pid)
-    logging.getLogger("pypdf").setLevel(pypdf_log_level)
-    _progress_queue = queue
-    # A forked child inherits the parent's module state: a PDFium lock another thread held at
-    # the fork, and an OCR engine whose onnxruntime threads did not survive it. That engine
-    # must never be freed here (its destructor waits on those threads forever): it is kept
-    # referenced, the worker builds its own, and the worker leaves through os._exit.
-    pdf_loader._PDFIUM_LOCK = threading.RLock()
-    global _inherited_engine
-    _inherited_engine = ocr_engine._engine
-    ocr_engine._engine = None
-    ocr_engine._engine_lock = threading.Lock()
-
-
-_RangeChunk = tuple[str, int, dict]
-"""One chunk a worker made: ``(text, page, extra metadata)`` (see :func:`_prepare_range`)."""
-
-
-def _prepare_range(key: str, data: bytes, password: str | None, first: int, last: int,
-                   ocr: bool, chunk_size: int, chunk_overlap: int, embed
-                   ) -> tuple[list[tuple], list[str], list[_RangeChunk], list | None, list[str] | None]:
-    """Worker task.
-
-    Pages ``first..last`` (1-based, inclusive) as ``(number, text, ocr, layer, lines)`` tuples, their
-    warnings, their chunks as ``(text, page, extra)`` (``extra``: the metadata :func:`chunk_document` gives
-    beyond what :func:`chunk_record` sets for the whole document; chunks never span pages,
-    so the document's chunks are the ranges' in order), and when ``embed`` is given the chunks' vectors and
-    their :func:`rag.text.terms` joined by spaces (tokenised once, for the vectors and the keyword index).
-    Sends ``(key, number, ocr)`` on the progress queue after each page.
-    """
-    def on_page(done: int, total: int, used_ocr: bool) -> None:
-        if _progress_queue is not None:
-            _progress_queue.put((key, first + done - 1, used_ocr))
-
-    pages, warnings = _load_pdf_range(data, password, first, last, ocr=ocr, on_page=on_page)
-    chunks: list[tuple[str, int, dict]] = []
-    vectors = joined = None
-    if pages:
-        part = LoadedDocument(filename="part", pages=pages, page_count=last, warnings=[])
-        for c in chunk_document(part, doc_sha="0" * 64, chunk_size=chunk_size, chunk_overlap=chunk_overlap):
-            chunks.append((c.text, c.page, {k: v for k, v in c.metadata.items() if k not in _NOT_EXTRA}))
-    if embed is not None and chunks:
-        toks = [terms(t) for t, _, _ in chunks]
-        embed_terms = getattr(embed, "embed_terms", None)
-        vectors = ([embed_terms(t) for t in toks] if embed_terms is not None
-                   else list(embed([t for t, _, _ in chunks])))
-        joined = [" ".join(t) for t in toks]
-    return [(p.number, p.text, p.ocr, p.layer, p.lines) for p in pages], warnings, chunks, vectors, joined
-
-
-_NOT_EXTRA = ("source", "page", "chunk_index", "doc_sha")
-"""Chunk metadata :func:`rag.ingest.chunking.chunk_record` sets itself when the ranges are joined."""
-
 
 def _pages(got: list[tuple]) -> list[Page]:
-    """A range's pages from :func:`_prepare_range`'s ``(number, text, ocr, layer, lines)`` tuples."""
+    """A range's pages from the ``(number, text, ocr, layer, lines)`` tuples of :func:`prepare_range`."""
     return [Page(number=n, text=t, ocr=o, layer=raw, lines=lines) for n, t, o, raw, lines in got]
 
 
@@ -246,6 +156,10 @@ class PrefetchingLoader:
             except Exception:  # a store error: the pipeline reports it on this file itself
                 continue
             seen.add(sha)
+            try:
+                check_inflation(data)
+            except IngestError:  # loaded in this process, which refuses it in one line
+                continue
             pdf = pdf_loader._open_pdfium(data, password_for(name))
             if pdf is None:  # pypdf's fallback (or its error): loaded in this process, in order
                 continue
@@ -261,18 +175,18 @@ class PrefetchingLoader:
         # fork where it exists: spawn and forkserver re-run the caller's __main__ in every
         # worker, which breaks any script without a main guard. The workers only run PDFium,
         # OCR and the local embedding on bytes they are handed, never a lock, client or thread
-        # inherited from the parent (_init_worker resets the ones the ingest modules hold).
+        # inherited from the parent (init_worker resets the ones the ingest modules hold).
         ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
         self._queue = ctx.SimpleQueue()
         self._pool = ProcessPoolExecutor(
-            max_workers=workers, mp_context=ctx, initializer=_init_worker,
+            max_workers=workers, mp_context=ctx, initializer=init_worker,
             initargs=(os.getpid(), logging.getLogger("pypdf").getEffectiveLevel(), self._queue))
         size, overlap = chunking
         # The largest files first (longest-processing-time-first order): their ranges are stored as they
         # finish while the workers prepare the small files, which then leave little to store at the end.
         plans.sort(key=lambda p: -p[4])
         for name, sha, data, password, page_count in plans:
-            futures = [self._pool.submit(_prepare_range, sha, data, password, first,
+            futures = [self._pool.submit(prepare_range, sha, data, password, first,
                                          min(first + PAGES_PER_TASK - 1, page_count), ocr,
                                          size, overlap, embed)
                        for first in range(1, page_count + 1, PAGES_PER_TASK)]

@@ -27,6 +27,7 @@ from rag.ingest.errors import (
     PasswordRequired,
     WrongPassword,
 )
+from rag.ingest.inflation import check_inflation
 from rag.ingest.text import LoadedDocument, _short_reason, normalize_text
 from rag.ingest.types import Page
 
@@ -46,6 +47,7 @@ def _missing_crypto(exc: DependencyError) -> MissingDependency:
 
 def _load_pdf(filename: str, data: bytes, password: str | None, *, ocr: bool = True,
               on_page: PageCallback | None = None) -> LoadedDocument:
+    check_inflation(data)  # TooLarge before any parser inflates a bomb
     pdf = _open_pdfium(data, password)
     if pdf is None:  # PDFium cannot open it: pypdf gives the error, or the text
         reader = open_pdf(data, password)

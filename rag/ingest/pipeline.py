@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from rag.ingest import sources
 from rag.ingest.chunking import (
     DEFAULT_CHUNK_OVERLAP,
     DEFAULT_CHUNK_SIZE,
@@ -21,8 +20,10 @@ from rag.ingest.loaders import LoadedDocument, _suffix, load_document
 from rag.ingest.parallel import PrefetchingLoader, RangeStream, WorkerFailed
 from rag.ingest.types import Page
 from rag.secrets import scrub
+from rag.store import sources
 from rag.store.chroma import StoreUnavailable
 from rag.store.embeddings import HashingEmbeddingFunction
+from rag.terminal import printable
 from rag.text import terms
 
 log = logging.getLogger(__name__)
@@ -55,12 +56,13 @@ class FileReport:
         return self.status != "failed"
 
     def line(self) -> str:
-        """One line a person can read.
+        r"""One line a person can read, its control characters escaped (:func:`rag.terminal.printable`).
 
         For example ``lewis.pdf: ingested 19 pages, 88 chunks`` or
-        ``scan.pdf: ingested 3 pages (3 by OCR), 7 chunks``.
+        ``scan.pdf: ingested 3 pages (3 by OCR), 7 chunks``; a file named ``a<ESC>[31m<newline>b.pdf``
+        is shown as ``a\x1b[31m\nb.pdf``.
         """
-        return f"{self.filename}: {self.message}"
+        return printable(f"{self.filename}: {self.message}")
 
 
 @dataclass(frozen=True)
@@ -233,7 +235,8 @@ class _Group:
                 toks.update(zip((c.id for c in p.chunks), p.toks, strict=True))
         error = None
         try:
-            # several files: one upsert (each costs Chroma tens of ms); one large file: upserts of STORE_BATCH
+            # several files: one upsert (each costs Chroma tens of ms), split by the store at the most one
+            # upsert may hold (KnowledgeBase.max_batch_size); one large file: upserts of STORE_BATCH
             batch = STORE_BATCH if len(self.items) == 1 else max(STORE_BATCH, self.chunks)
             self.kb.add_documents([(p.chunks, p.doc.page_count, p.size) for _, p, _ in self.items],
                                   batch_size=batch, embeddings=vectors or None, terms=toks or None)

@@ -1,8 +1,15 @@
-"""Records passed between loaders, the chunker and the pipeline."""
+"""Records passed between loaders, the chunker and the pipeline.
+
+:class:`ChunkRecord`, the chunker's output, is the store's input: it is defined by :mod:`rag.store.records`.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from rag.store.records import ChunkRecord
+
+__all__ = ["ChunkRecord", "Page"]
 
 
 @dataclass(frozen=True)
@@ -23,20 +30,3 @@ class Page:
     layer: str = field(default="", repr=False, compare=False)
     lines: tuple[tuple[int, int, float, float, float, float], ...] = field(default=(), repr=False,
                                                                           compare=False)
-
-
-@dataclass(frozen=True)
-class ChunkRecord:
-    """One chunk ready for the store.
-
-    ``id`` is ``"{doc_sha[:16]}-{index:05d}"``, so the same bytes always give the same ids.
-    ``index`` is 0-based over the whole document; ``page`` is 1-based.
-    """
-
-    id: str
-    text: str
-    source: str
-    page: int
-    index: int
-    doc_sha: str
-    metadata: dict = field(default_factory=dict)

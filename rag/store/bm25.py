@@ -2,124 +2,38 @@
 
 :class:`KeywordIndex` keeps it in SQLite (posting lists) under the data directory, updated incrementally by
 every ingest and delete in the same crash-safe step as the document's completion record
-(:mod:`rag.store.records`). :class:`LexicalIndex` is the same ranking built whole in memory with bm25s:
-the reference the incremental index is tested and benchmarked against.
+(:mod:`rag.store.records`). :class:`LexicalIndex` (in :mod:`rag.store.lexical`, importable from here) is the
+same ranking built whole in memory with bm25s: the reference the incremental index is tested and benchmarked
+against.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-import os
 import shutil
-import signal
 import sqlite3
 import threading
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from rag.models import Chunk
-from rag.store.records import PAGE_SIZE, row_text
+from rag.store.client import test_kill_in_keywords
+from rag.store.lexical import LexicalIndex, LexicalStats
+from rag.store.records import read_document_texts
 from rag.text import terms
+
+__all__ = ["INDEX_FORMAT", "KeywordIndex", "LexicalIndex", "LexicalStats", "index_path", "keyword_index",
+           "lexical_index", "lexical_stats"]
 
 INDEX_FORMAT = 5
 """Version of the on-disk keyword index layout and of the tokenizer (:func:`rag.text.terms`) it was
 built with (5: posting lists in SQLite, complete documents only): an index saved under another version
 is emptied and rebuilt from the store."""
-
-
-@dataclass(frozen=True)
-class LexicalStats:
-    """Document frequencies of index terms over a set of chunks.
-
-    ``idf`` is the BM25 form ln(1 + (N - df + 0.5) / (df + 0.5)) (Robertson & Zaragoza 2009),
-    always > 0; a term never seen gets the idf of df = 0.
-    """
-
-    n_docs: int
-    df: dict[str, int]
-
-    @classmethod
-    def from_texts(cls, texts: Iterable[str]) -> LexicalStats:
-        """Statistics of ``texts``, tokenized with :func:`rag.text.terms`."""
-        return cls.from_terms(terms(t) for t in texts)
-
-    @classmethod
-    def from_terms(cls, docs: Iterable[list[str]]) -> LexicalStats:
-        """Statistics of documents given as term lists."""
-        df: Counter[str] = Counter()
-        n = 0
-        for toks in docs:
-            df.update(set(toks))
-            n += 1
-        return cls(n_docs=n, df=dict(df))
-
-    def idf(self, term: str) -> float:
-        """The BM25 idf of ``term`` (> 0; a term never seen gets the idf of df = 0)."""
-        df = self.df.get(term, 0)
-        return math.log(1.0 + (self.n_docs - df + 0.5) / (df + 0.5))
-
-
-class LexicalIndex:
-    """A BM25 index built whole in memory (bm25s, Lucene variant, k1=1.5, b=0.75) over chunk ids.
-
-    The reference ranking :class:`KeywordIndex` reproduces incrementally. It holds ids and token statistics
-    only; the chunks themselves are read back from the knowledge base for each hit.
-    """
-
-    def __init__(self, ids: list[str], bm25, stats: LexicalStats) -> None:
-        """Wrap a built bm25s index over ``ids`` (in index order) with its term statistics."""
-        self.ids = ids
-        self.stats = stats
-        self._bm25 = bm25
-
-    @classmethod
-    def build(cls, rows: Iterable[tuple[str, str]]) -> LexicalIndex:
-        """Index ``(chunk id, text)`` rows; tokens are :func:`rag.text.terms` (stemmed, no stop words).
-
-        An empty ``rows`` gives an index that finds nothing.
-        """
-        import bm25s
-
-        ids: list[str] = []
-        tokens: list[list[str]] = []
-        for cid, text in rows:
-            ids.append(cid)
-            tokens.append(terms(text or ""))
-        stats = LexicalStats.from_terms(tokens)
-        bm25 = None
-        if ids:
-            bm25 = bm25s.BM25()
-            bm25.index(tokens, show_progress=False)
-        return cls(ids, bm25, stats)
-
-    def search_ids(self, query: str, k: int) -> list[tuple[str, float]]:
-        """The ``k`` best ``(chunk id, BM25 score)`` pairs for ``query``, best first.
-
-        Only scores > 0 (chunks sharing at least one term with the query).
-        """
-        q = [t for t in terms(query) if t in self.stats.df]
-        if self._bm25 is None or not q or k <= 0:
-            return []
-        docs, scores = self._bm25.retrieve([q], k=min(k, len(self.ids)), show_progress=False)
-        hits = zip(docs[0], scores[0], strict=False)
-        return [(self.ids[int(i)], round(float(s), 4)) for i, s in hits if s > 0]
-
-    def search(self, kb, query: str, k: int) -> list[Chunk]:
-        """The ``k`` best chunks of ``kb`` by BM25, best first; ``score`` is the raw BM25 score (> 0).
-
-        Chunks deleted from ``kb`` since the index was built are left out.
-        """
-        hits = self.search_ids(query, k)
-        if not hits:
-            return []
-        scores = dict(hits)
-        return [c.model_copy(update={"score": scores[c.id]}) for c in kb.get_chunks(scores)]
 
 
 class KeywordIndex:
@@ -251,13 +165,13 @@ class KeywordIndex:
                                  [(sha, len(chunks)) for sha, chunks in docs])
             self._db.executemany(
                 "INSERT INTO chunks(rowid, chunk_id, doc_sha, length, terms) VALUES (?, ?, ?, ?, ?)", rows)
-            _test_kill("mid")
+            test_kill_in_keywords("mid")
             self._merge(vocab, np.frombuffer(owners, dtype=np.int32),
                         np.frombuffer(triples, dtype=np.int32).reshape(-1, 3))
             self._set_meta("chunks", n + len(rows))
             self._set_meta("length", length)
             self._bump()
-        _test_kill("after")
+        test_kill_in_keywords("after")
         return len(rows)
 
     def delete(self, doc_shas: Iterable[str]) -> int:
@@ -436,16 +350,6 @@ _SCHEMA = (
 
 _lock = threading.Lock()
 
-TEST_KILL_ENV = "RETRACE_TEST_KILL_IN_KEYWORDS"
-"""Test hook: ``mid`` makes the process SIGKILL itself inside a keyword-index transaction (after its first
-chunk), ``after`` right after the transaction commits (before the completion record)."""
-
-
-def _test_kill(point: str) -> None:
-    if os.environ.get(TEST_KILL_ENV) == point:
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
 def index_path(kb) -> Path | None:
     """Where ``kb``'s keyword index persists.
 
@@ -470,24 +374,6 @@ def keyword_index(kb) -> KeywordIndex:
     return index
 
 
-def _read_documents(kb, shas: list[str]) -> Iterator[tuple[str, list[tuple[str, str]]]]:
-    """``(doc_sha, [(chunk id, text), ...])`` of these documents, read from ``kb`` in chunk order."""
-    by_doc: dict[str, list[tuple[int, str, str]]] = {s: [] for s in shas}
-    offset = 0
-    while True:
-        got = kb._get_page(where={"doc_sha": {"$in": shas}}, limit=PAGE_SIZE, offset=offset,
-                           include=["documents", "metadatas"])
-        if not got["ids"]:
-            break
-        for cid, text, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=False):
-            meta = meta or {}
-            by_doc.setdefault(str(meta.get("doc_sha", "")), []).append(
-                (int(meta.get("chunk_index", 0)), cid, row_text(text, meta)))
-        offset += len(got["ids"])
-    for sha in shas:
-        yield sha, [(cid, text) for _, cid, text in sorted(by_doc.get(sha, []))]
-
-
 def lexical_index(kb) -> KeywordIndex:
     """``kb``'s keyword (BM25) index over the chunks of its complete documents, consistent with the store.
 
@@ -499,7 +385,7 @@ def lexical_index(kb) -> KeywordIndex:
     index = keyword_index(kb)
     key = kb.fingerprint()
     if index.synced != key:
-        index.sync(kb.complete_documents(), lambda shas: _read_documents(kb, shas))
+        index.sync(kb.complete_documents(), lambda shas: read_document_texts(kb._get_page, shas))
         index.synced = key
     return index
 

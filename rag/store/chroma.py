@@ -17,39 +17,41 @@ from chromadb.api import ClientAPI
 from chromadb.api.types import EmbeddingFunction
 
 from rag.config import DEFAULT_COLLECTION, Settings
-from rag.ingest.types import ChunkRecord
 from rag.models import Chunk
 from rag.store.bm25 import keyword_index
 from rag.store.client import (
     EmbeddingMismatch,
+    KnowledgeBaseNotFound,
     StoreError,
     StoreUnavailable,
     is_unreachable,
     list_knowledge_bases,
     make_client,
+    not_found_message,
     server_address,
     translate_unreachable,
     unreachable_message,
     validate_collection_name,
 )
 from rag.store.embeddings import embedding_function_for, embedding_identity, make_embedding_function
-from rag.store.kbs import fresh_metadata, recorded_embedding
+from rag.store.kbs import names, open_collection, recorded_embedding
 from rag.store.records import (
     COMPLETE_KEY,
     PAGE_SIZE,
     RECORDS_FLAG,
-    TEXT_KEY,
+    ChunkRecord,
     DocumentInfo,
-    add_legacy_records,
     document_lines,
+    pages_of,
+    read_complete,
+    read_documents,
     to_chunk,
 )
-from rag.store.writer import Row as _Row
-from rag.store.writer import RowWriter
-from rag.text import terms as text_terms
+from rag.store.writer import document_rows, store_rows, stream_rows
 
 __all__ = [  # the store's public names, importable from here as before the split
     "COMPLETE_KEY", "PAGE_SIZE", "RECORDS_FLAG", "DocumentInfo", "EmbeddingMismatch", "KnowledgeBase",
+    "KnowledgeBaseNotFound",
     "StoreError", "StoreUnavailable", "document_lines", "is_unreachable", "list_knowledge_bases",
     "make_client", "open_knowledge_base", "server_address", "unreachable_message", "validate_collection_name",
 ]
@@ -81,6 +83,7 @@ class KnowledgeBase:
         self._collection: Any = None
         self._complete_cache: tuple | None = None
         self._documents_cache: tuple | None = None
+        self._max_batch: int | None = None
 
     @property
     @translate_unreachable
@@ -91,40 +94,8 @@ class KnowledgeBase:
         collection is simply rebuilt for the current one).
         """
         if self._collection is None:
-            ident = embedding_identity(self.embedding_function)
-            fresh = fresh_metadata(self.embedding_function)
-            try:
-                col = self.client.get_or_create_collection(
-                    self.name, embedding_function=self.embedding_function, metadata=fresh)
-                built_with = (col.metadata or {}).get("embedding")
-            except ValueError as exc:  # Chroma refuses another embedding function's name
-                if "conflict" not in str(exc).lower():
-                    raise
-                col, built_with = None, self._persisted_embedding()
-            if (col is None or (built_with and built_with != ident)) and self._is_empty():
-                # Nothing is stored yet, so nothing can be mixed: rebuild it for this model.
-                self.client.delete_collection(self.name)
-                col, built_with = self.client.create_collection(
-                    self.name, embedding_function=self.embedding_function,
-                    metadata=fresh), ident
-            if col is None or (built_with and built_with != ident):
-                raise EmbeddingMismatch(
-                    f"knowledge base '{self.name}' was built with embeddings '{built_with}', not "
-                    f"'{ident}'. Re-index it (`python -m rag kb reindex {self.name} --embedding MODEL`, "
-                    "or Re-index on the Documents page), or open it with its own model.")
-            if not (col.metadata or {}).get(RECORDS_FLAG):
-                add_legacy_records(col)
-            self._collection = col
+            self._collection = open_collection(self.client, self.name, self.embedding_function)
         return self._collection
-
-    def _is_empty(self) -> bool:
-        return self.client.get_collection(self.name).count() == 0
-
-    def _persisted_embedding(self) -> str:
-        for col in self.client.list_collections():
-            if getattr(col, "name", col) == self.name:
-                return str((getattr(col, "metadata", None) or {}).get("embedding", "another model"))
-        return "another model"
 
     # -- state ---------------------------------------------------------------------------
     @property
@@ -205,16 +176,7 @@ class KnowledgeBase:
         key = self.fingerprint()
         if self._complete_cache and self._complete_cache[0] == key:
             return self._complete_cache[1]
-        out: dict[str, int] = {}
-        offset = 0
-        while True:
-            got = self.collection.get(where={COMPLETE_KEY: {"$gt": 0}}, limit=PAGE_SIZE,
-                                      offset=offset, include=["metadatas"])
-            if not got["ids"]:
-                break
-            for meta in got["metadatas"]:
-                out[str(meta.get("doc_sha", ""))] = int(meta[COMPLETE_KEY])
-            offset += len(got["ids"])
+        out = read_complete(self.collection)
         self._complete_cache = (key, out)
         return out
 
@@ -243,23 +205,6 @@ class KnowledgeBase:
         """
         return self.document_status(doc_sha) == "complete"
 
-    def _index_keywords(self, docs: list[list[ChunkRecord]],
-                        terms: dict[str, list[str]] | None = None) -> None:
-        """Add whole documents to the keyword index in one transaction, just before their completion records.
-
-        ``terms`` maps chunk ids to their :func:`rag.text.terms` when the caller has them already.
-        """
-        index = keyword_index(self)
-        if terms is not None and all(c.id in terms for d in docs for c in d):
-            index.add_terms([(d[0].doc_sha, [(c.id, terms[c.id]) for c in d]) for d in docs])
-        else:
-            index.add([(d[0].doc_sha, [(c.id, c.text) for c in d]) for d in docs])
-
-    def _unindex_keywords(self, shas: list[str]) -> None:
-        """Best effort: a document that did not get its completion record leaves the keyword index."""
-        with contextlib.suppress(Exception):  # else the next lexical_index() call reconciles it
-            keyword_index(self).delete(shas)
-
     @translate_unreachable
     def add_document(self, chunks: list[ChunkRecord], *, pages: int, size_bytes: int,
                      batch_size: int = 256, embeddings: list | None = None,
@@ -279,43 +224,6 @@ class KnowledgeBase:
         return self.add_documents([(chunks, pages, size_bytes)], batch_size=batch_size, embeddings=vectors,
                                   terms=terms)
 
-    def _tokenise(self, part: list[tuple[ChunkRecord, int, int]], toks: dict[str, list[str]]) -> None:
-        """With a local embedding function (hashing), fill ``toks`` with these rows' chunk id -> terms.
-
-        Each chunk is tokenised once, for its vector and for the keyword index.
-        """
-        if getattr(self.embedding_function, "embed_terms", None) is not None:
-            toks.update((c.id, text_terms(c.text)) for c, _, _ in part if c.id not in toks)
-
-    def _vectors(self, chunks: list[ChunkRecord], toks: dict[str, list[str]]) -> list:
-        """The vectors of ``chunks``: from their terms in ``toks`` (local embeddings), else embedded."""
-        embed_terms = getattr(self.embedding_function, "embed_terms", None)
-        if embed_terms is not None and all(c.id in toks for c in chunks):
-            return [embed_terms(toks[c.id]) for c in chunks]
-        return list(self.embedding_function([c.text for c in chunks]))
-
-    def _upsert_rows(self, part: list[tuple[ChunkRecord, int, int]], now: float, vectors: list,
-                     records: dict[str, int]) -> None:
-        """Upsert ``(chunk, pages, size_bytes)`` rows with their ``vectors``, each chunk's text as metadata.
-
-        ``records`` maps the ids of the chunks that carry a completion record to their document's chunk count.
-        """
-        metadatas = [{**c.metadata, "pages": p, "size_bytes": b, "added_at": now, TEXT_KEY: c.text,
-                      **({COMPLETE_KEY: records[c.id]} if c.id in records else {})} for c, p, b in part]
-        self.collection.upsert(ids=[c.id for c, _, _ in part], metadatas=metadatas, embeddings=vectors)
-
-    def _delete_leftovers(self, shas: list[str]) -> int:
-        """Delete the chunks an interrupted ingest left of these documents; returns how many were deleted."""
-        removed = 0
-        for start in range(0, len(shas), 500):
-            part = shas[start:start + 500]
-            where = {"doc_sha": part[0]} if len(part) == 1 else {"doc_sha": {"$in": part}}
-            ids = self.collection.get(where=where, include=[])["ids"]
-            if ids:
-                self.collection.delete(ids=ids)
-                removed += len(ids)
-        return removed
-
     @translate_unreachable
     def add_documents(self, documents: Iterable[tuple[list[ChunkRecord], int, int]], *,
                       batch_size: int = 1024, embeddings: dict[str, Any] | None = None,
@@ -332,14 +240,7 @@ class KnowledgeBase:
         On an exception the documents not completely written are deleted again, the complete ones
         stay, and the error is re-raised. Returns the number of chunks stored.
         """
-        given, toks = embeddings or {}, terms or {}
-
-        def rows() -> Iterator[_Row]:
-            for chunks, pages, size_bytes in documents:
-                for n, c in enumerate(chunks, 1):
-                    yield c, pages, size_bytes, given.get(c.id), toks.get(c.id), n == len(chunks)
-
-        return self._store_rows(rows(), batch_size)
+        return store_rows(self, document_rows(documents, embeddings or {}, terms or {}), batch_size)
 
     @translate_unreachable
     def add_document_stream(self, parts: Iterable[tuple[list[ChunkRecord], list | None, list | None]], *,
@@ -353,35 +254,14 @@ class KnowledgeBase:
         written so far are deleted again and the error is re-raised; a process killed meanwhile leaves
         the document incomplete, repaired by the next ingest. Returns the number of chunks stored.
         """
-        def rows() -> Iterator[_Row]:
-            held: _Row | None = None  # one chunk held back: the last one is only known at the end
-            for chunks, vectors, toks in parts:
-                for i, c in enumerate(chunks):
-                    if held is not None:
-                        yield held
-                    held = (c, pages, size_bytes, None if vectors is None else vectors[i],
-                            None if toks is None else toks[i], False)
-            if held is not None:
-                yield (*held[:5], True)
+        return store_rows(self, stream_rows(parts, pages, size_bytes), batch_size)
 
-        return self._store_rows(rows(), batch_size)
-
-    def _store_rows(self, rows: Iterable[_Row], batch_size: int) -> int:
-        """Upsert ``rows`` in batches of ``batch_size`` (see :class:`rag.store.writer.RowWriter`)."""
-        writer = RowWriter(self)
-        batch: list[_Row] = []
-        try:
-            for row in rows:
-                batch.append(row)
-                if len(batch) == batch_size:
-                    writer.flush(batch)
-                    batch = []
-            if batch:
-                writer.flush(batch)
-        except BaseException:
-            writer.abort(batch)
-            raise
-        return writer.finish()
+    @translate_unreachable
+    def max_batch_size(self) -> int:
+        """The most records one Chroma upsert may hold (the client's ``get_max_batch_size()``, 5,461 here)."""
+        if self._max_batch is None:
+            self._max_batch = int(self.client.get_max_batch_size())
+        return self._max_batch
 
     @translate_unreachable
     def delete_document(self, doc_sha: str) -> int:
@@ -410,16 +290,10 @@ class KnowledgeBase:
         ``complete_only`` leaves out the chunks of incomplete documents.
         """
         complete = self.complete_documents() if complete_only else None
-        offset = 0
-        while True:
-            got = self._get_page(where=where, limit=PAGE_SIZE, offset=offset,
-                                 include=["documents", "metadatas"])
-            if not got["ids"]:
-                return
+        for got in pages_of(self._get_page, where=where, include=["documents", "metadatas"]):
             for cid, text, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=False):
                 if complete is None or (meta or {}).get("doc_sha") in complete:
                     yield to_chunk(cid, text, meta)
-            offset += len(got["ids"])
 
     @translate_unreachable
     def documents(self) -> list[DocumentInfo]:
@@ -436,31 +310,7 @@ class KnowledgeBase:
         return list(infos)
 
     def _read_documents(self) -> list[DocumentInfo]:
-        docs: dict[str, dict] = {}
-        records: dict[str, int] = {}
-        ocr_pages: dict[str, set] = {}
-        offset = 0
-        while True:
-            got = self.collection.get(limit=PAGE_SIZE, offset=offset, include=["metadatas"])
-            if not got["ids"]:
-                break
-            for meta in got["metadatas"]:
-                sha = meta.get("doc_sha", "")
-                d = docs.setdefault(sha, {"source": meta.get("source", "?"),
-                                          "pages": int(meta.get("pages", 0)), "chunks": 0,
-                                          "size_bytes": int(meta.get("size_bytes", 0)),
-                                          "added_at": float(meta.get("added_at", 0.0))})
-                d["chunks"] += 1
-                if meta.get("ocr"):
-                    ocr_pages.setdefault(sha, set()).add(meta.get("page"))
-                if meta.get(COMPLETE_KEY):
-                    records[sha] = int(meta[COMPLETE_KEY])
-            offset += len(got["ids"])
-        infos = [DocumentInfo(doc_sha=sha, **d, ocr_pages=len(ocr_pages.get(sha, ())),
-                              status="complete" if records.get(sha) == d["chunks"]
-                              else "incomplete")
-                 for sha, d in docs.items()]
-        return sorted(infos, key=lambda d: (-d.added_at, d.source))
+        return read_documents(self.collection)
 
     @translate_unreachable
     def _get_page(self, **kwargs) -> dict:
@@ -506,15 +356,21 @@ class KnowledgeBase:
 
 def open_knowledge_base(settings: Settings, name: str = DEFAULT_COLLECTION,
                         embedding_function: EmbeddingFunction | None = None,
-                        client: ClientAPI | None = None) -> KnowledgeBase:
+                        client: ClientAPI | None = None, *, must_exist: bool = False) -> KnowledgeBase:
     """Open (creating on first write) the knowledge base ``name`` for ``settings``.
 
     It embeds with ``embedding_function`` when given, else with the model recorded by the knowledge base
     (whatever key or model ``settings`` configure now: see :mod:`rag.store.kbs`), else, for a new one, with
-    the configured model. Raises ValueError for a bad name, EmbeddingKeyMissing (one line) when the recorded
-    model needs an OpenAI key ``settings`` lack, StoreUnavailable when the server cannot be reached.
+    the configured model. With ``must_exist`` (for asking, never for ingesting) a knowledge base that does
+    not exist is not created: KnowledgeBaseNotFound (a ValueError whose one line lists those that do).
+    Raises ValueError for a bad name, EmbeddingKeyMissing (one line) when the recorded model needs an
+    OpenAI key ``settings`` lack, StoreUnavailable when the server cannot be reached.
     """
     client = client or make_client(settings)
+    if must_exist:
+        existing = names(client)
+        if validate_collection_name(name) not in existing:
+            raise KnowledgeBaseNotFound(not_found_message(name, existing))
     ef = embedding_function
     if ef is None:
         recorded = recorded_embedding(client, validate_collection_name(name))

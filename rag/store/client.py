@@ -34,6 +34,18 @@ class EmbeddingKeyMissing(StoreError):
     """The knowledge base's embedding model needs a key (OpenAI) that is not configured."""
 
 
+class KnowledgeBaseNotFound(StoreError, ValueError):
+    """The knowledge base asked for does not exist (asking never creates one); the message lists others."""
+
+
+def not_found_message(name: str, existing: list[str]) -> str:
+    """The one line said when the knowledge base ``name`` does not exist; ``existing`` are those that do."""
+    if existing:
+        return f"knowledge base '{name}' does not exist; the knowledge bases are: {', '.join(existing)}"
+    return (f"knowledge base '{name}' does not exist, nor any other yet: add documents first "
+            f"(python -m rag ingest FILES --collection {name})")
+
+
 class StoreUnavailable(StoreError):
     """The Chroma server cannot be reached (not running, killed, wrong host or port).
 
@@ -131,6 +143,16 @@ def test_hook_after_batch() -> None:
 
 
 _BATCHES = 0
+
+TEST_KILL_ENV = "RETRACE_TEST_KILL_IN_KEYWORDS"
+"""Test hook: ``mid`` makes the process SIGKILL itself inside a keyword-index transaction (after its first
+chunk), ``after`` right after the transaction commits (before the completion record)."""
+
+
+def test_kill_in_keywords(point: str) -> None:
+    """Test hook (inert unless :data:`TEST_KILL_ENV` is ``point``): SIGKILL this process there."""
+    if os.environ.get(TEST_KILL_ENV) == point:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def make_client(settings: Settings) -> ClientAPI:

@@ -10,6 +10,7 @@ import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
 from chromadb.utils.embedding_functions import register_embedding_function
 
+from rag.errors import describe_error
 from rag.secrets import remember, scrub
 from rag.text import terms
 
@@ -139,9 +140,6 @@ class OpenAICompatibleEmbeddingFunction(EmbeddingFunction[Documents]):
         try:
             vectors = self._client.embed_documents(list(input))
         except Exception as exc:
-            # lazy: an import cycle (rag.engines.llm -> engines.local -> store.bm25 -> store.chroma -> here)
-            from rag.engines.llm import describe_error
-
             where = self.base_url or "api.openai.com"
             # from None: the client's error may echo the key (a 401 body); a chained
             # exception would carry it into any traceback or log

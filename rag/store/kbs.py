@@ -28,9 +28,9 @@ from typing import Any
 from chromadb.api import ClientAPI
 from chromadb.api.types import EmbeddingFunction
 
-from rag.ingest.sources import forget_knowledge_base
 from rag.store.client import (
     INTERNAL,
+    EmbeddingMismatch,
     StoreError,
     StoreUnavailable,
     is_unreachable,
@@ -40,7 +40,8 @@ from rag.store.client import (
     validate_collection_name,
 )
 from rag.store.embeddings import embedding_function_for, embedding_identity, needs_key, parse_embedding
-from rag.store.records import PAGE_SIZE, RECORDS_FLAG, TEXT_KEY, row_text
+from rag.store.records import PAGE_SIZE, RECORDS_FLAG, TEXT_KEY, add_legacy_records, row_text
+from rag.store.sources import forget_knowledge_base
 
 REINDEX, BUILT, RETIRED = "reindex", "built", "retired"
 """Roles of the internal collections: being built, completely built (ready to take over), retired."""
@@ -100,6 +101,37 @@ def fresh_metadata(ef: EmbeddingFunction) -> dict[str, Any]:
     """The metadata of a new knowledge base built by ``ef``: its model, no change yet, completion records."""
     return {"embedding": embedding_identity(ef), "embedding_base_url": getattr(ef, "base_url", None) or "",
             "revision": 0, RECORDS_FLAG: 1}
+
+
+def open_collection(client: ClientAPI, name: str, ef: EmbeddingFunction) -> Any:
+    """The Chroma collection of knowledge base ``name`` embedded by ``ef``, created when it does not exist.
+
+    An empty collection built for another model is rebuilt for ``ef``; a collection made before completion
+    records gets them (:func:`rag.store.records.add_legacy_records`). Raises EmbeddingMismatch when it holds
+    chunks another model embedded.
+    """
+    ident = embedding_identity(ef)
+    fresh = fresh_metadata(ef)
+    try:
+        col = client.get_or_create_collection(name, embedding_function=ef, metadata=fresh)
+        built_with = (col.metadata or {}).get("embedding")
+    except ValueError as exc:  # Chroma refuses another embedding function's name
+        if "conflict" not in str(exc).lower():
+            raise
+        meta = getattr(_collections(client).get(name), "metadata", None) or {}
+        col, built_with = None, str(meta.get("embedding", "another model"))
+    if (col is None or (built_with and built_with != ident)) and client.get_collection(name).count() == 0:
+        # Nothing is stored yet, so nothing can be mixed: rebuild it for this model.
+        client.delete_collection(name)
+        col, built_with = client.create_collection(name, embedding_function=ef, metadata=fresh), ident
+    if col is None or (built_with and built_with != ident):
+        raise EmbeddingMismatch(
+            f"knowledge base '{name}' was built with embeddings '{built_with}', not '{ident}'. Re-index it "
+            f"(`python -m rag kb reindex {name} --embedding MODEL`, or Re-index on the Documents page), or "
+            "open it with its own model.")
+    if not (col.metadata or {}).get(RECORDS_FLAG):
+        add_legacy_records(col)
+    return col
 
 
 def _info(name: str, col: Any) -> KnowledgeBaseInfo:

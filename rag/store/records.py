@@ -15,14 +15,12 @@ re-stores it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from rag.models import Chunk
-
-if TYPE_CHECKING:  # only for annotations: rag.store.chroma imports this module
-    from rag.store.chroma import KnowledgeBase
+from rag.terminal import printable
 
 PAGE_SIZE = 2000  # rows per Chroma get(); keeps memory flat on large collections
 
@@ -38,6 +36,23 @@ their Chroma document: :func:`row_text` reads either."""
 RECORDS_FLAG = "completion_records"
 """Collection metadata flag: the collection's documents carry completion records (collections
 made before them are given records for the documents they hold, once, on first open)."""
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    """One chunk ready for the store.
+
+    ``id`` is ``"{doc_sha[:16]}-{index:05d}"``, so the same bytes always give the same ids.
+    ``index`` is 0-based over the whole document; ``page`` is 1-based.
+    """
+
+    id: str
+    text: str
+    source: str
+    page: int
+    index: int
+    doc_sha: str
+    metadata: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -68,6 +83,17 @@ class DocumentInfo:
         return self.status == "complete"
 
 
+def pages_of(get: Callable[..., dict], **query) -> Iterator[dict]:
+    """What a Chroma ``get`` returns for ``query``, a page of PAGE_SIZE rows at a time, until none is left."""
+    offset = 0
+    while True:
+        got = get(limit=PAGE_SIZE, offset=offset, **query)
+        if not got["ids"]:
+            return
+        yield got
+        offset += len(got["ids"])
+
+
 def add_legacy_records(col) -> None:
     """Give a collection made before completion records existed a record for each document it holds.
 
@@ -75,18 +101,13 @@ def add_legacy_records(col) -> None:
     """
     first: dict[str, tuple[int, str]] = {}
     counts: dict[str, int] = {}
-    offset = 0
-    while True:
-        got = col.get(limit=PAGE_SIZE, offset=offset, include=["metadatas"])
-        if not got["ids"]:
-            break
+    for got in pages_of(col.get, include=["metadatas"]):
         for cid, meta in zip(got["ids"], got["metadatas"], strict=False):
             sha = str((meta or {}).get("doc_sha", ""))
             idx = int((meta or {}).get("chunk_index", 0))
             counts[sha] = counts.get(sha, 0) + 1
             if sha not in first or idx < first[sha][0]:
                 first[sha] = (idx, cid)
-        offset += len(got["ids"])
     shas = list(first)
     for start in range(0, len(shas), 1000):
         part = shas[start:start + 1000]
@@ -98,7 +119,64 @@ def add_legacy_records(col) -> None:
     col.modify(metadata=meta)
 
 
-def document_lines(kb: KnowledgeBase, docs: list[DocumentInfo] | None = None) -> list[str]:
+def read_complete(col) -> dict[str, int]:
+    """doc_sha -> chunk count of every document of the collection ``col`` that has a completion record."""
+    return {str(meta.get("doc_sha", "")): int(meta[COMPLETE_KEY])
+            for got in pages_of(col.get, where={COMPLETE_KEY: {"$gt": 0}}, include=["metadatas"])
+            for meta in got["metadatas"]}
+
+
+def read_document_texts(get: Callable[..., dict],
+                        shas: list[str]) -> Iterator[tuple[str, list[tuple[str, str]]]]:
+    """``(doc_sha, [(chunk id, text), ...])`` of these documents in chunk order, read with ``get``.
+
+    ``get`` is a collection's ``get`` (Chroma's keyword arguments), pages of PAGE_SIZE rows at a time.
+    """
+    by_doc: dict[str, list[tuple[int, str, str]]] = {s: [] for s in shas}
+    for got in pages_of(get, where={"doc_sha": {"$in": shas}}, include=["documents", "metadatas"]):
+        for cid, text, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=False):
+            meta = meta or {}
+            by_doc.setdefault(str(meta.get("doc_sha", "")), []).append(
+                (int(meta.get("chunk_index", 0)), cid, row_text(text, meta)))
+    for sha in shas:
+        yield sha, [(cid, text) for _, cid, text in sorted(by_doc.get(sha, []))]
+
+
+def read_documents(col) -> list[DocumentInfo]:
+    """Every document of the collection ``col``, newest first, from its chunks' metadata (pages of PAGE_SIZE).
+
+    A document is ``complete`` when its completion record counts exactly the chunks stored.
+    """
+    docs: dict[str, dict] = {}
+    records: dict[str, int] = {}
+    ocr_pages: dict[str, set] = {}
+    for got in pages_of(col.get, include=["metadatas"]):
+        for meta in got["metadatas"]:
+            sha = meta.get("doc_sha", "")
+            d = docs.setdefault(sha, {"source": meta.get("source", "?"),
+                                      "pages": int(meta.get("pages", 0)), "chunks": 0,
+                                      "size_bytes": int(meta.get("size_bytes", 0)),
+                                      "added_at": float(meta.get("added_at", 0.0))})
+            d["chunks"] += 1
+            if meta.get("ocr"):
+                ocr_pages.setdefault(sha, set()).add(meta.get("page"))
+            if meta.get(COMPLETE_KEY):
+                records[sha] = int(meta[COMPLETE_KEY])
+    infos = [DocumentInfo(doc_sha=sha, **d, ocr_pages=len(ocr_pages.get(sha, ())),
+                          status="complete" if records.get(sha) == d["chunks"] else "incomplete")
+             for sha, d in docs.items()]
+    return sorted(infos, key=lambda d: (-d.added_at, d.source))
+
+
+class Listed(Protocol):
+    """What lists its documents: a :class:`rag.store.chroma.KnowledgeBase`."""
+
+    def documents(self) -> list[DocumentInfo]:
+        """The stored documents, newest first."""
+        ...
+
+
+def document_lines(kb: Listed, docs: list[DocumentInfo] | None = None) -> list[str]:
     """One line per stored document for a listing (``python -m rag kb show``), newest first.
 
     Status, pages, chunks, OCR'd pages, file name and sha256 prefix; an incomplete document says how to
@@ -109,8 +187,8 @@ def document_lines(kb: KnowledgeBase, docs: list[DocumentInfo] | None = None) ->
     for d in kb.documents() if docs is None else docs:
         mark = "ok        " if d.complete else "INCOMPLETE"
         fix = "" if d.complete else "  (interrupted ingest: ingest the same file again to repair it)"
-        lines.append(f"{mark} {d.pages:>5} pages {d.chunks:>6} chunks {d.ocr_pages:>4} OCR'd  {d.source}  "
-                     f"{d.doc_sha[:12]}{fix}")
+        lines.append(f"{mark} {d.pages:>5} pages {d.chunks:>6} chunks {d.ocr_pages:>4} OCR'd  "
+                     f"{printable(d.source)}  {d.doc_sha[:12]}{fix}")
     return lines
 
 

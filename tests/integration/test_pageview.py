@@ -13,9 +13,9 @@ import pypdfium2 as pdfium
 import pytest
 from PIL import Image
 
-from rag.ingest import sources
 from rag.ingest.pageview import PageView, PassageUnavailable, TextView, open_passage, render_page
 from rag.ingest.pipeline import ingest_files
+from rag.store import sources
 from tests.conftest import LEWIS, TRICKY
 
 

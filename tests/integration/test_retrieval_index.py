@@ -61,7 +61,7 @@ def test_bm25_is_loaded_after_a_restart_and_grows_without_a_rebuild(settings, pa
     assert saved.exists() and index_path(kb) == settings.data_dir / "bm25" / "default"
 
     reads, adds = [], []
-    monkeypatch.setattr(bm25, "_read_documents", lambda kb, shas: reads.append(shas) or iter(()))
+    monkeypatch.setattr(bm25, "read_document_texts", lambda get, shas: reads.append(shas) or iter(()))
     real_add = KeywordIndex.add_terms
     monkeypatch.setattr(KeywordIndex, "add_terms",
                         lambda self, docs: real_add(self, adds.append(docs := list(docs)) or docs))

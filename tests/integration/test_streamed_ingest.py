@@ -112,14 +112,14 @@ def test_a_part_that_fails_leaves_nothing_of_the_document(settings):
 def test_a_worker_failure_while_streaming_loads_the_file_here(settings, monkeypatch):
     from rag.ingest import parallel
 
-    real = parallel._prepare_range
+    real = parallel.prepare_range
 
     def broken(key, data, password, first, last, *rest):
         if first > 64:
             raise MemoryError("worker out of memory")  # not the file's fault
         return real(key, data, password, first, last, *rest)
 
-    monkeypatch.setattr(parallel, "_prepare_range", broken)
+    monkeypatch.setattr(parallel, "prepare_range", broken)
     kb = open_knowledge_base(settings)
     [report] = ingest_files(kb, [BRK], workers=2)
     assert report.status == "ingested" and report.pages == 143
