@@ -151,7 +151,7 @@ def test_bench_ingest_on_two_papers(tmp_path):
     result = bench_ingest([LEWIS, SELF_RAG, LEWIS], workdir=tmp_path)
     assert result["files"] == 2 and result["pages"] == 49 and result["chunks"] == 88 + 133
     assert result["skipped_duplicates"] == [LEWIS.name]
-    assert set(result["stages"]) == {"parse", "chunk", "embed", "upsert"}
+    assert set(result["stages"]) == {"parse", "chunk", "embed", "keyword_index", "upsert"}
     for rate in [*result["stages"].values(), result["pipeline"],
                  *result["baselines"].values()]:
         assert rate["seconds"] > 0 and rate["pages_per_s"] > 0
