@@ -8,23 +8,17 @@ reference pipeline (PyPDFLoader, RecursiveCharacterTextSplitter, Chroma.from_doc
 from __future__ import annotations
 
 import hashlib
-import importlib
 import io
 import logging
 import os
-import pickle
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
 import chromadb
 import pypdf
@@ -32,27 +26,12 @@ from langchain_core.embeddings import Embeddings
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from rag.bench.data import ratio
-from rag.config import Settings
+from rag.bench.harness import cpu_seconds, fresh_kb, isolated, rate
+from rag.bench.ocr import bench_ocr
 from rag.ingest.chunking import chunk_document
-from rag.ingest.loaders import load_document, normalize_text
+from rag.ingest.loaders import load_document
 from rag.ingest.pipeline import ChunkSettings, ingest_files
-from rag.store.chroma import open_knowledge_base
 from rag.store.embeddings import HashingEmbeddingFunction
-
-
-def _optional_module(name: str) -> ModuleType | None:
-    """The module ``name``, or None where it cannot be imported."""
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        return None
-
-
-resource = _optional_module("resource")
-"""None on Windows: CPU seconds and peak memory are then reported as 0.0 / None."""
-Levenshtein = _optional_module("rapidfuzz.distance.Levenshtein")
-"""Optional: without it character_error_rate falls back to a pure-Python distance."""
-
 
 BENCH_SUFFIXES = (".pdf", ".txt", ".md", ".markdown")
 """What a directory contributes: the types the LangChain reference reads too (PyPDFLoader,
@@ -103,27 +82,6 @@ def _quiet_pypdf():
         yield
     finally:
         log.setLevel(level)
-
-
-def _cpu_seconds() -> float:
-    """CPU time of this process and its finished children (user + system), in seconds.
-
-    0.0 where the platform has no ``resource`` module.
-    """
-    if resource is None:
-        return 0.0
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-
-
-def _rate(seconds: float, pages: int, chunks: int) -> dict:
-    return {"seconds": round(seconds, 3),
-            "pages_per_s": round(pages / seconds, 2) if seconds else None,
-            "chunks_per_s": round(chunks / seconds, 2) if seconds else None}
-
-
-def _fresh_kb(root: Path, name: str):
-    return open_knowledge_base(Settings.from_env({}, data_dir=root / name), name)
 
 
 def _pypdf_floor(files: Sequence[Path]) -> tuple[float, int]:
@@ -182,49 +140,10 @@ def _langchain_reference(files: Sequence[Path], root: Path, chunk_size: int, chu
     return time.perf_counter() - started, len(docs), len(chunks)
 
 
-def _measured(fn: Callable, *args) -> tuple[Any, float, dict]:
-    """``(fn(*args), its CPU seconds, peak memory)``: CPU of this process and its children during the call."""
-    c = _cpu_seconds()
-    out = fn(*args)
-    return out, _cpu_seconds() - c, _peak_rss_mb()
-
-
-def _isolated(fn: Callable, *args) -> tuple[Any, float, dict]:
-    """:func:`_measured` ``fn(*args)`` in a fresh Python process, ended after.
-
-    Each contender runs in a process of its own, as from the command line: the reference imports
-    langchain-community and its dependencies and leaves their threads and state behind, and pypdf's
-    floor leaves a large heap; run in one process, they made our next run's CPU time 20-35 % higher
-    (4.46-4.84 s against 3.60 s). The CPU time is counted from the call, not the interpreter's start.
-    A plain ``python -c`` child (not multiprocessing's spawn, which re-runs the caller's main module,
-    a Streamlit page under AppTest for one). ``fn`` must be importable; raises RuntimeError when the
-    child fails.
-    """
-    with tempfile.TemporaryDirectory(prefix="retrace-bench-child-") as tmp:
-        job, out = Path(tmp) / "job.pickle", Path(tmp) / "out.pickle"
-        job.write_bytes(pickle.dumps((fn, args)))
-        package_root = str(Path(__file__).resolve().parents[2])
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            p for p in (package_root, os.environ.get("PYTHONPATH", "")) if p)}
-        code = "import sys; from rag.bench.ingest import _child; _child(sys.argv[1], sys.argv[2])"
-        done = subprocess.run([sys.executable, "-c", code, str(job), str(out)], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        if done.returncode != 0 or not out.exists():
-            last = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
-            raise RuntimeError(f"benchmark child process failed: {last}")
-        return pickle.loads(out.read_bytes())
-
-
-def _child(job: str, out: str) -> None:
-    """The body of :func:`_isolated`'s child: run the pickled job, pickle what :func:`_measured` returns."""
-    fn, args = pickle.loads(Path(job).read_bytes())
-    Path(out).write_bytes(pickle.dumps(_measured(fn, *args)))
-
-
 def _pipeline_run(files: Sequence[Path], root: Path, name: str, settings: ChunkSettings,
                   workers: int | None) -> tuple[float, list[str]]:
     """Our whole pipeline into a fresh knowledge base ``name`` under ``root``: ``(seconds, failed lines)``."""
-    kb = _fresh_kb(root, name)
+    kb = fresh_kb(root, name)
     started = time.perf_counter()
     reports = ingest_files(kb, files, chunking=settings, workers=workers)
     return time.perf_counter() - started, [r.line() for r in reports if not r.ok]
@@ -232,8 +151,24 @@ def _pipeline_run(files: Sequence[Path], root: Path, name: str, settings: ChunkS
 
 def _stages(files: Sequence[Path], root: Path, chunk_size: int, chunk_overlap: int, ef
             ) -> tuple[dict[str, float], int, int]:
-    timings = {"parse": 0.0, "chunk": 0.0, "embed": 0.0, "upsert": 0.0}
-    kb = _fresh_kb(root, "stages")
+    """Our stages one file after the other in this process: ``(seconds by stage, pages, chunks)``.
+
+    ``parse`` (text and OCR), ``chunk``, ``embed``, ``keyword_index`` (the store's keyword-index
+    transaction, timed inside :meth:`~rag.store.chroma.KnowledgeBase.add_document`) and ``upsert``
+    (the rest of ``add_document``: Chroma upserts and completion records).
+    """
+    timings = {"parse": 0.0, "chunk": 0.0, "embed": 0.0, "keyword_index": 0.0, "upsert": 0.0}
+    kb = fresh_kb(root, "stages")
+    index_keywords = getattr(kb, "_index_keywords", None)
+    if index_keywords is not None:  # measurement only: time the keyword index apart from Chroma
+        def timed(*args, **kwargs):
+            t = time.perf_counter()
+            try:
+                return index_keywords(*args, **kwargs)
+            finally:
+                timings["keyword_index"] += time.perf_counter() - t
+
+        setattr(kb, "_index_keywords", timed)  # noqa: B010 (a method of this instance only)
     pages = chunks = 0
     for f in files:
         data = f.read_bytes()
@@ -245,82 +180,16 @@ def _stages(files: Sequence[Path], root: Path, chunk_size: int, chunk_overlap: i
         t2 = time.perf_counter()
         vectors = ef([r.text for r in records])
         t3 = time.perf_counter()
+        indexed = timings["keyword_index"]
         kb.add_document(records, pages=doc.page_count, size_bytes=len(data), embeddings=vectors)
         t4 = time.perf_counter()
-        for key, dt in zip(timings, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
-            timings[key] += dt
+        timings["parse"] += t1 - t0
+        timings["chunk"] += t2 - t1
+        timings["embed"] += t3 - t2
+        timings["upsert"] += (t4 - t3) - (timings["keyword_index"] - indexed)
         pages += doc.page_count
         chunks += len(records)
     return timings, pages, chunks
-
-
-def _peak_rss_mb() -> dict:
-    """Peak resident set size so far, in MB (10^6 bytes).
-
-    Returns:
-        ``self`` (this process) and ``largest_child`` (the largest child process reaped so
-        far: the ingest workers); None where the ``resource`` module is missing.
-    """
-    if resource is None:
-        return {"self": None, "largest_child": None}
-    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * scale
-    return {"self": round(own / 1e6, 1), "largest_child": round(kids / 1e6, 1)}
-
-
-def character_error_rate(text: str, truth: str) -> float:
-    """Character error rate of ``text`` against ``truth``.
-
-    Levenshtein distance over the length of ``truth``, both with whitespace runs collapsed to
-    one space (line breaks differ between OCR engines); rapidfuzz computes it when installed.
-
-    Raises:
-        ValueError: ``truth`` is empty.
-    """
-    a, b = " ".join(text.split()), " ".join(truth.split())
-    if not b:
-        raise ValueError("the true text is empty")
-    if Levenshtein is None:
-        prev = list(range(len(b) + 1))
-        for i, ca in enumerate(a, 1):
-            cur = [i]
-            for j, cb in enumerate(b, 1):
-                cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
-            prev = cur
-        return prev[-1] / len(b)
-    return Levenshtein.distance(a, b) / len(b)
-
-
-def bench_ocr(files: Sequence[Path | str], root: Path, *, workers: int | None = None) -> dict:
-    """OCR throughput and accuracy on scanned PDFs, through the whole pipeline with OCR on.
-
-    Args:
-        files: scanned PDFs; one with a ``.txt`` of the same name beside it (its true text)
-            also gets its character error rate (:func:`character_error_rate`).
-        root: where the fresh store goes.
-        workers: worker processes of the pipeline (default one per core).
-
-    Returns:
-        ``files``, ``ocr_pages``, ``seconds`` (wall), ``pages_per_s`` (OCR'd pages),
-        ``failed`` (report lines) and ``cer`` (file name -> rate, 0-1 and more).
-    """
-    paths = [Path(f) for f in files]
-    kb = _fresh_kb(root, "ocr")
-    started = time.perf_counter()
-    reports = ingest_files(kb, paths, workers=workers)
-    seconds = time.perf_counter() - started
-    pages = sum(r.ocr_pages for r in reports)
-    cer = {}
-    for f in paths:
-        truth = f.with_suffix(".txt")
-        if truth.is_file():
-            doc = load_document(f.name, f.read_bytes())
-            cer[f.name] = round(character_error_rate(
-                "\n".join(p.text for p in doc.pages),
-                normalize_text(truth.read_text(encoding="utf-8", errors="replace"))), 4)
-    return {"files": len(paths), "ocr_pages": pages, **_rate(seconds, pages, 0),
-            "failed": [r.line() for r in reports if not r.ok], "cer": cer}
 
 
 def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
@@ -330,8 +199,8 @@ def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
                  ocr_files: Sequence[Path | str] = ()) -> dict:
     """Ingestion throughput on the same files, all measured in this call.
 
-    Ours, stage by stage in one process (parse, chunk, embed, upsert: pages/s and chunks/s of
-    each), and the whole pipeline (:func:`rag.ingest.pipeline.ingest_files`, PDFs parsed in
+    Ours, stage by stage in one process (parse, chunk, embed, keyword index, upsert: pages/s
+    and chunks/s of each), and the whole pipeline (:func:`rag.ingest.pipeline.ingest_files`, PDFs parsed in
     ``workers`` processes) into a fresh store; then the same files again (unchanged: only
     hashing, compared with hashing the files alone). Baselines: pypdf text extraction alone
     (the floor every pipeline pays) and, when ``reference``, LangChain's PyPDFLoader +
@@ -340,7 +209,7 @@ def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
     load on the machine; each figure is the median, and ``runs`` keeps every wall time (s).
     ``cpu_seconds`` (this process and its worker processes) shows the work apart from how
     much of the machine was free. Our whole pipeline and the reference each run in a fresh
-    process of their own (see :func:`_isolated`), as they would from the command line.
+    process of their own (see :func:`rag.bench.harness.isolated`), as they would from the command line.
 
     Args:
         paths: files or directories (see :func:`discover_files`).
@@ -352,14 +221,15 @@ def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
         reference: also time the LangChain reference pipeline.
         repeat: interleaved runs of the pipeline and the baselines.
         on_stage: called with a name as each measurement starts.
-        ocr_files: scanned PDFs measured apart by :func:`bench_ocr` (result ``ocr``).
+        ocr_files: scanned PDFs measured apart by :func:`rag.bench.ocr.bench_ocr`, against its
+            baseline script (result ``ocr``).
 
     Returns:
         ``files``, ``pages``, ``chunks``, ``repeat``, ``skipped_duplicates``, ``stages``,
         ``pipeline``, ``reingest``, ``baselines`` (``pypdf_parse``, ``langchain_reference``
         or None), ``ratios`` (our pipeline's pages/s over each baseline's), ``peak_rss_mb``
         (peak memory of our first whole-pipeline run: its process, and its largest worker),
-        ``ocr`` (:func:`bench_ocr`, or None),
+        ``ocr`` (:func:`rag.bench.ocr.bench_ocr`, with ``ocr.baseline``; or None),
         ``runs`` and ``runs_cpu_seconds``. Times in seconds.
 
     Raises:
@@ -384,13 +254,13 @@ def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
             timings, pages, chunks = _stages(files, root, chunk_size, chunk_overlap, ef)
             for rep in range(1, max(1, repeat) + 1):
                 note(f"pypdf parse alone (run {rep})")
-                c = _cpu_seconds()
+                c = cpu_seconds()
                 floor_s, floor_pages = _pypdf_floor(files)
                 runs["pypdf_parse"].append(round(floor_s, 3))
-                cpu["pypdf_parse"].append(round(_cpu_seconds() - c, 3))
+                cpu["pypdf_parse"].append(round(cpu_seconds() - c, 3))
 
                 note(f"ours, whole pipeline (run {rep})")
-                (pipe_s, failed), pipe_cpu, pipe_peak = _isolated(
+                (pipe_s, failed), pipe_cpu, pipe_peak = isolated(
                     _pipeline_run, files, root, f"pipeline-{rep}", settings, workers)
                 runs["pipeline"].append(round(pipe_s, 3))
                 cpu["pipeline"].append(round(pipe_cpu, 3))
@@ -399,13 +269,13 @@ def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
 
                 if reference:
                     note(f"LangChain reference (run {rep})")
-                    (ref_s, ref_pages, ref_chunks), ref_cpu, _ = _isolated(
+                    (ref_s, ref_pages, ref_chunks), ref_cpu, _ = isolated(
                         _langchain_reference, files, root / f"reference-{rep}", chunk_size, chunk_overlap, ef)
                     runs["langchain_reference"].append(round(ref_s, 3))
                     cpu["langchain_reference"].append(round(ref_cpu, 3))
 
             note("ours, unchanged files again")
-            pipe_kb = _fresh_kb(root, f"pipeline-{max(1, repeat)}")  # the store the last run filled
+            pipe_kb = fresh_kb(root, f"pipeline-{max(1, repeat)}")  # the store the last run filled
             t = time.perf_counter()
             again = ingest_files(pipe_kb, files, chunking=settings, workers=workers)
             again_s = time.perf_counter() - t
@@ -422,17 +292,17 @@ def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
 
     median = {k: statistics.median(v) for k, v in runs.items() if v}
     cpu_median = {k: round(statistics.median(v), 3) for k, v in cpu.items() if v}
-    pipeline = {**_rate(median["pipeline"], pages, chunks), "cpu_seconds": cpu_median["pipeline"],
+    pipeline = {**rate(median["pipeline"], pages, chunks), "cpu_seconds": cpu_median["pipeline"],
                 "workers": workers or os.cpu_count() or 1, "failed": failed}
-    floor = {**_rate(median["pypdf_parse"], floor_pages, chunks),
+    floor = {**rate(median["pypdf_parse"], floor_pages, chunks),
              "cpu_seconds": cpu_median["pypdf_parse"], "pages": floor_pages}
-    ref = ({**_rate(median["langchain_reference"], ref_pages, ref_chunks),
+    ref = ({**rate(median["langchain_reference"], ref_pages, ref_chunks),
             "cpu_seconds": cpu_median["langchain_reference"], "pages": ref_pages,
             "chunks": ref_chunks} if reference else None)
     return {
         "files": len(files), "pages": pages, "chunks": chunks, "repeat": max(1, repeat),
         "skipped_duplicates": [f.name for f in dropped],
-        "stages": {k: _rate(v, pages, chunks) for k, v in timings.items()},
+        "stages": {k: rate(v, pages, chunks) for k, v in timings.items()},
         "pipeline": pipeline,
         "reingest": {"seconds": round(again_s, 3), "hash_only_seconds": round(hash_s, 3),
                      "all_already_indexed": all(r.status == "already indexed" for r in again)},

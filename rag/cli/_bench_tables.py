@@ -1,8 +1,52 @@
-"""The tables ``python -m rag bench qa`` and ``bench ingest`` print, from their results."""
+"""What ``python -m rag bench ...`` shows: progress bars on stderr, tables from results, JSON.
+
+And where the benchmarks' stores go (:func:`bench_settings`).
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from tqdm import tqdm
+
 from rag.bench.data import format_table, ratio
+from rag.config import Settings
+
+
+def progress_bar(desc: str, total: int | None = None) -> tqdm:
+    """A progress bar on stderr, ``desc`` before it, over ``total`` items (None: unknown)."""
+    return tqdm(total=total, desc=desc, file=sys.stderr, unit="q", mininterval=0.5,
+                dynamic_ncols=True, leave=True)
+
+
+def progress(bar: tqdm) -> Callable[[int, int], None]:
+    """An ``on_progress(done, total)`` callback that moves ``bar``."""
+    def update(done: int, total: int) -> None:
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    return update
+
+
+def bench_settings(args: argparse.Namespace) -> Settings:
+    """The settings of a benchmark: its stores under ``--data-dir`` (default ``<data dir>/bench``)."""
+    settings = Settings.from_env()
+    data_dir = Path(args.data_dir) if args.data_dir else settings.data_dir / "bench"
+    return settings.with_(data_dir=data_dir)
+
+
+def emit(args: argparse.Namespace, result, table: str) -> None:
+    """The table on stdout; with ``--json``, ``result`` as JSON on stdout and the table on stderr."""
+    if args.json:
+        print(json.dumps(result, indent=2))
+        print(table, file=sys.stderr)
+    else:
+        print(table)
 
 QA_COLUMNS = [("half", "half"), ("preset", "preset"), ("retrieval", "retrieval"),
               ("questions", "questions"), ("recall_all", "recall_all"), ("recall_any", "recall_any"),
@@ -43,10 +87,7 @@ def format_ingest(result: dict) -> str:
     rows.append({"what": f"ours: whole pipeline ({ours['workers']} workers)", **ours, "ours_vs": 1.0})
     ocr = result.get("ocr")
     if ocr:
-        cer = ", ".join(f"CER {name} {value:.2%}" for name, value in ocr["cer"].items())
-        rows.append({"what": f"ours: OCR ({ocr['ocr_pages']} scanned pages, {ocr['files']} files)",
-                     "seconds": ocr["seconds"], "pages_per_s": ocr["pages_per_s"],
-                     "note": cer or "-"})
+        rows += _ocr_rows(ocr)
     again = result["reingest"]
     rows.append({"what": "ours: same files again (hashing only)", "seconds": again["seconds"],
                  "ours_vs": None, "note": f"hashing alone {again['hash_only_seconds']} s "
@@ -63,3 +104,18 @@ def format_ingest(result: dict) -> str:
         head += (f"\npeak memory (RSS) of our whole pipeline: {peak['self']} MB in its process, "
                  f"{peak['largest_child']} MB in the largest worker")
     return head + "\n" + table
+
+
+def _ocr_rows(ocr: dict) -> list[dict]:
+    """The rows of :func:`rag.bench.ocr.bench_ocr`'s result: its baseline script (if run), then ours."""
+    def cer(run: dict) -> str:
+        return ", ".join(f"CER {name} {value:.2%}" for name, value in run["cer"].items()) or "-"
+
+    rows = []
+    base = ocr.get("baseline")
+    if base:
+        rows.append({"what": f"OCR baseline (pypdfium2 300 dpi + RapidOCR(), {base['ocr_pages']} pages)",
+                     **base, "ours_vs": ocr.get("vs_baseline"), "note": cer(base)})
+    rows.append({"what": f"ours: OCR ({ocr['ocr_pages']} scanned pages, {ocr['files']} files)",
+                 **ocr, "chunks_per_s": None, "note": cer(ocr)})
+    return rows

@@ -9,14 +9,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
-
-from tqdm import tqdm
 
 from rag.bench.data import (
     SHARED_DATA_ENV,
@@ -29,12 +25,11 @@ from rag.bench.data import (
     read_jsonl,
     shared_data_dir,
 )
-from rag.bench.ingest import bench_ingest
 from rag.bench.latency import format_latency, run_latency
 from rag.bench.qa import QaRun, run_qa, summarize_qa
 from rag.bench.retrieval import retrieval_recall
-from rag.bench.scale import bench_scale, fill_store
-from rag.cli._bench_tables import format_ingest, format_qa
+from rag.cli._bench_ingest import add_ingest_parsers
+from rag.cli._bench_tables import bench_settings, emit, format_qa, progress, progress_bar
 from rag.cli._common import SharedArgs
 from rag.config import PRESETS, Settings, preset_options
 from rag.eval import grader_accuracy
@@ -42,27 +37,6 @@ from rag.store.chroma import KnowledgeBase, open_knowledge_base
 
 POSITION = 50
 HELP = "benchmarks on real data (qa, retrieval, ingest, scale, grader, latency)"
-
-# -- shared by the benchmarks ----------------------------------------------------------------
-def _bar(desc: str, total: int | None = None) -> tqdm:
-    return tqdm(total=total, desc=desc, file=sys.stderr, unit="q", mininterval=0.5,
-                dynamic_ncols=True, leave=True)
-
-
-def _progress(bar: tqdm) -> Callable[[int, int], None]:
-    def update(done: int, total: int) -> None:
-        bar.total = total
-        bar.n = done
-        bar.refresh()
-
-    return update
-
-
-def _bench_settings(args: argparse.Namespace) -> Settings:
-    settings = Settings.from_env()
-    data_dir = Path(args.data_dir) if args.data_dir else settings.data_dir / "bench"
-    return settings.with_(data_dir=data_dir)
-
 
 def _corpus_collection(corpus: Path, prefix: str) -> str:
     digest = hashlib.sha256(corpus.read_bytes()).hexdigest()[:8]
@@ -75,22 +49,13 @@ def _index(args: argparse.Namespace, settings: Settings
     data = load_beir(Path(args.corpus), Path(args.queries), Path(args.qrels), limit=args.limit)
     name = args.collection or _corpus_collection(Path(args.corpus), "bench")
     kb = open_knowledge_base(settings, name)
-    with _bar("indexing corpus") as bar:
+    with progress_bar("indexing corpus") as bar:
         bar.unit = "doc"
-        index = index_corpus(kb, data.corpus, on_progress=_progress(bar))
+        index = index_corpus(kb, data.corpus, on_progress=progress(bar))
     print(f"corpus: {len(data.corpus)} passages in '{kb.name}' ({index.added} added, "
           f"{index.already} already there, {index.seconds:.1f} s; BM25 ready in "
           f"{index.bm25_seconds:.1f} s); {len(data.queries)} questions", file=sys.stderr)
     return data, kb, index
-
-
-def _emit(args: argparse.Namespace, result, table: str) -> None:
-    """The table on stdout; with ``--json``, ``result`` as JSON on stdout and the table on stderr."""
-    if args.json:
-        print(json.dumps(result, indent=2))
-        print(table, file=sys.stderr)
-    else:
-        print(table)
 
 
 # -- bench qa --------------------------------------------------------------------------------
@@ -137,7 +102,7 @@ def cmd_bench_qa(args: argparse.Namespace) -> int:
         OSError: a data file cannot be read.
     """
     requested, presets = _qa_presets(args)
-    settings = _bench_settings(args)
+    settings = bench_settings(args)
     data, kb, index = _index(args, settings)
     overrides = _qa_overrides(args)
     halves = _halves(args.half, args.dev_size, len(data.queries))
@@ -148,9 +113,9 @@ def cmd_bench_qa(args: argparse.Namespace) -> int:
     for name in presets:
         options = preset_options(name, **overrides)
         t = time.perf_counter()
-        with _bar(name, len(data.queries)) as bar:
+        with progress_bar(name, len(data.queries)) as bar:
             results = run_qa(kb, data, index.chunk_to_doc, options, settings=settings,
-                             on_progress=_progress(bar))
+                             on_progress=progress(bar))
         seconds = round(time.perf_counter() - t, 1)
         for half, a, b in halves:
             summary = summarize_qa(results[a - lo:b - lo], preset=name, options=options,
@@ -167,7 +132,7 @@ def cmd_bench_qa(args: argparse.Namespace) -> int:
         shown = [r for r in rows if r["preset"] in requested] if "naive" not in requested else rows
         shown_all[half] = shown[0] if len(shown) == 1 else shown
         tables.append(format_qa(rows))
-    _emit(args, shown_all[halves[0][0]] if len(halves) == 1 else shown_all, "\n\n".join(tables))
+    emit(args, shown_all[halves[0][0]] if len(halves) == 1 else shown_all, "\n\n".join(tables))
     return 0
 
 
@@ -205,7 +170,7 @@ def cmd_bench_grader(args: argparse.Namespace) -> int:
                           ("accuracy", "accuracy"), ("precision", "precision"),
                           ("recall", "recall"), ("tp", "tp"), ("fp", "fp"), ("tn", "tn"),
                           ("fn", "fn")])
-    _emit(args, result, table)
+    emit(args, result, table)
     return 0
 
 
@@ -220,25 +185,25 @@ def cmd_bench_latency(args: argparse.Namespace) -> int:
         ValueError: an unknown preset, or fewer than 1 question or repeat.
     """
     presets = [p.strip() for p in args.presets.split(",") if p.strip()]
-    with _bar("latency", None) as bar:
+    with progress_bar("latency", None) as bar:
         bar.unit = "run"
         results = run_latency(args.delay_ms, args.questions, args.repeats, presets,
-                              Path(args.data_dir) if args.data_dir else None, on_progress=_progress(bar))
+                              Path(args.data_dir) if args.data_dir else None, on_progress=progress(bar))
     payload = {"delay_ms": args.delay_ms, "questions": args.questions, "repeats": args.repeats,
                "presets": [asdict(r) for r in results]}
-    _emit(args, payload, format_latency(results, args.delay_ms))
+    emit(args, payload, format_latency(results, args.delay_ms))
     return 0
 
 
 # -- bench retrieval -------------------------------------------------------------------------
 def cmd_bench_retrieval(args: argparse.Namespace) -> int:
     """``bench retrieval``: recall@k of each mode alone; the first is the baseline. Returns 0."""
-    settings = _bench_settings(args)
+    settings = bench_settings(args)
     data, kb, index = _index(args, settings)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    with _bar("retrieval", len(modes) * len(data.queries)) as bar:
+    with progress_bar("retrieval", len(modes) * len(data.queries)) as bar:
         rows = retrieval_recall(kb, data, index.chunk_to_doc, k=args.k, modes=modes,
-                                on_progress=_progress(bar))
+                                on_progress=progress(bar))
     base = rows[0]
     for r in rows:
         r["recall_all_vs_first"] = ratio(r["recall_all"], base["recall_all"])
@@ -248,76 +213,7 @@ def cmd_bench_retrieval(args: argparse.Namespace) -> int:
                                 ("recall_mean", f"recall@{args.k}"),
                                 ("latency_ms_p50", "p50 ms"), ("latency_ms_p95", "p95 ms"),
                                 ("recall_all_vs_first", f"recall_all vs {base['mode']}")])
-    _emit(args, rows, table)
-    return 0
-
-
-# -- bench ingest ----------------------------------------------------------------------------
-OCR_FILES = ("tricky-pdfs/ocrmypdf__c02-22.pdf", "tricky-pdfs/ocrmypdf__linn.pdf")
-"""Scanned PDFs in the shared data that ``bench ingest`` OCRs by default (linn has its true
-text beside it, for the character error rate)."""
-
-
-def _ocr_files(args: argparse.Namespace) -> list[Path]:
-    if args.ocr_files is None:
-        return [p for p in (shared_data_dir() / f for f in OCR_FILES) if p.is_file()]
-    return [Path(p) for p in args.ocr_files]
-
-
-def cmd_bench_ingest(args: argparse.Namespace) -> int:
-    """``bench ingest``: ingestion throughput against pypdf and LangChain.
-
-    Returns:
-        0, or 1 when our pipeline failed on a file.
-    """
-    settings = _bench_settings(args)
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    result = bench_ingest(args.paths, workdir=settings.data_dir, chunk_size=args.chunk_size,
-                          chunk_overlap=args.chunk_overlap, workers=args.workers,
-                          reference=not args.no_reference, repeat=args.repeat,
-                          ocr_files=_ocr_files(args),
-                          on_stage=lambda name: print(f"measuring {name} ...", file=sys.stderr,
-                                                      flush=True))
-    _emit(args, result, format_ingest(result))
-    return 1 if result["pipeline"]["failed"] else 0
-
-
-# -- bench scale -----------------------------------------------------------------------------
-def cmd_bench_scale(args: argparse.Namespace) -> int:
-    """``bench scale``: retrieval latency per mode in a store of ``--chunks`` chunks. Returns 0."""
-    hotpotqa = shared_data_dir() / "hotpotqa"
-    corpus = Path(args.corpus) if args.corpus else hotpotqa / "corpus.jsonl"
-    queries = Path(args.queries) if args.queries else hotpotqa / "queries.jsonl"
-    settings = _bench_settings(args)
-    name = args.collection or f"bench-scale-{args.chunks}"
-    kb = open_knowledge_base(settings, name)
-    with _bar(f"filling '{name}'", args.chunks) as bar:
-        bar.unit = "chunk"
-        fill = fill_store(kb, read_jsonl(corpus), args.chunks, on_progress=_progress(bar))
-    print(f"store: {kb.count()} chunks ({fill['added']} added in {fill['seconds']} s)",
-          file=sys.stderr)
-    texts = [q["text"] for q in read_jsonl(queries)][:args.queries_limit]
-    with _bar("queries") as bar:
-        result = bench_scale(kb, texts, k=args.k, reopen=lambda: open_knowledge_base(settings, name),
-                             corpus=read_jsonl(corpus), on_progress=_progress(bar))
-    result["fill"] = fill
-    rows = [{"mode": m, **v} for m, v in result["modes"].items()]
-    table = format_table(rows, [("mode", "mode"), ("latency_ms_p50", "p50 ms"),
-                                ("latency_ms_p95", "p95 ms"), ("latency_ms_mean", "mean ms"),
-                                ("p50_vs_dense", "p50 vs dense")])
-    table += (f"\n{result['chunks']} chunks, k={result['k']}, {result['queries']} queries per mode; "
-              f"keyword index built from the whole store in {result['bm25_build_s']} s (once), opened "
-              f"after a restart in {result.get('bm25_load_s')} s "
-              f"({result.get('bm25_build_vs_load')}x faster)")
-    if result.get("after_change"):
-        table += ("\n\nThe first question after adding or deleting one document (20 chunks), beside "
-                  "the same mode's\nmedian and slowest question above:\n")
-        table += format_table(result["after_change"], [
-            ("mode", "mode"), ("change", "change"), ("change_ms", "store call ms"),
-            ("first_ms", "first question ms"), ("p50_ms", "p50 ms"), ("max_ms", "max ms"),
-            ("extra_ms", "extra vs p50 ms"), ("extra_vs_max_ms", "extra vs max ms"),
-            ("first_vs_p50", "first vs p50")])
-    _emit(args, result, table)
+    emit(args, rows, table)
     return 0
 
 
@@ -367,22 +263,6 @@ def register(commands, shared: SharedArgs) -> None:
                    help="comma-separated; the first is the baseline (default dense,bm25,hybrid)")
     p.set_defaults(func=cmd_bench_retrieval)
 
-    p = bsub.add_parser("ingest", help="ingestion throughput against pypdf and LangChain",
-                        parents=[shared.bench_dir, shared.json])
-    p.add_argument("paths", nargs="+", help="files or directories (.pdf, .txt, .md)")
-    p.add_argument("--workers", type=int, help="PDF parsing processes (default: one per core)")
-    p.add_argument("--repeat", type=int, default=1,
-                   help="runs of the pipeline and the baselines, interleaved; medians shown (default 1)")
-    p.add_argument("--chunk-size", type=int, default=1000)
-    p.add_argument("--chunk-overlap", type=int, default=150)
-    p.add_argument("--no-reference", action="store_true",
-                   help="skip the LangChain reference (needs langchain-community, langchain-chroma)")
-    p.add_argument("--ocr-files", nargs="*", metavar="PDF",
-                   help="scanned PDFs for OCR pages/s and, where X.txt sits beside X.pdf, the "
-                        f"character error rate (default: c02-22 and linn in ${SHARED_DATA_ENV}/"
-                        "tricky-pdfs; give none to skip)")
-    p.set_defaults(func=cmd_bench_ingest)
-
     p = bsub.add_parser("latency", help="wall time per preset against a model server with a fixed delay",
                         parents=[shared.json])
     p.add_argument("--delay-ms", type=float, default=300, help="delay per model call in ms (default 300)")
@@ -393,13 +273,4 @@ def register(commands, shared: SharedArgs) -> None:
     p.add_argument("--data-dir", help="where the sample knowledge base is built (default: a temp dir)")
     p.set_defaults(func=cmd_bench_latency)
 
-    shared_hotpotqa = f"${SHARED_DATA_ENV}/hotpotqa, ${SHARED_DATA_ENV} defaulting to ../shared/data"
-    p = bsub.add_parser("scale", help="retrieval latency in a store of many chunks", parents=stores)
-    p.add_argument("--chunks", type=int, default=100_000, help="store size (default 100000)")
-    p.add_argument("--corpus", help=f"text source, corpus.jsonl (default: the shared HotpotQA's, "
-                                    f"in {shared_hotpotqa})")
-    p.add_argument("--queries", help=f"queries.jsonl (default: the shared HotpotQA questions, "
-                                     f"in {shared_hotpotqa})")
-    p.add_argument("--queries-limit", type=int, default=200, help="queries per mode (default 200)")
-    p.add_argument("--k", type=int, default=6)
-    p.set_defaults(func=cmd_bench_scale)
+    add_ingest_parsers(bsub, shared)

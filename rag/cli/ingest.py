@@ -11,6 +11,7 @@ import sys
 
 from rag.cli._common import SharedArgs, bounded, settings_of
 from rag.ingest.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, MIN_CHUNK_SIZE
+from rag.ingest.eta import format_eta, with_eta
 from rag.ingest.pipeline import ChunkSettings, ingest_files
 from rag.store.chroma import StoreUnavailable, open_knowledge_base
 from rag.terminal import printable
@@ -24,22 +25,23 @@ _MARKS = {"ingested": "ok  ", "already indexed": "same", "failed": "FAIL"}
 def page_progress(stream):
     """Per-page progress on ``stream`` for ``ingest_files(on_page=...)``.
 
-    A line per page read by OCR (seconds each), and on a terminal a counter that rewrites itself
-    for the other pages.
+    A line per page read by OCR (seconds each) with the file's expected time left once known
+    (:mod:`rag.ingest.eta`), and on a terminal a counter that rewrites itself for the other pages.
     """
     tty = stream.isatty()
     back = "\r" if tty else ""
 
-    def show(name: str, done: int, total: int, ocr: bool) -> None:
+    def show(name: str, done: int, total: int, ocr: bool, eta_s: float | None) -> None:
         name = printable(name)
         if ocr:
-            print(f"{back}  {name}: page {done}/{total} read by OCR", file=stream, flush=True)
+            left = f" ({format_eta(eta_s)})" if eta_s and done < total else ""
+            print(f"{back}  {name}: page {done}/{total} read by OCR{left}", file=stream, flush=True)
         elif tty:
             print(f"\r  {name}: page {done}/{total}", end="", file=stream, flush=True)
             if done == total:
                 print("\r\033[K", end="", file=stream, flush=True)
 
-    return show
+    return with_eta(show)
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:

@@ -4,16 +4,30 @@ A page is rendered with pypdfium2 and read with RapidOCR (PP-OCR detection, dire
 classification and recognition models in ONNX, shipped inside the ``rapidocr`` wheel and run by
 onnxruntime): nothing is downloaded at run time. The engine is built on first use (about 1.5 s)
 and shared by the whole process.
+
+Speed (measured with ``python -m rag bench ingest --ocr-files``, against pypdfium2 at 300 dpi and
+``RapidOCR()`` with its defaults): pages are rendered at 144 dpi, which the detector needs for body text;
+its blank margins are cropped and a blank page is not read at all; the rest is cut along blank bands into
+one piece per core (:mod:`rag.ingest.ocr_regions`), read at once by threads of one engine whose onnxruntime
+sessions run one thread each (onnxruntime releases the GIL); recognition runs line by line (batches pad
+every line to the widest of the batch). In a worker process of the pipeline (one per core), a page is read
+in one piece.
 """
 
 from __future__ import annotations
 
 import logging
+import multiprocessing
+import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from rag.ingest.errors import MissingDependency
+from rag.ingest.ocr_regions import split
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +37,21 @@ MIN_RENDER_SIDE = 1000
 """Pages so small that scale 2 gives fewer pixels on their long side are rendered larger."""
 MAX_RENDER_SIDE = 4000
 """Pages so large that scale 2 gives more pixels on their long side are rendered smaller."""
+
+MAX_PIECES = 4
+"""At most this many pieces of one page are read at once (one per core, in the main process)."""
+REC_BATCH = 1
+"""Lines per recognition call; RapidOCR pads a batch's lines to its widest (its 6 cost ~15 % more CPU)."""
+ENGINE_PARAMS: dict[str, Any] = {
+    "Global.log_level": "error",
+    "EngineConfig.onnxruntime.intra_op_num_threads": 1,  # parallel pieces and worker processes use the cores
+    "EngineConfig.onnxruntime.inter_op_num_threads": 1,
+    "Rec.rec_batch_num": REC_BATCH,
+    # Never scale a piece up for the detector (its default, "min" 736, blew narrow bands up 3-4 times).
+    "Det.limit_type": "max",
+    "Det.limit_side_len": MAX_RENDER_SIDE,
+}
+"""RapidOCR settings of :func:`engine`, beside the bundled models' paths."""
 
 MIN_ALNUM = 3
 """A page whose OCR finds fewer letters and digits than this has no text (it is a picture)."""
@@ -67,8 +96,7 @@ def engine() -> Any:
                 raise MissingDependency(
                     f"OCR needs rapidocr and onnxruntime ({exc}); run: pip install rapidocr==3.10.0"
                 ) from exc
-            params = {"Global.log_level": "error", **_bundled_models()}
-            _engine = RapidOCR(params=params)
+            _engine = RapidOCR(params={**ENGINE_PARAMS, **_bundled_models()})
         return _engine
 
 
@@ -118,15 +146,12 @@ def read_page(page) -> tuple[str, tuple[OcrLine, ...]]:
         image = bitmap.to_numpy()
         if image.ndim == 3 and image.shape[2] == 4:
             image = image[:, :, :3]
-        result = ocr(image)
+        txts, boxes = _read_pieces(ocr, image, split(image, pieces()))
         px_w, px_h = max(bitmap.width, 1), max(bitmap.height, 1)
     finally:
         bitmap.close()
-    txts = list(getattr(result, "txts", None) or ())
-    boxes = getattr(result, "boxes", None)
-    if boxes is None or len(boxes) != len(txts):
-        boxes = [None] * len(txts)
-    order = reading_order_indices(boxes) if txts and boxes[0] is not None else range(len(txts))
+    order = (reading_order_indices(boxes) if txts and all(b is not None for b in boxes)
+             else range(len(txts)))
     # Lines with no letter or digit are shapes read as glyphs (a picture's blocks become "■").
     kept = [(txts[i].strip(), boxes[i]) for i in order
             if txts[i] and any(ch.isalnum() for ch in txts[i])]
@@ -143,6 +168,39 @@ def read_page(page) -> tuple[str, tuple[OcrLine, ...]]:
                           round(min(max(ys) / px_h, 1.0), 4)))
         at += len(line) + 1
     return "\n".join(line for line, _ in kept), tuple(lines)
+
+
+def pieces() -> int:
+    """Pieces a page is cut into to be read at once: one per core, up to :data:`MAX_PIECES`.
+
+    1 in a worker process of the pipeline (there is one such process per core).
+    """
+    if multiprocessing.parent_process() is not None:
+        return 1
+    return max(1, min(os.cpu_count() or 1, MAX_PIECES))
+
+
+def _read_pieces(ocr, image, boxes: list[tuple[int, int, int, int]]) -> tuple[list[str], list]:
+    """``(lines, their boxes)`` read by ``ocr`` in the ``(top, left, bottom, right)`` pieces of ``image``.
+
+    In the pieces' order, each piece's lines in the engine's order; each box is a 4-corner polygon in the
+    whole image's pixels, or None when the engine gave no box.
+    """
+    def read(box: tuple[int, int, int, int]) -> tuple[list[str], list]:
+        top, left, bottom, right = box
+        result = ocr(np.ascontiguousarray(image[top:bottom, left:right]))
+        txts = list(getattr(result, "txts", None) or ())
+        polys = getattr(result, "boxes", None)
+        if polys is None or len(polys) != len(txts):
+            return txts, [None] * len(txts)
+        return txts, [[(float(x) + left, float(y) + top) for x, y in poly] for poly in polys]
+
+    if len(boxes) > 1:
+        with ThreadPoolExecutor(len(boxes), thread_name_prefix="ocr-piece") as pool:
+            parts = list(pool.map(read, boxes))
+    else:
+        parts = [read(b) for b in boxes]
+    return [t for txts, _ in parts for t in txts], [b for _, polys in parts for b in polys]
 
 
 def _gaps(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:

@@ -24,13 +24,15 @@ from rag.bench.data import (
     recall,
     shared_data_dir,
 )
-from rag.bench.ingest import _isolated, bench_ingest
+from rag.bench.harness import isolated
+from rag.bench.ingest import bench_ingest
+from rag.bench.ocr import bench_ocr, character_error_rate
 from rag.bench.qa import run_qa, summarize_qa
 from rag.bench.scale import bench_scale, fill_store
 from rag.config import preset_options
 from rag.store.bm25 import lexical_index
 from rag.store.chroma import open_knowledge_base
-from tests.conftest import DATA, LEWIS, ROOT, SELF_RAG
+from tests.conftest import DATA, LEWIS, ROOT, SELF_RAG, TRICKY
 
 HOTPOT = DATA / "hotpotqa"
 BEIR_ARGS = ["--corpus", str(HOTPOT / "corpus.jsonl"), "--queries", str(HOTPOT / "queries.jsonl"),
@@ -137,11 +139,11 @@ def test_a_contender_runs_in_a_fresh_process_whatever_the_main_module(monkeypatc
     page = types.ModuleType("__main__")
     page.__file__ = str(ROOT / "app.py")
     monkeypatch.setitem(sys.modules, "__main__", page)
-    pid, cpu, peak = _isolated(os.getpid)
+    pid, cpu, peak = isolated(os.getpid)
     assert pid != os.getpid() and cpu >= 0.0
     assert peak["self"] is None or peak["self"] > 0
     with pytest.raises(RuntimeError, match="benchmark child process failed"):
-        _isolated(os.stat, "/no/such/file")
+        isolated(os.stat, "/no/such/file")
 
 
 @pytest.mark.slow
@@ -149,7 +151,7 @@ def test_bench_ingest_on_two_papers(tmp_path):
     result = bench_ingest([LEWIS, SELF_RAG, LEWIS], workdir=tmp_path)
     assert result["files"] == 2 and result["pages"] == 49 and result["chunks"] == 88 + 133
     assert result["skipped_duplicates"] == [LEWIS.name]
-    assert set(result["stages"]) == {"parse", "chunk", "embed", "upsert"}
+    assert set(result["stages"]) == {"parse", "chunk", "embed", "keyword_index", "upsert"}
     for rate in [*result["stages"].values(), result["pipeline"],
                  *result["baselines"].values()]:
         assert rate["seconds"] > 0 and rate["pages_per_s"] > 0
@@ -225,20 +227,27 @@ def test_cli_bench_scale_reads_the_shared_data_from_the_environment(tmp_path, cl
 
 
 def test_character_error_rate():
-    from rag.bench.ingest import character_error_rate
-
     assert character_error_rate("the  widow's\ngarden", "the widow's garden") == 0.0
     assert character_error_rate("the widdow's garden", "the widow's garden") == 1 / 18
     with pytest.raises(ValueError):
         character_error_rate("x", " \n")
 
 
-@pytest.mark.slow
-def test_bench_ocr_reports_pages_and_cer(tmp_path):
-    import shutil
+OCR_KEYS = {"files", "ocr_pages", "seconds", "pages_per_s", "chunks_per_s", "cpu_seconds", "failed", "cer"}
 
-    from rag.bench.ingest import bench_ocr
-    from tests.conftest import TRICKY
+
+def _scan_with_truth(tmp_path: Path) -> Path:
+    """kcs.pdf (one small scanned page, four words) beside its true text."""
+    scan = tmp_path / "scans" / "kcs.pdf"
+    scan.parent.mkdir()
+    scan.write_bytes((TRICKY / "ocrmypdf__kcs.pdf").read_bytes())
+    scan.with_suffix(".txt").write_text("Kodak Capture Desktop Test", encoding="utf-8")
+    return scan
+
+
+@pytest.mark.slow
+def test_bench_ocr_reports_ours_and_the_baseline_script(tmp_path):
+    import shutil
 
     scan = tmp_path / "c02-22.pdf"
     shutil.copy(TRICKY / "ocrmypdf__c02-22.pdf", scan)
@@ -249,3 +258,25 @@ def test_bench_ocr_reports_pages_and_cer(tmp_path):
     # The true text given is the page's first 95 characters, read right; the other ~1,000
     # characters OCR reads on the page are insertions: CER = about 1,000 / 95.
     assert 8.0 < result["cer"]["c02-22.pdf"] < 13.0
+    base = result["baseline"]
+    assert base.keys() == OCR_KEYS and base["ocr_pages"] == 1 and base["failed"] == []
+    assert 8.0 < base["cer"]["c02-22.pdf"] < 13.0  # the same page read by the same models
+    assert result["vs_baseline"] == pytest.approx(result["pages_per_s"] / base["pages_per_s"], rel=0.05)
+    points = result["cer_points_vs_baseline"]["c02-22.pdf"]
+    assert points == pytest.approx((result["cer"]["c02-22.pdf"] - base["cer"]["c02-22.pdf"]) * 100, abs=0.01)
+
+
+@pytest.mark.slow
+def test_cli_bench_ingest_json_has_the_ocr_baseline(tmp_path, cli):
+    scan = _scan_with_truth(tmp_path)
+    note = tmp_path / "note.md"
+    note.write_text("# A note\n\nOne paragraph of text to ingest.\n", encoding="utf-8")
+    proc = cli("bench", "ingest", note, "--no-reference", "--ocr-files", scan, "--json",
+               "--data-dir", tmp_path / "stores")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    ocr = json.loads(proc.stdout)["ocr"]
+    assert ocr.keys() >= OCR_KEYS and ocr["baseline"].keys() == OCR_KEYS
+    assert ocr["ocr_pages"] == ocr["baseline"]["ocr_pages"] == 1
+    assert set(ocr["cer"]) == set(ocr["baseline"]["cer"]) == {"kcs.pdf"}
+    assert ocr["vs_baseline"] > 0
+    assert "| OCR baseline (pypdfium2 300 dpi + RapidOCR(), 1 pages) " in proc.stderr

@@ -1,0 +1,114 @@
+"""``python -m rag bench ingest`` and ``bench scale``: the benchmarks of filling a store and of its size.
+
+Their commands and arguments; :mod:`rag.cli.bench` registers them beside the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rag.bench.data import SHARED_DATA_ENV, format_table, read_jsonl, shared_data_dir
+from rag.bench.ingest import bench_ingest
+from rag.bench.scale import bench_scale, fill_store
+from rag.cli._bench_tables import bench_settings, emit, format_ingest, progress, progress_bar
+from rag.cli._common import SharedArgs
+from rag.store.chroma import open_knowledge_base
+
+OCR_FILES = ("tricky-pdfs/ocrmypdf__c02-22.pdf", "tricky-pdfs/ocrmypdf__linn.pdf")
+"""Scanned PDFs in the shared data that ``bench ingest`` OCRs by default (linn has its true
+text beside it, for the character error rate)."""
+
+
+def _ocr_files(args: argparse.Namespace) -> list[Path]:
+    if args.ocr_files is None:
+        return [p for p in (shared_data_dir() / f for f in OCR_FILES) if p.is_file()]
+    return [Path(p) for p in args.ocr_files]
+
+
+def cmd_bench_ingest(args: argparse.Namespace) -> int:
+    """``bench ingest``: ingestion throughput against pypdf and LangChain.
+
+    Returns:
+        0, or 1 when our pipeline failed on a file.
+    """
+    settings = bench_settings(args)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    result = bench_ingest(args.paths, workdir=settings.data_dir, chunk_size=args.chunk_size,
+                          chunk_overlap=args.chunk_overlap, workers=args.workers,
+                          reference=not args.no_reference, repeat=args.repeat,
+                          ocr_files=_ocr_files(args),
+                          on_stage=lambda name: print(f"measuring {name} ...", file=sys.stderr,
+                                                      flush=True))
+    emit(args, result, format_ingest(result))
+    return 1 if result["pipeline"]["failed"] else 0
+
+
+def cmd_bench_scale(args: argparse.Namespace) -> int:
+    """``bench scale``: retrieval latency per mode in a store of ``--chunks`` chunks. Returns 0."""
+    hotpotqa = shared_data_dir() / "hotpotqa"
+    corpus = Path(args.corpus) if args.corpus else hotpotqa / "corpus.jsonl"
+    queries = Path(args.queries) if args.queries else hotpotqa / "queries.jsonl"
+    settings = bench_settings(args)
+    name = args.collection or f"bench-scale-{args.chunks}"
+    kb = open_knowledge_base(settings, name)
+    with progress_bar(f"filling '{name}'", args.chunks) as bar:
+        bar.unit = "chunk"
+        fill = fill_store(kb, read_jsonl(corpus), args.chunks, on_progress=progress(bar))
+    print(f"store: {kb.count()} chunks ({fill['added']} added in {fill['seconds']} s)",
+          file=sys.stderr)
+    texts = [q["text"] for q in read_jsonl(queries)][:args.queries_limit]
+    with progress_bar("queries") as bar:
+        result = bench_scale(kb, texts, k=args.k, reopen=lambda: open_knowledge_base(settings, name),
+                             corpus=read_jsonl(corpus), on_progress=progress(bar))
+    result["fill"] = fill
+    rows = [{"mode": m, **v} for m, v in result["modes"].items()]
+    table = format_table(rows, [("mode", "mode"), ("latency_ms_p50", "p50 ms"),
+                                ("latency_ms_p95", "p95 ms"), ("latency_ms_mean", "mean ms"),
+                                ("p50_vs_dense", "p50 vs dense")])
+    table += (f"\n{result['chunks']} chunks, k={result['k']}, {result['queries']} queries per mode; "
+              f"keyword index built from the whole store in {result['bm25_build_s']} s (once), opened "
+              f"after a restart in {result.get('bm25_load_s')} s "
+              f"({result.get('bm25_build_vs_load')}x faster)")
+    if result.get("after_change"):
+        table += ("\n\nThe first question after adding or deleting one document (20 chunks), beside "
+                  "the same mode's\nmedian and slowest question above:\n")
+        table += format_table(result["after_change"], [
+            ("mode", "mode"), ("change", "change"), ("change_ms", "store call ms"),
+            ("first_ms", "first question ms"), ("p50_ms", "p50 ms"), ("max_ms", "max ms"),
+            ("extra_ms", "extra vs p50 ms"), ("extra_vs_max_ms", "extra vs max ms"),
+            ("first_vs_p50", "first vs p50")])
+    emit(args, result, table)
+    return 0
+
+
+def add_ingest_parsers(bsub, shared: SharedArgs) -> None:
+    """Add ``ingest`` and ``scale`` to the ``bench`` subparsers ``bsub``."""
+    stores = [shared.bench_dir, shared.bench_collection, shared.json]
+    p = bsub.add_parser("ingest", help="ingestion throughput against pypdf and LangChain",
+                        parents=[shared.bench_dir, shared.json])
+    p.add_argument("paths", nargs="+", help="files or directories (.pdf, .txt, .md)")
+    p.add_argument("--workers", type=int, help="PDF parsing processes (default: one per core)")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="runs of the pipeline and the baselines, interleaved; medians shown (default 1)")
+    p.add_argument("--chunk-size", type=int, default=1000)
+    p.add_argument("--chunk-overlap", type=int, default=150)
+    p.add_argument("--no-reference", action="store_true",
+                   help="skip the LangChain reference (needs langchain-community, langchain-chroma)")
+    p.add_argument("--ocr-files", nargs="*", metavar="PDF",
+                   help="scanned PDFs for OCR pages/s and, where X.txt sits beside X.pdf, the "
+                        f"character error rate (default: c02-22 and linn in ${SHARED_DATA_ENV}/"
+                        "tricky-pdfs; give none to skip)")
+    p.set_defaults(func=cmd_bench_ingest)
+
+    shared_hotpotqa = f"${SHARED_DATA_ENV}/hotpotqa, ${SHARED_DATA_ENV} defaulting to ../shared/data"
+    p = bsub.add_parser("scale", help="retrieval latency in a store of many chunks", parents=stores)
+    p.add_argument("--chunks", type=int, default=100_000, help="store size (default 100000)")
+    p.add_argument("--corpus", help=f"text source, corpus.jsonl (default: the shared HotpotQA's, "
+                                    f"in {shared_hotpotqa})")
+    p.add_argument("--queries", help=f"queries.jsonl (default: the shared HotpotQA questions, "
+                                     f"in {shared_hotpotqa})")
+    p.add_argument("--queries-limit", type=int, default=200, help="queries per mode (default 200)")
+    p.add_argument("--k", type=int, default=6)
+    p.set_defaults(func=cmd_bench_scale)
