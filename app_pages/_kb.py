@@ -2,7 +2,7 @@
 
 Drawn above the document list, so a knowledge base that cannot be opened (its embedding model needs a key
 this session lacks) can still be re-indexed, deleted or left for another. Names come from users: they
-are validated by :func:`rag.store.kbs.validate_kb_name` and rendered through :func:`pages._ui.safe`.
+are validated by :func:`rag.store.kbs.validate_kb_name` and rendered through :func:`app_pages._safe.safe`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages import _session
-from app_pages._ui import safe
+from app_pages._safe import safe
 from rag.store import kbs
 from rag.store.chroma import StoreError
 from rag.store.embeddings import HASHING_IDENTITY, OPENAI_PREFIX, configured_embedding

@@ -20,7 +20,7 @@ from pathlib import Path
 import streamlit as st
 from chromadb.api import ClientAPI
 
-from app_pages._ui import safe
+from app_pages._safe import safe
 from rag.config import DEFAULT_COLLECTION, Settings
 from rag.history import DB_NAME, RunStore
 from rag.models import Run
@@ -100,7 +100,7 @@ def engine_label(s: Settings) -> str:
     """The active engine in words.
 
     For example ``Offline engine (no keys)`` (plain text: it holds a base URL, so render it through
-    :func:`app_pages._ui.safe`).
+    :func:`app_pages._safe.safe`).
     """
     if s.engine_name == "local":
         return ENGINE_OFFLINE

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from app_pages import _session, _ui
-from app_pages._ui import safe
+from app_pages import _pipeline, _session, _tables, _ui
+from app_pages._safe import safe
 from rag.config import (
     MAX_PIPELINES,
     PRESETS,
@@ -47,7 +47,8 @@ if st.toggle("Add a custom pipeline", key="cmp_w_custom"):
 with st.expander("Budgets (for every pipeline)"):
     d = Options()
     numbers = {name: col.number_input(label, low, high, getattr(d, name), key=f"cmp_w_{name}")
-               for col, (name, (label, low, high, _)) in zip(st.columns(3), _ui.NUMBERS.items(), strict=True)}
+               for col, (name, (label, low, high, _))
+               in zip(st.columns(3), _pipeline.NUMBERS.items(), strict=True)}
 
 question = st.text_input("Question", key="cmp_w_question",
                          placeholder="Ask the same question of every pipeline")
@@ -68,17 +69,17 @@ if go:
         try:
             context = make_context(_session.session_settings(), kb)
             with st.spinner(f"Running {len(pipelines)} pipelines at once…"):
-                cmp = run_comparison(question, context, pipelines)
+                made = run_comparison(question, context, pipelines)
         except (StoreError, ValueError) as exc:
             st.error(f"The comparison could not be run: {safe(exc)}")
         except Exception as exc:  # e.g. Chroma failing while reading term statistics
             st.error(f"The comparison could not be run: {safe(type(exc).__name__)}: {safe(exc)}")
         else:
-            comparisons[cmp.id] = cmp
-            st.session_state["cmp_current"] = cmp.id
-            _session.runs().update({run.id: run for run in cmp.runs})
+            comparisons[made.id] = made
+            st.session_state["cmp_current"] = made.id
+            _session.runs().update({run.id: run for run in made.runs})
             try:
-                _session.store().save_comparison(cmp, _session.session_id())
+                _session.store().save_comparison(made, _session.session_id())
             except Exception as exc:  # the comparison stays usable in this session
                 st.warning(safe(f"The comparison could not be saved to the history: "
                                 f"{type(exc).__name__}: {exc}"))
@@ -102,14 +103,14 @@ if len(comparisons) > 1:
     st.session_state["cmp_w_pick"] = current
     ids = list(reversed(comparisons))
     st.selectbox("Comparison", ids, key="cmp_w_pick", on_change=_pick,
-                 format_func=lambda i: f"{_ui.when(comparisons[i].created_at):%H:%M:%S}"
+                 format_func=lambda i: f"{_tables.when(comparisons[i].created_at):%H:%M:%S}"
                                        f" · {comparisons[i].question[:80]}")
 cmp: Comparison = comparisons[current]
 
 st.subheader(f"“{safe(cmp.question)}”")
 secrets = _session.secrets()
 a, b, _ = st.columns([1, 1, 2])
-_ui.downloads("cmp", f"retrace-comparison-{cmp.id[:8]}", columns=(a, b),
+_tables.downloads("cmp", f"retrace-comparison-{cmp.id[:8]}", columns=(a, b),
               html=lambda: comparison_html(cmp, prices=prices, secrets=secrets),
               json=lambda: comparison_json(cmp, prices=prices, secrets=secrets),
               html_help="One self-contained file: opens offline, with every run's replay.")
@@ -132,7 +133,7 @@ for change in changed.changes(cmp):
         st.caption(f"Same answer as {safe(base)}.")
     else:
         st.caption(f"Its answer against {safe(base)}'s: added words green, removed ones struck out.")
-        st.markdown(_ui.diff_markdown(change.diff))
+        st.markdown(_tables.diff_markdown(change.diff))
 if differ := changed.verdict_differences(cmp):
     st.caption("The verdicts that differ:")
     st.dataframe(differ, hide_index=True, width="stretch")  # cells are plain text

@@ -4,12 +4,13 @@ import math
 
 import streamlit as st
 
-from app_pages import _kb, _session, _ui
-from app_pages._ui import safe
+from app_pages import _kb, _session, _tables, _ui
+from app_pages._safe import safe
 from rag.ingest import sources
 from rag.ingest.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, MIN_CHUNK_SIZE
 from rag.ingest.pipeline import ChunkSettings, FileReport, ingest_files
 from rag.store.chroma import StoreError
+from rag.trace import formats
 
 LOCKED_CODES = ("password_required", "wrong_password")
 
@@ -66,7 +67,7 @@ uploaded = st.file_uploader(
     help=f"Up to {settings.max_upload_mb:g} MB per file. Re-uploading the same bytes is a no-op.")
 
 if uploaded:  # the chips cut long names short: every chosen file, named in full
-    st.caption("Chosen: " + " · ".join(f"{safe(f.name)} ({_ui.human_size(f.size)})" for f in uploaded))
+    st.caption("Chosen: " + " · ".join(f"{safe(f.name)} ({formats.size(f.size)})" for f in uploaded))
 
 use_ocr = st.toggle("Read scanned pages (OCR)", value=True, key="docs_ocr",
                     help="Pages with no text layer are read by OCR on this machine, "
@@ -145,7 +146,7 @@ if not docs:
 st.dataframe(  # cells are plain text (never Markdown)
     [{"File": d.source, "Pages": d.pages, "Chunks": d.chunks,
       "Status": "complete" if d.complete else "incomplete: upload it again to repair",
-      "Size": _ui.human_size(d.size_bytes), "Added": _ui.when(d.added_at)} for d in docs],
+      "Size": formats.size(d.size_bytes), "Added": _tables.when(d.added_at)} for d in docs],
     hide_index=True,
     column_config={"Added": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
 

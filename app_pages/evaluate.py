@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from app_pages import _session, _ui
-from app_pages._ui import safe
+from app_pages import _session, _tables
+from app_pages._safe import safe
 from rag.config import PRESETS, PRESETS_HELP, preset_label
 from rag.eval import parse_items, run_eval
 from rag.run import make_context
@@ -64,18 +64,24 @@ if go:
     context = make_context(_session.session_settings(), kb)
     total = len(items) * len(presets)
     bar = st.progress(0.0, text=f"0 of {total} runs")
+
+    def progress(done: int, n: int) -> None:
+        """Move the bar to run ``done`` of ``n``."""
+        bar.progress(done / n, text=f"{done} of {n} runs")
+
     try:
-        result = run_eval(items, context, presets, store=_session.store(), session_id=_session.session_id(),
-                          on_progress=lambda done, n: bar.progress(done / n, text=f"{done} of {n} runs"))
+        made = run_eval(items, context, presets, store=_session.store(), session_id=_session.session_id(),
+                        on_progress=progress)
     except (OSError, ValueError) as exc:
         st.error(safe(f"The evaluation stopped: {exc}"))
     else:
-        st.session_state["ev_result"] = result.to_dict()
+        st.session_state["ev_result"] = made.to_dict()
     bar.empty()
 
-result = st.session_state.get("ev_result")
-if not result:
+kept: dict | None = st.session_state.get("ev_result")
+if not kept:
     st.stop()
+result: dict = kept
 
 by_label = {preset_label(p): f for p, f in result["presets"].items()}
 st.subheader("By pipeline")
@@ -104,6 +110,6 @@ if chosen:
 else:
     st.caption("Select a row to open its run in Trace.")
 
-_ui.downloads("ev", set_name + "-evaluation", lambda: evaluation_html(result, secrets=_session.secrets()),
+_tables.downloads("ev", set_name + "-evaluation", lambda: evaluation_html(result, secrets=_session.secrets()),
               lambda: evaluation_json(result, secrets=_session.secrets()), columns=tuple(st.columns(2)),
               html_help="One self-contained file: figures, charts and every question; no network needed.")

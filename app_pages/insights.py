@@ -7,7 +7,7 @@ latency, LLM calls and tokens).
 import streamlit as st
 
 from app_pages import _session
-from app_pages._ui import safe
+from app_pages._safe import safe
 from rag.config import preset_label, preset_of
 from rag.trace import charts as figures
 from rag.trace import insights

@@ -49,6 +49,8 @@ def test_a_conversation_is_a_saved_thread_with_history_aware_follow_ups(data_dir
     steps = [e for e in at.expander if plain(e.label).startswith("Steps (")]
     assert len(steps) == 2, [e.label for e in at.expander]
     assert at.button(key=f"chat_t_{summary.id}").proto.type == "primary"
+    # the sidebar counts the turn just asked (it lagged one behind)
+    assert plain(at.button(key=f"chat_t_{summary.id}").label) == "What is Self-RAG? (2)"
 
     # a new session (or a refresh with a new session) does not see alice's thread
     bob = open_app("bob")

@@ -128,7 +128,7 @@ def test_compare_says_what_self_correction_changed_in_one_table_for_four(data_di
 
 
 def test_word_diff_markdown_keeps_data_inert():
-    from app_pages._ui import diff_markdown
+    from app_pages._tables import diff_markdown
     from rag.trace.diff import word_diff
 
     hostile = "See ![x](http://evil.test/a.png) <img src=x> **now** :red[alarm] $x$"

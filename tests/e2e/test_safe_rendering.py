@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app_pages._ui import FLOW_CSS
+from app_pages._replay import FLOW_CSS
 from tests.conftest import ROOT
 
 APP = str(ROOT / "app.py")

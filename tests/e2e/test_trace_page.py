@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app_pages._ui import safe as md_escape
+from app_pages._safe import safe as md_escape
 from rag.config import preset_options
 from rag.models import Run
 from rag.run import make_context, run_question

@@ -1,0 +1,102 @@
+"""Tables, downloads and labels the pages share (cells are plain text, never Markdown)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import date, datetime
+
+import streamlit as st
+
+from app_pages._safe import safe
+from rag.config import preset_label
+from rag.trace import diff
+
+_COL = st.column_config
+
+
+def verdicts_table(rows: list[dict]) -> None:
+    """The grader's verdicts (rows of :func:`rag.trace.story.verdict_rows`)."""
+    st.dataframe(rows, hide_index=True, width="stretch", row_height=64,
+                 column_order=["step", "attempt", "source", "page", "grade", "relevant",
+                               "reasoning", "query"]
+                 + (["fallback"] if any(v["fallback"] for v in rows) else []),
+                 column_config={
+                     "step": _COL.NumberColumn("Step", width="small"),
+                     "attempt": _COL.NumberColumn("Attempt", width="small"),
+                     "source": _COL.TextColumn("Source"),
+                     "page": _COL.NumberColumn("Page", width="small"),
+                     "grade": _COL.TextColumn("Grade", width="small"),
+                     "relevant": _COL.CheckboxColumn("Relevant", width="small"),
+                     "reasoning": _COL.TextColumn("Reasoning", width="large"),
+                     "fallback": _COL.TextColumn("Fallback"),
+                     "query": _COL.TextColumn("Query", width="medium")})
+
+
+def steps_table(rows: list[dict]) -> None:
+    """Every step of a run (rows of :func:`rag.trace.story.event_rows`)."""
+    st.dataframe(rows, hide_index=True, width="stretch", column_config={
+        "step": _COL.NumberColumn("Step", width="small"),
+        "node": _COL.TextColumn("Node"),
+        "attempt": _COL.NumberColumn("Attempt", width="small"),
+        "duration_ms": _COL.NumberColumn("ms", format="%.1f", width="small"),
+        "summary": _COL.TextColumn("Summary", width="large"),
+        "next": _COL.TextColumn("Next"),
+        "why": _COL.TextColumn("Why", width="medium")})
+
+
+def node_totals_table(rows: list[dict]) -> None:
+    """Visits, time, LLM calls, tokens and cost per node (:func:`rag.trace.pricing.node_totals`)."""
+    st.dataframe(rows, hide_index=True, width="stretch", column_config={
+        "node": _COL.TextColumn("Node"),
+        "visits": _COL.NumberColumn("Visits"),
+        "duration_ms": _COL.NumberColumn("ms", format="%.1f"),
+        "llm_calls": _COL.NumberColumn("LLM calls"),
+        "tokens": _COL.NumberColumn("Tokens"),
+        "cost": _COL.TextColumn("Cost")})
+
+
+def downloads(key: str, stem: str, html: Callable[[], str], json: Callable[[], str], *,
+              columns: tuple, html_help: str) -> None:
+    """``Download HTML report`` and ``Download JSON`` buttons in ``columns``.
+
+    The files, named ``stem.html`` and ``stem.json``, are built only when clicked.
+    """
+    a, b = columns
+    a.download_button("Download HTML report", key=f"{key}_dl_html", on_click="ignore",
+                      icon=":material/download:", mime="text/html", file_name=f"{stem}.html",
+                      data=html, help=html_help)
+    b.download_button("Download JSON", key=f"{key}_dl_json", on_click="ignore",
+                      icon=":material/data_object:", mime="application/json",
+                      file_name=f"{stem}.json", data=json)
+
+
+
+def when(ts: float) -> datetime:
+    """A UNIX time in seconds as a local datetime (for tables)."""
+    return datetime.fromtimestamp(ts)
+
+
+def run_label(created_at: float, preset: str, question: str) -> str:
+    """``14:03:22 · Full · What is …`` for pickers (selectbox options are plain text)."""
+    question = question if len(question) <= 80 else question[:79] + "…"
+    stamp = when(created_at)
+    clock = f"{stamp:%H:%M:%S}" if stamp.date() == date.today() else f"{stamp:%Y-%m-%d %H:%M}"
+    return f"{clock} · {preset_label(preset)} · {question}"
+
+
+
+DIFF_STYLES = {diff.ADDED: ":green-background[{}]", diff.REMOVED: ":red-background[~~{}~~]"}
+"""Word-diff token kind -> its Markdown (words in both answers stay plain)."""
+
+
+def diff_markdown(tokens: Iterable[diff.Token]) -> str:
+    """A word diff (:func:`rag.trace.diff.word_diff`) as Markdown: added words green, removed ones struck red.
+
+    Every token's text goes through :func:`safe`, so the only live Markdown is the colouring.
+    """
+    out = []
+    for t in tokens:
+        words = safe(t.text.strip())
+        if words:
+            out.append(DIFF_STYLES.get(t.kind, "{}").format(words))
+    return " ".join(out)
