@@ -27,6 +27,7 @@ from rag.models import Run
 from rag.store import kbs
 from rag.store.chroma import KnowledgeBase, StoreError, make_client, open_knowledge_base
 from rag.store.client import EmbeddingKeyMissing
+from rag.trace import formats
 from rag.trace.pricing import DEFAULT_PRICES, PRICES_ENV, Price, load_prices
 
 DEFAULT_KB = DEFAULT_COLLECTION
@@ -179,7 +180,7 @@ def kb_model_line(s: Settings) -> str:
     if info is None:
         return f"{name} (empty: new documents get the embeddings above)"
     note = " (needs an OpenAI key)" if info.needs_key and not s.openai_api_key else ""
-    return f"{name}: {info.embedding or 'unknown'} embeddings, {info.chunks} chunks{note}"
+    return f"{name}: {info.embedding or 'unknown'} embeddings, {formats.plural(info.chunks, 'chunk')}{note}"
 
 
 def forget_knowledge_bases() -> None:

@@ -15,7 +15,6 @@ from app_pages import _session
 from app_pages._safe import link, safe
 from rag.config import preset_label, preset_of
 from rag.ingest.pageview import PageView, PassageUnavailable, TextView, open_passage
-from rag.ingest.pipeline import FileReport
 from rag.models import Citation, GradeDetail, Run, TraceEvent
 from rag.trace import story, views
 from rag.trace.pricing import event_cost, format_cost, run_cost, unpriced_models
@@ -188,14 +187,6 @@ def run_facts(run: Run, prices: dict) -> str:
             f"max_rewrites {o.max_rewrites}"
             + (f" · no price for {', '.join(missing)} (set RAG_PRICES_JSON)" if missing else ""))
 
-
-
-def file_report(report: FileReport) -> None:
-    """One line per file: ingested green (with its warnings), already indexed blue, else red."""
-    alert = {"ingested": st.success, "already indexed": st.info}.get(report.status, st.error)
-    alert(safe(report.line()))
-    for w in report.warnings if report.status == "ingested" else ():
-        st.caption(safe(f"{report.filename}: {w}"))
 
 
 def checks(run: Run) -> None:

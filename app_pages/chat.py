@@ -3,12 +3,11 @@
 import streamlit as st
 from pydantic import ValidationError
 
-from app_pages import _conversation, _pipeline, _session, _ui
+from app_pages import _conversation, _pipeline, _samples, _session, _ui
 from app_pages._safe import safe
 from rag.config import Options, preset_label
 from rag.models import Run
-from rag.samples import SAMPLE_KB, load_samples
-from rag.store.chroma import StoreError
+from rag.trace import formats
 
 DEFAULT_PRESET = "full"
 
@@ -90,41 +89,19 @@ with _session.stop_on_store_error(kb_name):
     kb = _session.knowledge_base(kb_name)
     n_chunks = kb.count()
 
-if notice := st.session_state.pop("chat_notice", None):
-    st.success(safe(notice))
+_samples.notice()
 if warning := st.session_state.pop("chat_warning", None):
     st.warning(safe(warning))
 just_asked: str | None = st.session_state.pop("chat_just_asked", None)  # shown with its status once
 
 
-def offer_samples() -> None:
-    """Offer the sample documents, loaded into their own knowledge base ``sample`` (then selected)."""
-    st.info(f"The knowledge base '{safe(kb_name)}' is empty. Upload documents on the Documents "
-            "page, or load the sample knowledge base: Retrace's own documentation (how to use "
-            f"it, how the graph decides, a glossary), into its own knowledge base '{SAMPLE_KB}'.")
-    if not st.button("Load the sample knowledge base", type="primary", key="chat_load_samples"):
-        return
-    try:
-        with st.spinner("Indexing the sample documents…"), _session.stop_on_store_error(SAMPLE_KB):
-            reports = load_samples(_session.knowledge_base(SAMPLE_KB))  # never the user's
-    except (StoreError, ValueError) as exc:
-        st.error(f"Could not load the samples: {safe(exc)}")
-        return
-    failed = [r for r in reports if not r.ok]
-    for r in failed:
-        _ui.file_report(r)
-    if not failed:
-        st.session_state["chat_notice"] = (
-            f"Loaded {len(reports)} sample documents ({sum(r.chunks for r in reports)} chunks) into "
-            f"the knowledge base '{SAMPLE_KB}', now selected. Try: “When does the graph search the web?”")
-        _session.select_kb(SAMPLE_KB)
-        st.rerun()
-
-
 if n_chunks == 0:
-    offer_samples()
+    st.info(f"The knowledge base '{safe(kb_name)}' is empty. Upload documents on the Documents page, or "
+            f"load {_samples.ABOUT}.")
+    _samples.load_button("chat_load_samples")
 else:
-    st.caption(f"Asking '{safe(kb_name)}' ({n_chunks} chunks, embeddings {safe(kb.embedding)}) with the "
+    st.caption(f"Asking '{safe(kb_name)}' ({formats.plural(n_chunks, 'chunk')}, embeddings "
+               f"{safe(kb.embedding)}) with the "
                f"{preset_label(chosen['preset'])} pipeline.")
 
 

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app_pages import _pipeline, _session, _tables, _ui
+from app_pages import _pipeline, _samples, _session, _tables, _ui
 from app_pages._safe import safe
 from rag.config import (
     MAX_PIPELINES,
@@ -26,6 +26,7 @@ DEFAULT_PRESETS = ["naive", "crag", "full"]
 VERDICT_COLOURS = {"grounded": "green", "useful": "green", "not checked": "gray"}
 
 st.title("Compare")
+_samples.notice()
 st.caption("One question, 2 to 4 pipelines at the same time: see what self-correction changes.")
 comparisons: dict = st.session_state.setdefault("cmp_comparisons", {})
 prices = _session.prices()
@@ -54,7 +55,8 @@ question = st.text_input("Question", key="cmp_w_question",
                          placeholder="Ask the same question of every pipeline")
 if n_chunks == 0:
     st.info(f"The knowledge base '{safe(kb_name)}' is empty. Upload documents on the Documents "
-            "page (or load the samples on the Chat page), then compare.")
+            f"page, or load {_samples.ABOUT}, then compare.")
+    _samples.load_button("cmp_samples")
 go = st.button("Compare", type="primary", key="cmp_run", disabled=n_chunks == 0,
                icon=":material/compare_arrows:")
 

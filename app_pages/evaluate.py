@@ -2,12 +2,12 @@
 
 import streamlit as st
 
-from app_pages import _session, _tables
+from app_pages import _samples, _session, _tables
 from app_pages._safe import safe
 from rag.config import PRESETS, PRESETS_HELP, preset_label
 from rag.eval import parse_items, run_eval
 from rag.run import make_context
-from rag.samples import SAMPLES_DIR
+from rag.samples import SAMPLE_KB, SAMPLES_DIR
 from rag.trace import charts
 from rag.trace.export import EVAL_COLUMNS, eval_cell, eval_citations, evaluation_html, evaluation_json
 
@@ -18,6 +18,7 @@ FORMAT_HELP = ('One JSON object a line: {"id", "question", "answers"?: [...], "s
                "means the first citation comes from one of the sources.")
 
 st.title("Evaluate")
+_samples.notice()
 st.caption("Run a question set through each pipeline on the current knowledge base: how often each "
            "answers, caveats or abstains, whether it finds the answer and the right source, and at what "
            "cost.")
@@ -38,9 +39,10 @@ if source == UPLOAD:
         set_name = upload.name.rsplit(".", 1)[0] or "questions"
 elif SAMPLE_SET.is_file():
     lines = SAMPLE_SET.read_text(encoding="utf-8").splitlines()
-    st.caption("Five questions the sample documents answer and three they cannot. Load the samples "
-               "first (Chat page) and select the knowledge base 'sample' for the answerable ones "
-               "to count.")
+    st.caption(f"Five questions the sample documents answer and three they cannot. Select the knowledge "
+               f"base '{SAMPLE_KB}' for the answerable ones to count.")
+    if kb_name != SAMPLE_KB and n_chunks:
+        _samples.load_button("ev_samples_set", primary=False)
 
 items = []
 if lines:
@@ -55,8 +57,9 @@ if lines:
 presets = st.multiselect("Pipelines", list(PRESETS), default=["naive", "crag", "full"],
                          format_func=preset_label, key="ev_w_presets", help=PRESETS_HELP)
 if n_chunks == 0:
-    st.info(f"The knowledge base '{safe(kb_name)}' is empty. Upload documents on the Documents page "
-            "(or load the samples on the Chat page), then evaluate.")
+    st.info(f"The knowledge base '{safe(kb_name)}' is empty. Upload documents on the Documents page, or "
+            f"load {_samples.ABOUT}, then evaluate.")
+    _samples.load_button("ev_samples")
 go = st.button("Evaluate", type="primary", key="ev_run", icon=":material/fact_check:",
                disabled=not (items and presets and n_chunks))
 

@@ -291,7 +291,7 @@ def test_the_uploader_is_emptied_after_indexing_and_names_every_file_in_full(emp
         assert n in shown, (n, shown)  # each chosen file named in full, before indexing
     at.button(key="docs_index").click().run()
     assert not at.exception, at.exception
-    assert sum(plain(s.value).endswith("ingested 1 page, 1 chunks") for s in at.success) == 2
+    assert sum(plain(s.value).endswith("ingested 1 page, 1 chunk") for s in at.success) == 2
     # the chips are gone: no uploader still holds the indexed files
     assert all(not u.value for u in at.file_uploader), [u.value for u in at.file_uploader]
     assert len(at.file_uploader) == 1

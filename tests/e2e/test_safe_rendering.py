@@ -114,7 +114,7 @@ def test_hostile_file_name_on_the_documents_page(data_dir):
     at.button(key="docs_index").click().run()
     assert not at.exception, at.exception
     assert list(at.dataframe[0].value["File"]) == [HOSTILE_NAME]
-    assert f"{HOSTILE_NAME}: ingested 1 page, 1 chunks" in assert_nothing_live(at)  # as written
+    assert f"{HOSTILE_NAME}: ingested 1 page, 1 chunk" in assert_nothing_live(at)  # as written
 
     at = AppTest.from_file(APP, default_timeout=60).run()  # a later visitor
     at.switch_page("app_pages/documents.py").run()
