@@ -16,7 +16,7 @@ from app_pages._safe import link, safe
 from rag.config import preset_label, preset_of
 from rag.ingest.pageview import PageView, PassageUnavailable, TextView, open_passage
 from rag.models import Citation, GradeDetail, Run, TraceEvent
-from rag.trace import story, views
+from rag.trace import caveats, story, views
 from rag.trace.pricing import event_cost, format_cost, run_cost, unpriced_models
 
 
@@ -84,11 +84,17 @@ def source_view(c: Citation, *, key: str, knowledge_base: str | None = None) -> 
 
 
 def answer(run: Run, *, empty: str | None = None) -> None:
-    """The run's answer (an error in red); ``empty`` as a caption when there is none."""
+    """The run's answer (an error in red); ``empty`` as a caption when there is none.
+
+    Its caveats come first, one short line each (:func:`rag.trace.caveats.split`), then its text.
+    """
     if run.error:
         st.error(safe(run.answer, multiline=True))
     elif run.answer or empty is None:
-        st.markdown(safe(run.answer, multiline=True))
+        reasons, text = caveats.split(run.answer)
+        for reason in reasons:
+            st.caption(f":orange[:material/warning:] Caveat: {safe(reason)}")
+        st.markdown(safe(text, multiline=True))
     else:
         st.caption(empty)
 
