@@ -6,12 +6,33 @@ from collections.abc import Callable, Iterable
 from datetime import date, datetime
 
 import streamlit as st
+from streamlit.elements.lib.column_types import ColumnConfig
 
 from app_pages._safe import safe
 from rag.config import preset_label
-from rag.trace import diff
+from rag.trace import diff, formats
 
 _COL = st.column_config
+
+
+def count_column(label: str, **kw) -> ColumnConfig:
+    """A table column of counts (``12,345``), :func:`rag.trace.formats.count`'s format."""
+    return _COL.NumberColumn(label, format=formats.COUNT_FORMAT, **kw)
+
+
+def ms_column(label: str, **kw) -> ColumnConfig:
+    """A table column of durations in ms (``1,234 ms``), :func:`rag.trace.formats.ms`'s format."""
+    return _COL.NumberColumn(label, format=formats.MS_FORMAT, **kw)
+
+
+def mean_column(label: str, **kw) -> ColumnConfig:
+    """A table column of means of counts (``1.5``), :func:`rag.trace.formats.mean`'s format."""
+    return _COL.NumberColumn(label, format=formats.MEAN_FORMAT, **kw)
+
+
+def shares(rows: list[dict], *keys: str, missing: str = formats.NONE) -> list[dict]:
+    """``rows`` with the shares under ``keys`` as text (``80 %``); a share with no data is ``missing``."""
+    return [{**r, **{k: missing if r[k] is None else formats.share(r[k]) for k in keys}} for r in rows]
 
 
 def verdicts_table(rows: list[dict]) -> None:
@@ -38,7 +59,7 @@ def steps_table(rows: list[dict]) -> None:
         "step": _COL.NumberColumn("Step", width="small"),
         "node": _COL.TextColumn("Node"),
         "attempt": _COL.NumberColumn("Attempt", width="small"),
-        "duration_ms": _COL.NumberColumn("ms", format="%.1f", width="small"),
+        "duration_ms": ms_column("Time", width="small"),
         "summary": _COL.TextColumn("Summary", width="large"),
         "next": _COL.TextColumn("Next"),
         "why": _COL.TextColumn("Why", width="medium")})
@@ -48,10 +69,10 @@ def node_totals_table(rows: list[dict]) -> None:
     """Visits, time, LLM calls, tokens and cost per node (:func:`rag.trace.pricing.node_totals`)."""
     st.dataframe(rows, hide_index=True, width="stretch", column_config={
         "node": _COL.TextColumn("Node"),
-        "visits": _COL.NumberColumn("Visits"),
-        "duration_ms": _COL.NumberColumn("ms", format="%.1f"),
-        "llm_calls": _COL.NumberColumn("LLM calls"),
-        "tokens": _COL.NumberColumn("Tokens"),
+        "visits": count_column("Visits"),
+        "duration_ms": ms_column("Time"),
+        "llm_calls": count_column("LLM calls"),
+        "tokens": count_column("Tokens"),
         "cost": _COL.TextColumn("Cost")})
 
 
@@ -100,3 +121,29 @@ def diff_markdown(tokens: Iterable[diff.Token]) -> str:
         if words:
             out.append(DIFF_STYLES.get(t.kind, "{}").format(words))
     return " ".join(out)
+
+
+def by_pipeline_table(rows: list[dict]) -> None:
+    """Insights per pipeline (rows of :func:`rag.trace.insights.by_pipeline`)."""
+    # A share no run could have (no grounding check ran) is said, not shown as a literal "None".
+    rows = shares(shares(rows, "rewrite_rate"), "hallucination_rate", missing="not checked")
+    st.dataframe(rows, hide_index=True, width="stretch", column_config={
+        "pipeline": _COL.TextColumn("Pipeline"),
+        "runs": count_column("Runs"),
+        "answered": count_column("Answered"),
+        "rewrite_rate": _COL.TextColumn("Rewrite rate"),
+        "hallucination_rate": _COL.TextColumn("Failed grounding checks"),
+        "llm_calls": mean_column("LLM calls / question"),
+        "tokens": mean_column("Tokens / question"),
+        "p50_ms": ms_column("Latency p50")})
+
+
+def feedback_table(rows: list[dict]) -> None:
+    """Thumbs per pipeline (rows of :func:`rag.trace.insights.feedback_by_pipeline`); no rating is ``—``."""
+    st.dataframe(shares(rows, "up_rate"), hide_index=True, width="stretch", column_config={
+        "pipeline": _COL.TextColumn("Pipeline"),
+        "runs": count_column("Runs"),
+        "rated": count_column("Rated"),
+        "up": count_column("Thumbs up"),
+        "down": count_column("Thumbs down"),
+        "up_rate": _COL.TextColumn("Share up")})

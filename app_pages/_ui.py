@@ -16,7 +16,7 @@ from app_pages._safe import link, safe
 from rag.config import preset_label, preset_of
 from rag.ingest.pageview import PageView, PassageUnavailable, TextView, open_passage
 from rag.models import Citation, GradeDetail, Run, TraceEvent
-from rag.trace import caveats, story, views
+from rag.trace import caveats, formats, story, views
 from rag.trace.pricing import event_cost, format_cost, run_cost, unpriced_models
 
 
@@ -107,7 +107,7 @@ def stop_status(run: Run) -> tuple[str, Literal["complete", "error"]]:
     """
     kind = story.stop_kind(run)
     state: Literal["complete", "error"] = "error" if kind in (story.ABSTAINED, story.ERROR) else "complete"
-    return f"{story.STOP_KINDS[kind]} · {len(run.events)} steps", state
+    return f"{story.STOP_KINDS[kind]} · {formats.plural(len(run.events), 'step')}", state
 
 
 def stop_caption(run: Run) -> None:
@@ -164,7 +164,7 @@ def step_card(s: story.Step, event: TraceEvent, n: int, run: Run, prices: dict) 
         yes, no = ("grounded", "not grounded") if grounding else ("useful", "not useful")
         confidence = getattr(d, "confidence", None)
         st.markdown(badge(passed, yes, no)
-                    + (f" confidence {confidence:.2f}" if confidence is not None else ""))
+                    + (f" confidence {formats.score(confidence)}" if confidence is not None else ""))
     items = views.view(s.node).items(d)
     if s.node == "generate":
         st.markdown("Cites " + e(", ".join(items)) if items else "Cites nothing.")
@@ -175,9 +175,9 @@ def step_card(s: story.Step, event: TraceEvent, n: int, run: Run, prices: dict) 
     for f in s.fallbacks:
         st.markdown(f":orange-badge[fallback] {e(f)}")
     if event.llm_calls:
-        st.caption(f"{event.llm_calls} LLM call(s) · {event.prompt_tokens} + "
-                   f"{event.completion_tokens} tokens · "
-                   f"{e(format_cost(event_cost(event, run, prices)))} · {event.duration_ms:.0f} ms")
+        st.caption(f"{formats.plural(event.llm_calls, 'LLM call')} · {formats.count(event.prompt_tokens)} + "
+                   f"{formats.plural(event.completion_tokens, 'token')} · "
+                   f"{e(format_cost(event_cost(event, run, prices)))} · {formats.ms(event.duration_ms)}")
 
 
 def run_facts(run: Run, prices: dict) -> str:

@@ -119,11 +119,11 @@ _tables.downloads("cmp", f"retrace-comparison-{cmp.id[:8]}", columns=(a, b),
 # One table, a row per pipeline: it fits four pipelines where per-column tables overflowed.
 st.dataframe(changed.metric_rows(cmp, prices), hide_index=True, width="stretch", column_config={
     "pipeline": st.column_config.TextColumn("Pipeline"),
-    "steps": st.column_config.NumberColumn("Steps"),
-    "llm_calls": st.column_config.NumberColumn("LLM calls"),
-    "tokens": st.column_config.NumberColumn("Tokens"),
+    "steps": _tables.count_column("Steps"),
+    "llm_calls": _tables.count_column("LLM calls"),
+    "tokens": _tables.count_column("Tokens"),
     "cost": st.column_config.TextColumn("Cost"),
-    "latency_ms": st.column_config.NumberColumn("Latency (ms)", format="%d")})
+    "latency_ms": _tables.ms_column("Latency")})
 
 st.subheader("What self-correction changed")
 base = cmp.labels[changed.baseline(cmp)]

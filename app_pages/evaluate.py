@@ -8,7 +8,7 @@ from rag.config import PRESETS, PRESETS_HELP, preset_label
 from rag.eval import parse_items, run_eval
 from rag.run import make_context
 from rag.samples import SAMPLE_KB, SAMPLES_DIR
-from rag.trace import charts
+from rag.trace import charts, formats
 from rag.trace.export import EVAL_COLUMNS, eval_cell, eval_citations, evaluation_html, evaluation_json
 
 SAMPLE_SET = SAMPLES_DIR / "eval" / "sample-questions.jsonl"
@@ -51,8 +51,8 @@ if lines:
     except ValueError as exc:
         st.error(safe(f"This question set cannot be read: {exc}"))
     else:
-        st.caption(f"{len(items)} question(s); {sum(i.answerable is False for i in items)} marked "
-                   "unanswerable.")
+        st.caption(f"{formats.plural(len(items), 'question')}; "
+                   f"{formats.count(sum(i.answerable is False for i in items))} marked unanswerable.")
 
 presets = st.multiselect("Pipelines", list(PRESETS), default=["naive", "crag", "full"],
                          format_func=preset_label, key="ev_w_presets", help=PRESETS_HELP)
@@ -66,11 +66,11 @@ go = st.button("Evaluate", type="primary", key="ev_run", icon=":material/fact_ch
 if go:
     context = make_context(_session.session_settings(), kb)
     total = len(items) * len(presets)
-    bar = st.progress(0.0, text=f"0 of {total} runs")
+    bar = st.progress(0.0, text=f"0 of {formats.plural(total, 'run')}")
 
     def progress(done: int, n: int) -> None:
         """Move the bar to run ``done`` of ``n``."""
-        bar.progress(done / n, text=f"{done} of {n} runs")
+        bar.progress(done / n, text=f"{formats.count(done)} of {formats.plural(n, 'run')}")
 
     try:
         made = run_eval(items, context, presets, store=_session.store(), session_id=_session.session_id(),

@@ -62,3 +62,11 @@ def size(n_bytes: int) -> str:
         if n_bytes >= factor:
             return f"{n_bytes / factor:.1f} {unit}"
     return f"{n_bytes} B"
+
+
+COUNT_FORMAT = "%,d"
+"""The printf format of a count in a table column (Streamlit's NumberColumn), as :func:`count` writes it."""
+MS_FORMAT = "%,d ms"
+"""The printf format of a duration in ms in a table column, as :func:`ms` writes it."""
+MEAN_FORMAT = "%,.1f"
+"""The printf format of a mean of counts in a table column, as :func:`mean` writes it."""
