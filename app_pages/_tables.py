@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import date, datetime
 
 import streamlit as st
 from streamlit.elements.lib.column_types import ColumnConfig
 
-from app_pages._safe import safe
 from rag.config import preset_label
-from rag.trace import diff, formats
+from rag.trace import formats
 
 _COL = st.column_config
 
@@ -104,23 +103,6 @@ def run_label(created_at: float, preset: str, question: str) -> str:
     clock = f"{stamp:%H:%M:%S}" if stamp.date() == date.today() else f"{stamp:%Y-%m-%d %H:%M}"
     return f"{clock} · {preset_label(preset)} · {question}"
 
-
-
-DIFF_STYLES = {diff.ADDED: ":green-background[{}]", diff.REMOVED: ":red-background[~~{}~~]"}
-"""Word-diff token kind -> its Markdown (words in both answers stay plain)."""
-
-
-def diff_markdown(tokens: Iterable[diff.Token]) -> str:
-    """A word diff (:func:`rag.trace.diff.word_diff`) as Markdown: added words green, removed ones struck red.
-
-    Every token's text goes through :func:`safe`, so the only live Markdown is the colouring.
-    """
-    out = []
-    for t in tokens:
-        words = safe(t.text.strip())
-        if words:
-            out.append(DIFF_STYLES.get(t.kind, "{}").format(words))
-    return " ".join(out)
 
 
 def by_pipeline_table(rows: list[dict]) -> None:

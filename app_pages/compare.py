@@ -135,7 +135,7 @@ for change in changed.changes(cmp):
         st.caption(f"Same answer as {safe(base)}.")
     else:
         st.caption(f"Its answer against {safe(base)}'s: added words green, removed ones struck out.")
-        st.markdown(_tables.diff_markdown(change.diff))
+        st.html(changed.diff_html(change.diff))  # every word of the answers HTML-escaped
 if differ := changed.verdict_differences(cmp):
     st.caption("The verdicts that differ:")
     st.dataframe(differ, hide_index=True, width="stretch")  # cells are plain text

@@ -122,23 +122,22 @@ def test_compare_says_what_self_correction_changed_in_one_table_for_four(data_di
     assert list(verdicts.columns) == ["verdict", *cmp.labels]
     # where the answers differ: a word diff against Naive RAG
     assert full.answer != naive.answer
-    diffs = [m.value for m in at.markdown if ":red-background[" in m.value
-             or ":green-background[" in m.value]
-    assert diffs, "no word diff shown"
+    # one paragraph a diff: deletions and insertions as marked spans, not Markdown fragments
+    diffs = [h.proto.body for h in at.get("html") if "retrace-diff" in h.proto.body]
+    assert diffs and all(d.count("<p ") == 1 for d in diffs), diffs
+    assert any("<del " in d for d in diffs) and any("<ins " in d for d in diffs), diffs
+    assert not any(":red-background[" in m.value or ":green-background[" in m.value for m in at.markdown)
 
 
-def test_word_diff_markdown_keeps_data_inert():
-    from app_pages._tables import diff_markdown
-    from rag.trace.diff import word_diff
+def test_word_diff_html_keeps_data_inert():
+    from rag.trace.diff import diff_html, readable, word_diff
 
-    hostile = "See ![x](http://evil.test/a.png) <img src=x> **now** :red[alarm] $x$"
-    md = diff_markdown(word_diff("An answer.", hostile))
-    # the only live Markdown is our own colouring; every character of the data is escaped
-    stripped = re.sub(r":(green|red)-background\[|~~|\]", "", md)
-    assert "](" not in stripped.replace("\\](", "").replace("\\]\\(", "")
-    assert "<" not in md.replace("\\<", "") and "\\<img" in md and "\\*\\*now\\*\\*" in md
-    assert "\\:red\\[alarm\\]" in md and "\\$x\\$" in md
-    assert md.count(":green-background[") >= 1 and md.count(":red-background[") >= 1
+    hostile = "See ![x](http://evil.test/a.png) <img src=x onerror=alert(1)> **now** :red[alarm] $x$"
+    page = diff_html(readable(word_diff("An answer.", hostile)))
+    # the only markup is our own: every character of the data is HTML-escaped
+    assert re.findall(r"<(\w+)", page) == ["p", "del", "ins"], page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page and "<img" not in page
+    assert "![x](http://evil.test/a.png)" in page  # shown as written (st.html renders no Markdown)
 
 
 # --------------------------------------------------------------------------- trace
