@@ -126,8 +126,7 @@ else:
 # -- replay, and node details (a click on the flow, or a pick) -----------------------------
 st.subheader("Replay")
 steps = story.steps(run)
-_replay.replay(run, steps, prices, key="trace")
-_replay.node_details(run, steps, prices, key="trace_w_node")
+_replay.replay(run, steps, prices, key="trace", node_key="trace_w_node")  # with node details
 
 # -- the path unrolled ---------------------------------------------------------------------
 st.subheader("Path, unrolled by attempt")

@@ -173,6 +173,41 @@ def test_the_step_slider_is_the_only_step_control(data_dir, runs):
     assert not any("Play" in (s.help or "") for s in at.slider)
 
 
+def test_play_steps_the_page_through_the_run_ringing_each_step_on_the_flow(data_dir, runs):
+    run = runs["rewritten"]
+    saved(data_dir, runs, "rewritten")
+    at = open_page("trace")
+    n = len(run.events)
+    slider = f"trace_w_step_{run.id}"
+    assert at.slider(key=slider).value == n and "Play" in at.button(key="trace_play").label
+    at.button(key="trace_play").click().run()  # from the end: starts again at the first step
+    shown = []
+    for _ in range(n + 1):  # each tick of the fragment's clock is one run
+        assert not at.exception, at.exception
+        k = at.slider(key=slider).value
+        fig = flow_of(at)
+        caption = next(t for t in fig["data"] if t["name"] == "replay:caption")["text"][0]
+        assert caption.startswith(f"<b>Step {k} of {n}"), caption
+        ring = next(t for t in fig["data"] if t["name"] == "replay:current")
+        assert ring["customdata"] == [run.events[k - 1].node]  # the current step's node is ringed
+        shown.append(k)
+        at.run()
+    assert shown[:n] == list(range(1, n + 1)), shown
+    # at the last step it stops: Play again, the slider left at the end
+    assert at.slider(key=slider).value == n and "Play" in at.button(key="trace_play").label
+    at.run()
+    assert at.slider(key=slider).value == n
+
+    # Pause holds the step shown; Play goes on from there
+    at.slider(key=slider).set_value(2).run()
+    at.button(key="trace_play").click().run()
+    assert at.slider(key=slider).value == 3 and "Pause" in at.button(key="trace_play").label
+    at.button(key="trace_play").click().run()
+    held = at.slider(key=slider).value
+    at.run()
+    assert at.slider(key=slider).value == held and "Play" in at.button(key="trace_play").label
+
+
 @pytest.mark.parametrize("which", ["abstained", "rewritten", "answered"])
 def test_the_trace_page_states_the_stop_reason_once(data_dir, runs, which):
     run = runs[which]
