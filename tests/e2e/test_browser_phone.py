@@ -83,9 +83,9 @@ def test_the_flow_reads_on_a_phone_in_the_app_and_the_export(browser, tmp_path, 
         assert not m["controls"]  # one step control: the page's slider
         assert m["page_slider"]
         # the whole flow on the screen, scaled to its width: nothing cropped at the right
-        assert m["scale"] < 1 and 0 <= m["figure"]["l"] and m["figure"]["r"] <= m["width"], m
+        assert m["scale"] < 1 and m["figure"]["l"] >= 0 and m["figure"]["r"] <= m["width"], m
         for lab in m["labels"]:
-            assert 0 <= lab["l"] and lab["r"] <= m["width"], lab
+            assert lab["l"] >= 0 and lab["r"] <= m["width"], lab
 
         # Play steps through the run: the step card follows, one step at a time, to the last step
         n = len(run.events)

@@ -71,7 +71,7 @@ def markdown_strings(at: AppTest) -> list[tuple[str, str]]:
     def walk(node) -> None:
         kind = getattr(node, "type", "")
         proto = getattr(node, "proto", None)
-        # The HTML the app writes itself: the flow's constant CSS and fit script (no data in them, checked here).
+        # The HTML the app writes itself: the flow's constant CSS and fit script (no data in them, checked).
         ours = kind == "html" and getattr(proto, "body", None) in (FLOW_CSS, FLOW_FIT_JS)
         if proto is not None and not ours:
             strings(proto, kind)
