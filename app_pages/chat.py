@@ -179,7 +179,8 @@ if question := st.chat_input("Ask about your documents", disabled=read_only):
             messages[-1]["in_thread"] = True
             messages.append({"role": "assistant", "content": run.answer, "run_id": run.id, "in_thread": True})
             st.session_state["chat_thread"] = saved
-            st.session_state["chat_just_asked"] = run.id
+            if thread is not None:  # a later turn keeps its status box, as it had while it ran
+                st.session_state["chat_just_asked"] = run.id
             if problem:
                 st.session_state["chat_warning"] = problem
             st.rerun()

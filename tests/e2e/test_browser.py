@@ -68,7 +68,7 @@ def test_evaluate_page_runs_the_sample_set(tmp_path, browser):
     try:
         open_page(pg, server.url, "evaluate", "Evaluate")
         pg.get_by_text("Offline engine (no keys)").wait_for()  # the app's own navigation and sidebar
-        pg.get_by_text("8 question(s); 3 marked unanswerable").wait_for()
+        pg.get_by_text("8 questions; 3 marked unanswerable").wait_for()
         pg.wait_for_timeout(1000)
         pg.get_by_role("button", name="Evaluate").click()
         pg.get_by_text("By pipeline").wait_for(timeout=120_000)
