@@ -120,10 +120,7 @@ def _flow(run: Run, steps: list[story.Step], prices: dict, *, key: str, node_key
     st.html(FLOW_CSS)
     st.html(FLOW_FIT_JS, unsafe_allow_javascript=True)
     with st.container(key=f"{key}_flowfit"), st.container(key=f"{key}_flowbox"):
-        figure = replays.replay_figure(run, step=step, controls=False)
-        # drawn at a fixed width: a width measured from the page would take in the scale (FLOW_FIT_JS)
-        figure.update_layout(width=FLOW_MIN_PX, autosize=False)
-        st.plotly_chart(figure, width="content",
+        st.plotly_chart(replays.replay_figure(run, step=step, controls=False), width="stretch",
                         key=flow_key, on_select=on_click, selection_mode="points",
                         config={"displaylogo": False})
     st.caption("Boxes are coloured by the verdict of their last visit; blue arrows are the run's "
