@@ -3,7 +3,7 @@
 import streamlit as st
 
 from app_pages import _session
-from app_pages._ui import code, safe
+from app_pages._safe import code, safe
 
 # A page icon of our own: without one, the browser would fetch each page's Material icon as
 # its favicon from fonts.gstatic.com, and the app makes no request to an outside host.

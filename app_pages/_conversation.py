@@ -6,16 +6,19 @@ Only Streamlit glue. Every string from data goes through :func:`app_pages._ui.sa
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Sequence
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
-from app_pages import _session, _ui
-from app_pages._ui import safe
+from app_pages import _safe, _session, _ui
+from app_pages._safe import safe
 from rag.config import Options, preset_label, preset_of
 from rag.history import Thread
-from rag.models import Citation, Run
-from rag.run import make_context, run_question
-from rag.store.chroma import KnowledgeBase
+from rag.models import Citation, Run, Turn
+from rag.run import make_context, run_live, run_question
+from rag.store.chroma import KnowledgeBase, StoreError
 
 REGENERATE = "chat_regenerate"
 """Session-state key of the answer to regenerate: ``(thread id, turn)``, set by its button."""
@@ -40,7 +43,7 @@ def markers(run: Run) -> None:
                             key=f"chat_marker_{run.id}_{c.n}"):
                 st.markdown(f"**{safe(_ui.citation_label(c))}**")
                 if c.origin == "web":
-                    _ui.link(c.source, key=f"chat_marker_link_{run.id}_{c.n}")
+                    _safe.link(c.source, key=f"chat_marker_link_{run.id}_{c.n}")
                 st.text(c.text or "(no text stored for this chunk)")
 
 
@@ -99,7 +102,7 @@ def regenerate(thread: Thread, turn: int, options: Options, kb: KnowledgeBase) -
     try:
         status = st.status(f"Regenerating with {preset_label(preset_of(options))}…", expanded=True)
         run = run_question(question, make_context(_session.session_settings(), kb), options,
-                           history=earlier, on_event=lambda e: status.markdown(_ui.event_line(e)))
+                           history=earlier, on_event=lambda e: _show(status, _ui.event_line(e)))
         status.update(label=safe(run.stop_reason) or "Done",
                       state="error" if run.error else "complete", expanded=False)
         _session.runs()[run.id] = run
@@ -108,3 +111,64 @@ def regenerate(thread: Thread, turn: int, options: Options, kb: KnowledgeBase) -
         st.error(f"The answer could not be regenerated: {safe(type(exc).__name__)}: {safe(exc)}")
         return None
     return run
+
+
+def _show(box: DeltaGenerator, markdown: str) -> None:
+    box.markdown(markdown)
+
+
+def ask(question: str, kb: KnowledgeBase, options: Options, *, history: Sequence[Turn]) -> Run | None:
+    """Run ``question`` live: its steps in a status box, then the box collapsed under how the run ended.
+
+    The answer streams in below, marked unverified until the checks have run.
+
+    Returns the run, or None when it could not be run (and says why in red).
+    """
+    try:
+        context = make_context(_session.session_settings(), kb)
+        status = st.status("Running the graph…", expanded=True)
+        answer_box = st.empty()
+        streamed: list[str] = []
+        checks = [n for n, on in (("grounding check", options.grounding_check),
+                                  ("answer check", options.answer_check)) if on]
+        note = f"\n\n*verifying: {' and '.join(checks)}…*" if checks else ""
+        run: Run | None = None
+        started = time.monotonic()
+        for kind, item in run_live(question, context, options, history=history):
+            if kind == "event":
+                status.markdown(_ui.event_line(item))
+            elif kind == "token":
+                streamed.append(item)
+                answer_box.markdown(safe("".join(streamed), multiline=True) + note)
+            elif kind == "run":
+                run = item
+            if kind != "run":  # the elapsed time, live, while the run goes on
+                status.update(label=f"Running the graph… {time.monotonic() - started:.1f} s")
+        answer_box.empty()
+    except (StoreError, ValueError) as exc:
+        st.error(f"The question could not be run: {safe(exc)}")
+        return None
+    except Exception as exc:  # e.g. Chroma failing while reading term statistics
+        st.error(f"The question could not be run: {safe(type(exc).__name__)}: {safe(exc)}")
+        return None
+    if run is not None:
+        label, state = _ui.stop_status(run)
+        status.update(label=label, state=state, expanded=False)
+    return run
+
+
+def save_turn(run: Run, thread_id: str | None, kb_name: str) -> str | None:
+    """Add ``run`` as the next turn of the thread ``thread_id`` (None: a new thread on ``kb_name``).
+
+    Returns the thread's id, or None when it could not be saved (and says why; the answer stays in this
+    session).
+    """
+    try:
+        store = _session.store()
+        if thread_id is None:
+            thread_id = store.create_thread(_session.session_id(), knowledge_base=kb_name).id
+        store.add_turn(thread_id, _session.session_id(), run)
+    except Exception as exc:
+        st.warning(f"The turn could not be saved to the conversation: {safe(exc)}")
+        return None
+    return thread_id

@@ -2,18 +2,19 @@
 
 Drawn above the document list, so a knowledge base that cannot be opened (its embedding model needs a key
 this session lacks) can still be re-indexed, deleted or left for another. Names come from users: they
-are validated by :func:`rag.store.kbs.validate_kb_name` and rendered through :func:`pages._ui.safe`.
+are validated by :func:`rag.store.kbs.validate_kb_name` and rendered through :func:`app_pages._safe.safe`.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from app_pages import _session
-from app_pages._ui import safe
+from app_pages import _docs, _session
+from app_pages._safe import safe
 from rag.store import kbs
 from rag.store.chroma import StoreError
 from rag.store.embeddings import HASHING_IDENTITY, OPENAI_PREFIX, configured_embedding
+from rag.trace import formats
 
 NOTICE = "kb_notice"
 
@@ -35,7 +36,8 @@ def _label(identity: str) -> str:
 
 def _table(infos: list[kbs.KnowledgeBaseInfo], current: str) -> None:
     missing = not _session.session_settings().openai_api_key
-    rows = [{"Knowledge base": i.name, "Embedding model": i.embedding or "unknown", "Chunks": str(i.chunks),
+    rows = [{"Knowledge base": i.name, "Embedding model": i.embedding or "unknown",
+             "Chunks": formats.count(i.chunks),
              "Selected": "yes" if i.name == current else "",
              "Note": "needs an OpenAI key (Settings)" if i.needs_key and missing else ""} for i in infos]
     if rows:  # a table's cells are Markdown: every one goes through safe()
@@ -79,16 +81,18 @@ def _delete(current: str, info: kbs.KnowledgeBaseInfo | None) -> None:
     if info is None:
         return
     with st.popover(f"Delete '{safe(current)}'", icon=":material/delete_forever:"):
-        st.warning(f"This deletes the knowledge base '{safe(current)}' and its {info.chunks} chunks. "
-                   "It cannot be undone. Runs that cited it keep their trace.")
-        if st.button("Delete the knowledge base", type="primary", key="kb_delete_confirm"):
+        st.warning(f"This deletes the knowledge base '{safe(current)}' and its "
+                   f"{formats.plural(info.chunks, 'chunk')}. Runs that cited it keep their trace.")
+        sure = _docs.confirm(f"kb_delete_sure_{current}")
+        if st.button("Delete the knowledge base", type="primary", key="kb_delete_confirm", disabled=not sure):
             try:
                 n = kbs.delete(_session.client(), current, _session.settings().data_dir)
             except (ValueError, StoreError) as exc:
                 st.error(safe(exc))
                 return
             _session.forget_knowledge_bases()
-            st.session_state[NOTICE] = f"Deleted the knowledge base '{current}' ({n} chunks)."
+            st.session_state[NOTICE] = (f"Deleted the knowledge base '{current}' "
+                                        f"({formats.plural(n, 'chunk')}).")
             _session.select_kb(_session.DEFAULT_KB)
             st.rerun()
 
@@ -106,7 +110,8 @@ def _reindex(current: str, info: kbs.KnowledgeBaseInfo | None) -> None:
 
         def progress(done: int, total: int) -> None:
             """Move the bar to ``done`` of ``total`` chunks."""
-            bar.progress(done / total if total else 1.0, text=f"Re-embedded {done} of {total} chunks")
+            bar.progress(done / total if total else 1.0,
+                         text=f"Re-embedded {formats.count(done)} of {formats.plural(total, 'chunk')}")
 
         try:
             n = kbs.reindex(_session.client(), _session.session_settings(), current, model,
@@ -116,7 +121,8 @@ def _reindex(current: str, info: kbs.KnowledgeBaseInfo | None) -> None:
             st.error(safe(f"Could not re-index '{current}': {exc}"))
             return
         _session.forget_knowledge_bases()
-        st.session_state[NOTICE] = f"Re-indexed '{current}': {n} chunks, now embedded by {model}."
+        st.session_state[NOTICE] = (f"Re-indexed '{current}': {formats.plural(n, 'chunk')}, "
+                                    f"now embedded by {model}.")
         st.rerun()
 
 

@@ -20,13 +20,14 @@ from pathlib import Path
 import streamlit as st
 from chromadb.api import ClientAPI
 
-from app_pages._ui import safe
+from app_pages._safe import safe
 from rag.config import DEFAULT_COLLECTION, Settings
 from rag.history import DB_NAME, RunStore
 from rag.models import Run
 from rag.store import kbs
 from rag.store.chroma import KnowledgeBase, StoreError, make_client, open_knowledge_base
 from rag.store.client import EmbeddingKeyMissing
+from rag.trace import formats
 from rag.trace.pricing import DEFAULT_PRICES, PRICES_ENV, Price, load_prices
 
 DEFAULT_KB = DEFAULT_COLLECTION
@@ -100,7 +101,7 @@ def engine_label(s: Settings) -> str:
     """The active engine in words.
 
     For example ``Offline engine (no keys)`` (plain text: it holds a base URL, so render it through
-    :func:`app_pages._ui.safe`).
+    :func:`app_pages._safe.safe`).
     """
     if s.engine_name == "local":
         return ENGINE_OFFLINE
@@ -179,7 +180,7 @@ def kb_model_line(s: Settings) -> str:
     if info is None:
         return f"{name} (empty: new documents get the embeddings above)"
     note = " (needs an OpenAI key)" if info.needs_key and not s.openai_api_key else ""
-    return f"{name}: {info.embedding or 'unknown'} embeddings, {info.chunks} chunks{note}"
+    return f"{name}: {info.embedding or 'unknown'} embeddings, {formats.plural(info.chunks, 'chunk')}{note}"
 
 
 def forget_knowledge_bases() -> None:

@@ -1,23 +1,19 @@
 """Chat page: ask questions of the knowledge base and watch the graph decide, live."""
 
-import time
-
 import streamlit as st
 from pydantic import ValidationError
 
-from app_pages import _conversation, _session, _ui
-from app_pages._ui import safe
+from app_pages import _conversation, _pipeline, _samples, _session, _ui
+from app_pages._safe import safe
 from rag.config import Options, preset_label
 from rag.models import Run
-from rag.run import make_context, run_live
-from rag.samples import SAMPLE_KB, load_samples
-from rag.store.chroma import StoreError
+from rag.trace import formats
 
 DEFAULT_PRESET = "full"
 
 # The chosen options live under "chat_options" (not a widget key), so they survive visits to
 # other pages, where Streamlit drops the state of widgets it did not render.
-chosen: dict = st.session_state.setdefault("chat_options", _ui.default_pipeline(DEFAULT_PRESET))
+chosen: dict = st.session_state.setdefault("chat_options", _pipeline.default_pipeline(DEFAULT_PRESET))
 # Questions that could not be run (not in any thread), shown under the current conversation.
 messages: list[dict] = st.session_state.setdefault("chat_messages", [])
 # The current conversation: a thread of the run history, or None for a new one.
@@ -74,7 +70,7 @@ with st.sidebar:
                 pick_thread(None)
                 st.rerun()
     st.divider()
-    _ui.pipeline_picker(chosen, "chat_w_")
+    _pipeline.pipeline_picker(chosen, "chat_w_")
     use_history = st.toggle("Use chat history", key="chat_use_history", value=True,
                             help="Rewrite a follow-up ('How is it trained?') into a standalone "
                                  "question with the conversation's earlier turns "
@@ -93,38 +89,19 @@ with _session.stop_on_store_error(kb_name):
     kb = _session.knowledge_base(kb_name)
     n_chunks = kb.count()
 
-if notice := st.session_state.pop("chat_notice", None):
-    st.success(safe(notice))
-
-
-def offer_samples() -> None:
-    """Offer the sample documents, loaded into their own knowledge base ``sample`` (then selected)."""
-    st.info(f"The knowledge base '{safe(kb_name)}' is empty. Upload documents on the Documents "
-            "page, or load the sample knowledge base: Retrace's own documentation (how to use "
-            f"it, how the graph decides, a glossary), into its own knowledge base '{SAMPLE_KB}'.")
-    if not st.button("Load the sample knowledge base", type="primary", key="chat_load_samples"):
-        return
-    try:
-        with st.spinner("Indexing the sample documents…"), _session.stop_on_store_error(SAMPLE_KB):
-            reports = load_samples(_session.knowledge_base(SAMPLE_KB))  # never the user's
-    except (StoreError, ValueError) as exc:
-        st.error(f"Could not load the samples: {safe(exc)}")
-        return
-    failed = [r for r in reports if not r.ok]
-    for r in failed:
-        _ui.file_report(r)
-    if not failed:
-        st.session_state["chat_notice"] = (
-            f"Loaded {len(reports)} sample documents ({sum(r.chunks for r in reports)} chunks) into "
-            f"the knowledge base '{SAMPLE_KB}', now selected. Try: “When does the graph search the web?”")
-        _session.select_kb(SAMPLE_KB)
-        st.rerun()
+_samples.notice()
+if warning := st.session_state.pop("chat_warning", None):
+    st.warning(safe(warning))
+just_asked: str | None = st.session_state.pop("chat_just_asked", None)  # shown with its status once
 
 
 if n_chunks == 0:
-    offer_samples()
+    st.info(f"The knowledge base '{safe(kb_name)}' is empty. Upload documents on the Documents page, or "
+            f"load {_samples.ABOUT}.")
+    _samples.load_button("chat_load_samples")
 else:
-    st.caption(f"Asking '{safe(kb_name)}' ({n_chunks} chunks, embeddings {safe(kb.embedding)}) with the "
+    st.caption(f"Asking '{safe(kb_name)}' ({formats.plural(n_chunks, 'chunk')}, embeddings "
+               f"{safe(kb.embedding)}) with the "
                f"{preset_label(chosen['preset'])} pipeline.")
 
 
@@ -135,6 +112,11 @@ def show_run(run: Run, *, turn: int | None = None, rating: int | None = None) ->
     its sources, its collapsed step log, a way into its trace, feedback, and Regenerate (for ``turn`` of
     this session's thread).
     """
+    if run.id == just_asked:  # as it was while it ran: its steps in a status box under how it ended
+        label, state = _ui.stop_status(run)
+        with st.status(label, state=state, expanded=False):
+            for e in run.events:
+                st.markdown(_ui.event_line(e))
     if run.standalone_question and run.standalone_question != run.question:
         st.caption(f"Understood as: {safe(run.standalone_question)}")
     _ui.answer(run)
@@ -174,7 +156,7 @@ for turn in thread.turns if thread else []:
 
 for msg in [m for m in messages if not m.get("in_thread")]:
     with st.chat_message(msg["role"]):
-        run = _session.runs().get(msg.get("run_id")) if msg["role"] == "assistant" else None
+        run = _session.runs().get(msg.get("run_id") or "") if msg["role"] == "assistant" else None
         if run is not None:
             show_run(run)
         else:
@@ -187,59 +169,23 @@ if question := st.chat_input("Ask about your documents", disabled=read_only):
     with st.chat_message("user"):
         st.markdown(safe(question, multiline=True))
     with st.chat_message("assistant"):
-        try:
-            context = make_context(_session.session_settings(), kb)
-            status = st.status("Running the graph…", expanded=True)
-            answer_box = st.empty()
-            streamed: list[str] = []
-            checks = [n for n, on in (("grounding check", options.grounding_check),
-                                      ("answer check", options.answer_check)) if on]
-
-            def show_tokens(text: str) -> None:
-                """Show the answer as it streams, marked unverified until the checks have run."""
-                # The answer streams in, visibly unverified until the checks have passed.
-                streamed.append(text)
-                note = f"\n\n*verifying: {' and '.join(checks)}…*" if checks else ""
-                answer_box.markdown(safe("".join(streamed), multiline=True) + note)
-
-            history = thread.history() if thread else []
-            started = time.monotonic()
-            for kind, item in run_live(question, context, options, history=history):
-                if kind == "event":
-                    status.markdown(_ui.event_line(item))
-                elif kind == "token":
-                    show_tokens(item)
-                elif kind == "run":
-                    run = item
-                if kind != "run":  # the elapsed time, live, while the run goes on
-                    status.update(label=f"Running the graph… {time.monotonic() - started:.1f} s")
-            answer_box.empty()
-            label, state = _ui.stop_status(run)
-            status.update(label=label, state=state, expanded=False)
-        except (StoreError, ValueError) as exc:
-            st.error(f"The question could not be run: {safe(exc)}")
-            messages.append({"role": "assistant", "content": f"Not run: {exc}", "run_id": None})
-        except Exception as exc:  # e.g. Chroma failing while reading term statistics
-            st.error(f"The question could not be run: {safe(type(exc).__name__)}: {safe(exc)}")
-            messages.append({"role": "assistant", "content": f"Not run: {exc}", "run_id": None})
-        else:
-            if problem := _session.keep(run):  # in this session and in the run history
-                st.warning(safe(problem))
-            new_thread, turn_no = False, None
-            try:
-                store = _session.store()
-                if thread is None:
-                    thread_id = store.create_thread(_session.session_id(), knowledge_base=kb_name).id
-                    st.session_state["chat_thread"] = thread_id
-                turn_no = store.add_turn(thread_id, _session.session_id(), run)
-                new_thread = thread is None
-                # now a turn of the thread, which shows it: not shown again from here
-                messages[-1]["in_thread"] = True
-                messages.append({"role": "assistant", "content": run.answer, "run_id": run.id,
-                                 "in_thread": True})
-            except Exception as exc:  # the answer stays on screen and in this session
-                st.warning(f"The turn could not be saved to the conversation: {safe(exc)}")
-                messages.append({"role": "assistant", "content": run.answer, "run_id": run.id})
-            show_run(run, turn=turn_no)
-            if not problem and new_thread:
-                st.rerun()  # list the new conversation in the sidebar
+        run = _conversation.ask(question, kb, options, history=thread.history() if thread else [])
+    if run is None:
+        messages.append({"role": "assistant", "content": "Not run.", "run_id": None})
+    else:
+        problem = _session.keep(run)  # in this session and in the run history
+        saved = _conversation.save_turn(run, thread_id, kb_name)
+        if saved:  # now a turn of the thread, which shows it (and its count in the sidebar) after a rerun
+            messages[-1]["in_thread"] = True
+            messages.append({"role": "assistant", "content": run.answer, "run_id": run.id, "in_thread": True})
+            st.session_state["chat_thread"] = saved
+            if thread is not None:  # a later turn keeps its status box, as it had while it ran
+                st.session_state["chat_just_asked"] = run.id
+            if problem:
+                st.session_state["chat_warning"] = problem
+            st.rerun()
+        messages.append({"role": "assistant", "content": run.answer, "run_id": run.id})
+        with st.chat_message("assistant"):
+            show_run(run)
+        if problem:
+            st.warning(safe(problem))

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from app_pages import _session, _ui
-from app_pages._ui import safe
+from app_pages import _pipeline, _samples, _session, _tables, _ui
+from app_pages._safe import safe
 from rag.config import (
     MAX_PIPELINES,
     PRESETS,
@@ -26,6 +26,7 @@ DEFAULT_PRESETS = ["naive", "crag", "full"]
 VERDICT_COLOURS = {"grounded": "green", "useful": "green", "not checked": "gray"}
 
 st.title("Compare")
+_samples.notice()
 st.caption("One question, 2 to 4 pipelines at the same time: see what self-correction changes.")
 comparisons: dict = st.session_state.setdefault("cmp_comparisons", {})
 prices = _session.prices()
@@ -47,13 +48,15 @@ if st.toggle("Add a custom pipeline", key="cmp_w_custom"):
 with st.expander("Budgets (for every pipeline)"):
     d = Options()
     numbers = {name: col.number_input(label, low, high, getattr(d, name), key=f"cmp_w_{name}")
-               for col, (name, (label, low, high, _)) in zip(st.columns(3), _ui.NUMBERS.items(), strict=True)}
+               for col, (name, (label, low, high, _))
+               in zip(st.columns(3), _pipeline.NUMBERS.items(), strict=True)}
 
 question = st.text_input("Question", key="cmp_w_question",
                          placeholder="Ask the same question of every pipeline")
 if n_chunks == 0:
     st.info(f"The knowledge base '{safe(kb_name)}' is empty. Upload documents on the Documents "
-            "page (or load the samples on the Chat page), then compare.")
+            f"page, or load {_samples.ABOUT}, then compare.")
+    _samples.load_button("cmp_samples")
 go = st.button("Compare", type="primary", key="cmp_run", disabled=n_chunks == 0,
                icon=":material/compare_arrows:")
 
@@ -68,17 +71,17 @@ if go:
         try:
             context = make_context(_session.session_settings(), kb)
             with st.spinner(f"Running {len(pipelines)} pipelines at once…"):
-                cmp = run_comparison(question, context, pipelines)
+                made = run_comparison(question, context, pipelines)
         except (StoreError, ValueError) as exc:
             st.error(f"The comparison could not be run: {safe(exc)}")
         except Exception as exc:  # e.g. Chroma failing while reading term statistics
             st.error(f"The comparison could not be run: {safe(type(exc).__name__)}: {safe(exc)}")
         else:
-            comparisons[cmp.id] = cmp
-            st.session_state["cmp_current"] = cmp.id
-            _session.runs().update({run.id: run for run in cmp.runs})
+            comparisons[made.id] = made
+            st.session_state["cmp_current"] = made.id
+            _session.runs().update({run.id: run for run in made.runs})
             try:
-                _session.store().save_comparison(cmp, _session.session_id())
+                _session.store().save_comparison(made, _session.session_id())
             except Exception as exc:  # the comparison stays usable in this session
                 st.warning(safe(f"The comparison could not be saved to the history: "
                                 f"{type(exc).__name__}: {exc}"))
@@ -102,25 +105,25 @@ if len(comparisons) > 1:
     st.session_state["cmp_w_pick"] = current
     ids = list(reversed(comparisons))
     st.selectbox("Comparison", ids, key="cmp_w_pick", on_change=_pick,
-                 format_func=lambda i: f"{_ui.when(comparisons[i].created_at):%H:%M:%S}"
+                 format_func=lambda i: f"{_tables.when(comparisons[i].created_at):%H:%M:%S}"
                                        f" · {comparisons[i].question[:80]}")
 cmp: Comparison = comparisons[current]
 
 st.subheader(f"“{safe(cmp.question)}”")
 secrets = _session.secrets()
 a, b, _ = st.columns([1, 1, 2])
-_ui.downloads("cmp", f"retrace-comparison-{cmp.id[:8]}", columns=(a, b),
+_tables.downloads("cmp", f"retrace-comparison-{cmp.id[:8]}", columns=(a, b),
               html=lambda: comparison_html(cmp, prices=prices, secrets=secrets),
               json=lambda: comparison_json(cmp, prices=prices, secrets=secrets),
               html_help="One self-contained file: opens offline, with every run's replay.")
 # One table, a row per pipeline: it fits four pipelines where per-column tables overflowed.
 st.dataframe(changed.metric_rows(cmp, prices), hide_index=True, width="stretch", column_config={
     "pipeline": st.column_config.TextColumn("Pipeline"),
-    "steps": st.column_config.NumberColumn("Steps"),
-    "llm_calls": st.column_config.NumberColumn("LLM calls"),
-    "tokens": st.column_config.NumberColumn("Tokens"),
+    "steps": _tables.count_column("Steps"),
+    "llm_calls": _tables.count_column("LLM calls"),
+    "tokens": _tables.count_column("Tokens"),
     "cost": st.column_config.TextColumn("Cost"),
-    "latency_ms": st.column_config.NumberColumn("Latency (ms)", format="%d")})
+    "latency_ms": _tables.ms_column("Latency")})
 
 st.subheader("What self-correction changed")
 base = cmp.labels[changed.baseline(cmp)]
@@ -132,7 +135,7 @@ for change in changed.changes(cmp):
         st.caption(f"Same answer as {safe(base)}.")
     else:
         st.caption(f"Its answer against {safe(base)}'s: added words green, removed ones struck out.")
-        st.markdown(_ui.diff_markdown(change.diff))
+        st.html(changed.diff_html(change.diff))  # every word of the answers HTML-escaped
 if differ := changed.verdict_differences(cmp):
     st.caption("The verdicts that differ:")
     st.dataframe(differ, hide_index=True, width="stretch")  # cells are plain text

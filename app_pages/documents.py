@@ -4,30 +4,33 @@ import math
 
 import streamlit as st
 
-from app_pages import _kb, _session, _ui
-from app_pages._ui import safe
+from app_pages import _docs, _kb, _samples, _session
+from app_pages._safe import safe
 from rag.ingest import sources
 from rag.ingest.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, MIN_CHUNK_SIZE
 from rag.ingest.pipeline import ChunkSettings, FileReport, ingest_files
 from rag.store.chroma import StoreError
+from rag.trace import formats
 
-LOCKED_CODES = ("password_required", "wrong_password")
+LOCKED_CODES = _docs.LOCKED_CODES
 
 settings = _session.settings()
-reports: list[FileReport] = st.session_state.setdefault("docs_reports", [])
-# File name -> uploaded bytes of the files waiting for a password (kept so nothing is lost).
-locked: dict[str, bytes] = st.session_state.setdefault("docs_locked", {})
+reports: list[FileReport] = st.session_state.setdefault(_docs.REPORTS, [])
+locked: dict[str, bytes] = st.session_state.setdefault(_docs.LOCKED, {})
 
 st.title("Documents")
+_samples.notice()
 _kb.manage()  # create, switch, delete and re-index knowledge bases (pages/_kb.py)
 with _session.stop_on_store_error(_session.current_kb_name()):
     kb = _session.knowledge_base()
     n_chunks = kb.count()
     docs = kb.documents()
 
-c1, c2 = st.columns(2)
-c1.metric("Documents", len(docs))
-c2.metric("Chunks in the knowledge base", n_chunks)
+c1, c2, c3 = st.columns([1, 1, 1.4], vertical_alignment="center")
+c1.metric("Documents", formats.count(len(docs)))
+c2.metric("Chunks in the knowledge base", formats.count(n_chunks))
+with c3:  # one click to the samples, whatever is selected
+    _samples.load_button("docs_samples", primary=False)
 
 if notice := st.session_state.pop("docs_notice", None):
     st.success(safe(notice))
@@ -61,12 +64,12 @@ batch = st.session_state.get("docs_batch", 0)
 uploaded = st.file_uploader(
     "PDF, Word, HTML, text or Markdown files", accept_multiple_files=True,
     type=["pdf", "docx", "html", "htm", "txt", "md", "markdown"],
-    key=f"docs_uploader_{batch}" if batch else "docs_uploader",
+    key=f"docs_uploader_{batch}" if batch else "docs_uploader", on_change=_docs.forget_reports,
     max_upload_size=max(1, math.ceil(settings.max_upload_mb)),
     help=f"Up to {settings.max_upload_mb:g} MB per file. Re-uploading the same bytes is a no-op.")
 
 if uploaded:  # the chips cut long names short: every chosen file, named in full
-    st.caption("Chosen: " + " · ".join(f"{safe(f.name)} ({_ui.human_size(f.size)})" for f in uploaded))
+    st.caption("Chosen: " + " · ".join(f"{safe(f.name)} ({formats.size(f.size)})" for f in uploaded))
 
 use_ocr = st.toggle("Read scanned pages (OCR)", value=True, key="docs_ocr",
                     help="Pages with no text layer are read by OCR on this machine, "
@@ -81,7 +84,7 @@ if st.button("Index files", type="primary", disabled=not uploaded, key="docs_ind
         """Move the bar to file ``done`` of ``total`` (0-based), named ``name``."""
         position["file"] = done
         label = f"Indexing {safe(name)} ({done + 1} of {total})" if name else \
-            f"Indexed {total} file(s)"
+            f"Indexed {formats.plural(total, 'file')}"
         bar.progress(done / total if total else 1.0, text=label)
 
     def on_page(name: str, done: int, total: int, ocr: bool) -> None:
@@ -92,6 +95,7 @@ if st.button("Index files", type="primary", disabled=not uploaded, key="docs_ind
         how = " by OCR" if ocr else ""
         bar.progress(min(share, 1.0), text=f"Indexing {safe(name)}: page {done} of {total} read{how}")
 
+    _docs.forget_reports()  # this upload's lines replace the earlier one's, whatever happens
     try:
         new = ingest_files(kb, files, chunking=chunking, max_bytes=settings.max_upload_bytes,
                            on_progress=on_progress, ocr=use_ocr, on_page=on_page)
@@ -109,7 +113,7 @@ if st.button("Index files", type="primary", disabled=not uploaded, key="docs_ind
         st.rerun()
 
 for report in reports:
-    _ui.file_report(report)
+    _docs.file_report(report)
 
 # -- encrypted PDFs ------------------------------------------------------------------------
 waiting = [r.filename for r in reports if r.code in LOCKED_CODES and r.filename in locked]
@@ -117,8 +121,10 @@ if waiting:
     st.markdown("**Encrypted PDFs** need their password to be read. The password is used "
                 "once for this retry and not kept.")
     with st.form("docs_pw_form", border=False):  # a form: Enter in a password field submits it
-        for name in waiting:
-            st.text_input(f"Password for {safe(name)}", type="password", key=f"docs_pw_{name}")
+        for name in waiting:  # an input's label is its accessible name too: the file name goes beside it
+            st.markdown(f"**{safe(name)}**")
+            st.text_input("Password", type="password", key=f"docs_pw_{name}",
+                          placeholder="the password of the file named above")
         retry = st.form_submit_button("Retry with password", key="docs_retry")
     if retry:
         passwords = {n: st.session_state.get(f"docs_pw_{n}", "") for n in waiting}
@@ -138,16 +144,13 @@ if waiting:
 # -- what is indexed -----------------------------------------------------------------------
 st.subheader(f"Indexed in '{safe(kb.name)}'")
 if not docs:
-    st.info("Nothing is indexed yet. Upload files above, or load the sample knowledge base "
-            "from the Chat page.")
+    st.info(f"Nothing is indexed yet. Upload files above, or load {_samples.ABOUT} (button above).")
     st.stop()
 
 st.dataframe(  # cells are plain text (never Markdown)
-    [{"File": d.source, "Pages": d.pages, "Chunks": d.chunks,
-      "Status": "complete" if d.complete else "incomplete: upload it again to repair",
-      "Size": _ui.human_size(d.size_bytes), "Added": _ui.when(d.added_at)} for d in docs],
-    hide_index=True,
-    column_config={"Added": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
+    _docs.table_rows(docs), hide_index=True,
+    column_config={"OCR pages": st.column_config.NumberColumn(help="Pages read by OCR (no text layer)."),
+                   "Added": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
 
 by_sha = {d.doc_sha: d for d in docs}
 sha = st.selectbox("Preview a document", list(by_sha), key="docs_preview",  # options: plain text
@@ -160,7 +163,7 @@ except Exception as exc:
     st.error(f"Cannot read the chunks of {name}: {safe(type(exc).__name__)}: {safe(exc)}")
     chunks = []
 if chunks:
-    st.caption(f"{name}: {len(chunks)} chunks over {doc.pages} page(s)")
+    st.caption(f"{name}: {formats.plural(len(chunks), 'chunk')} over {formats.plural(doc.pages, 'page')}")
     st.dataframe(
         [{"Page": c.page, "Chunk": c.index, "Characters": len(c.text), "Text": c.text}
          for c in chunks],
@@ -172,14 +175,15 @@ if chunks:
         st.markdown(safe(chunks[pick].text, multiline=True))
 
 with st.popover(f"Delete {name}", icon=":material/delete:"):
-    st.warning(f"This removes {name} and its {doc.chunks} chunks from '{safe(kb.name)}'. "
+    st.warning(f"This removes {name} and its {formats.plural(doc.chunks, 'chunk')} from '{safe(kb.name)}'. "
                "Runs that cited it keep their trace.")
-    if st.button("Delete permanently", type="primary", key="docs_delete_confirm"):
+    sure = _docs.confirm(f"docs_delete_sure_{sha}")
+    if st.button("Delete permanently", type="primary", key="docs_delete_confirm", disabled=not sure):
         try:
             n = kb.delete_document(sha)
             sources.forget(kb.data_dir, kb.name, sha)  # the kept PDF of its page views
         except Exception as exc:
             st.error(f"Could not delete {name}: {safe(type(exc).__name__)}: {safe(exc)}")
         else:
-            st.session_state["docs_notice"] = f"Deleted {doc.source} ({n} chunks)."
+            st.session_state["docs_notice"] = f"Deleted {doc.source} ({formats.plural(n, 'chunk')})."
             st.rerun()

@@ -2,13 +2,13 @@
 
 import streamlit as st
 
-from app_pages import _session, _ui
-from app_pages._ui import safe
+from app_pages import _samples, _session, _tables
+from app_pages._safe import safe
 from rag.config import PRESETS, PRESETS_HELP, preset_label
 from rag.eval import parse_items, run_eval
 from rag.run import make_context
-from rag.samples import SAMPLES_DIR
-from rag.trace import charts
+from rag.samples import SAMPLE_KB, SAMPLES_DIR
+from rag.trace import charts, formats
 from rag.trace.export import EVAL_COLUMNS, eval_cell, eval_citations, evaluation_html, evaluation_json
 
 SAMPLE_SET = SAMPLES_DIR / "eval" / "sample-questions.jsonl"
@@ -18,6 +18,7 @@ FORMAT_HELP = ('One JSON object a line: {"id", "question", "answers"?: [...], "s
                "means the first citation comes from one of the sources.")
 
 st.title("Evaluate")
+_samples.notice()
 st.caption("Run a question set through each pipeline on the current knowledge base: how often each "
            "answers, caveats or abstains, whether it finds the answer and the right source, and at what "
            "cost.")
@@ -38,9 +39,10 @@ if source == UPLOAD:
         set_name = upload.name.rsplit(".", 1)[0] or "questions"
 elif SAMPLE_SET.is_file():
     lines = SAMPLE_SET.read_text(encoding="utf-8").splitlines()
-    st.caption("Twelve questions the sample documents answer (some in other words than theirs) and four "
-               "they cannot. Load the samples first (Chat page) and select the knowledge base 'sample' "
-               "for the answerable ones to count.")
+    st.caption(f"Twelve questions the sample documents answer (some in other words than theirs) and four "
+               f"they cannot. Select the knowledge base '{SAMPLE_KB}' for the answerable ones to count.")
+    if kb_name != SAMPLE_KB and n_chunks:
+        _samples.load_button("ev_samples_set", primary=False)
 
 items = []
 if lines:
@@ -49,33 +51,40 @@ if lines:
     except ValueError as exc:
         st.error(safe(f"This question set cannot be read: {exc}"))
     else:
-        st.caption(f"{len(items)} question(s); {sum(i.answerable is False for i in items)} marked "
-                   "unanswerable.")
+        st.caption(f"{formats.plural(len(items), 'question')}; "
+                   f"{formats.count(sum(i.answerable is False for i in items))} marked unanswerable.")
 
 presets = st.multiselect("Pipelines", list(PRESETS), default=["naive", "crag", "full"],
                          format_func=preset_label, key="ev_w_presets", help=PRESETS_HELP)
 if n_chunks == 0:
-    st.info(f"The knowledge base '{safe(kb_name)}' is empty. Upload documents on the Documents page "
-            "(or load the samples on the Chat page), then evaluate.")
+    st.info(f"The knowledge base '{safe(kb_name)}' is empty. Upload documents on the Documents page, or "
+            f"load {_samples.ABOUT}, then evaluate.")
+    _samples.load_button("ev_samples")
 go = st.button("Evaluate", type="primary", key="ev_run", icon=":material/fact_check:",
                disabled=not (items and presets and n_chunks))
 
 if go:
     context = make_context(_session.session_settings(), kb)
     total = len(items) * len(presets)
-    bar = st.progress(0.0, text=f"0 of {total} runs")
+    bar = st.progress(0.0, text=f"0 of {formats.plural(total, 'run')}")
+
+    def progress(done: int, n: int) -> None:
+        """Move the bar to run ``done`` of ``n``."""
+        bar.progress(done / n, text=f"{formats.count(done)} of {formats.plural(n, 'run')}")
+
     try:
-        result = run_eval(items, context, presets, store=_session.store(), session_id=_session.session_id(),
-                          on_progress=lambda done, n: bar.progress(done / n, text=f"{done} of {n} runs"))
+        made = run_eval(items, context, presets, store=_session.store(), session_id=_session.session_id(),
+                        on_progress=progress)
     except (OSError, ValueError) as exc:
         st.error(safe(f"The evaluation stopped: {exc}"))
     else:
-        st.session_state["ev_result"] = result.to_dict()
+        st.session_state["ev_result"] = made.to_dict()
     bar.empty()
 
-result = st.session_state.get("ev_result")
-if not result:
+kept: dict | None = st.session_state.get("ev_result")
+if not kept:
     st.stop()
+result: dict = kept
 
 by_label = {preset_label(p): f for p, f in result["presets"].items()}
 st.subheader("By pipeline")
@@ -104,6 +113,6 @@ if chosen:
 else:
     st.caption("Select a row to open its run in Trace.")
 
-_ui.downloads("ev", set_name + "-evaluation", lambda: evaluation_html(result, secrets=_session.secrets()),
+_tables.downloads("ev", set_name + "-evaluation", lambda: evaluation_html(result, secrets=_session.secrets()),
               lambda: evaluation_json(result, secrets=_session.secrets()), columns=tuple(st.columns(2)),
               html_help="One self-contained file: figures, charts and every question; no network needed.")

@@ -6,11 +6,11 @@ latency, LLM calls and tokens).
 
 import streamlit as st
 
-from app_pages import _session
-from app_pages._ui import safe
+from app_pages import _session, _tables
+from app_pages._safe import safe
 from rag.config import preset_label, preset_of
 from rag.trace import charts as figures
-from rag.trace import insights
+from rag.trace import formats, insights
 from rag.trace.pricing import format_cost
 
 st.title("Insights")
@@ -37,36 +37,25 @@ if not runs:
 ins = insights.compute(runs, prices)
 presets = st.multiselect("Pipelines", list(ins.presets), key="ins_w_presets",
                          placeholder="every pipeline",
-                         format_func=lambda p: f"{p} ({ins.presets[p]} runs)")  # plain text
+                         format_func=lambda p: f"{p} ({formats.plural(ins.presets[p], 'run')})")  # plain text
 if presets:
     runs = [r for r in runs if preset_label(preset_of(r.options)) in presets]
     ins = insights.compute(runs, prices)
 
-
-def pct(x) -> str:
-    """A share in [0, 1] as a percentage, or a dash when there is none."""
-    return "–" if x is None else f"{x:.0%}"
-
-
-def num(x, fmt: str = "{:.1f}") -> str:
-    """A number formatted with ``fmt``, or a dash when there is none."""
-    return "–" if x is None else fmt.format(x)
-
-
-st.caption(f"Over {ins.runs} run(s), {ins.answered} answered "
+st.caption(f"Over {formats.plural(ins.runs, 'run')}, {formats.count(ins.answered)} answered "
            f"({'all sessions' if all_sessions else 'this session'}).")
 m = st.columns(4)
-m[0].metric("Rewrite rate", pct(ins.rewrite_rate), help="Share of runs that rewrote the query.")
-m[1].metric("Rewrites per answered question", num(ins.mean_rewrites_answered, "{:.2f}"))
-m[2].metric("Hallucination detection rate", pct(ins.hallucination_rate),
-            help=f"Grounding checks that failed: {ins.grounding_failures} of "
-                 f"{ins.grounding_checks}.")
-m[3].metric("Grounding checks", ins.grounding_checks)
+m[0].metric("Rewrite rate", formats.share(ins.rewrite_rate), help="Share of runs that rewrote the query.")
+m[1].metric("Rewrites per answered question", formats.mean(ins.mean_rewrites_answered))
+m[2].metric("Hallucination detection rate", formats.share(ins.hallucination_rate),
+            help=f"Grounding checks that failed: {formats.count(ins.grounding_failures)} of "
+                 f"{formats.count(ins.grounding_checks)}.")
+m[3].metric("Grounding checks", formats.count(ins.grounding_checks))
 m = st.columns(4)
-m[0].metric("Latency p50", num(ins.latency_p50_ms, "{:.0f} ms"))
-m[1].metric("Latency p95", num(ins.latency_p95_ms, "{:.0f} ms"))
-m[2].metric("LLM calls per question", num(ins.llm_calls_per_question))
-m[3].metric("Tokens per question", num(ins.tokens_per_question, "{:.0f}"),
+m[0].metric("Latency p50", formats.ms(ins.latency_p50_ms))
+m[1].metric("Latency p95", formats.ms(ins.latency_p95_ms))
+m[2].metric("LLM calls per question", formats.mean(ins.llm_calls_per_question))
+m[3].metric("Tokens per question", formats.mean(ins.tokens_per_question),
             help=f"Cost per question: {safe(format_cost(ins.cost_per_question))}")
 
 left, right = st.columns(2)
@@ -87,20 +76,10 @@ st.dataframe([{"path": path, "runs": count} for path, count in ins.paths], hide_
              column_config={"path": st.column_config.TextColumn("Path (repeated rounds folded)",
                                                                 width=760),
                             "runs": st.column_config.ProgressColumn(
-                                "Runs", format="%d", width="small", min_value=0, max_value=top)})
+                                "Runs", format=formats.COUNT_FORMAT, width="small", min_value=0,
+                                max_value=top)})
 st.markdown("**By pipeline**")
-# A share no run could have (no grounding check ran) is said, not shown as a literal "None".
-rows = [{**r, "hallucination_rate": pct(r["hallucination_rate"]) if r["hallucination_rate"] is not None
-         else "not checked"} for r in insights.by_pipeline(runs, prices)]
-st.dataframe(rows, hide_index=True, width="stretch",
-             column_config={
-                 "pipeline": st.column_config.TextColumn("Pipeline"),
-                 "rewrite_rate": st.column_config.NumberColumn("Rewrite rate", format="percent"),
-                 "hallucination_rate": st.column_config.TextColumn("Failed grounding checks"),
-                 "llm_calls": st.column_config.NumberColumn("LLM calls / question",
-                                                            format="%.1f"),
-                 "tokens": st.column_config.NumberColumn("Tokens / question", format="%.0f"),
-                 "p50_ms": st.column_config.NumberColumn("Latency p50 (ms)", format="%.0f")})
+_tables.by_pipeline_table(insights.by_pipeline(runs, prices))
 st.plotly_chart(figures.latency_figure(ins.latencies_ms, ins.latency_p50_ms, ins.latency_p95_ms),
                 width="stretch", key="ins_latency", config={"displaylogo": False})
 
@@ -111,13 +90,6 @@ except Exception as exc:  # the rest of the page stands without it
     st.caption(f"Feedback is unavailable: {safe(exc)}")
     thumbs = {}
 if thumbs:
-    st.dataframe(insights.feedback_by_pipeline(runs, thumbs), hide_index=True, width="stretch",
-                 column_config={
-                     "pipeline": st.column_config.TextColumn("Pipeline"),
-                     "runs": st.column_config.NumberColumn("Runs"),
-                     "rated": st.column_config.NumberColumn("Rated"),
-                     "up": st.column_config.NumberColumn("Thumbs up"),
-                     "down": st.column_config.NumberColumn("Thumbs down"),
-                     "up_rate": st.column_config.NumberColumn("Share up", format="percent")})
+    _tables.feedback_table(insights.feedback_by_pipeline(runs, thumbs))
 else:
     st.caption("No answer in these runs has a thumbs up or down yet: rate answers on the Chat page.")

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from app_pages import _session
-from app_pages._ui import safe
+from app_pages._safe import safe
 from rag import health
 
 st.title("Settings")

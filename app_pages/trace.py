@@ -6,9 +6,10 @@ delete runs from the history.
 
 import streamlit as st
 
-from app_pages import _session, _ui
-from app_pages._ui import safe
-from rag.history import RunOwnedElsewhere, merge_summaries
+from app_pages import _replay, _session, _tables, _ui
+from app_pages._safe import safe
+from rag.history import RunOwnedElsewhere, RunStore, merge_summaries
+from rag.models import Run
 from rag.trace import charts as figures
 from rag.trace import story
 from rag.trace.export import run_html, run_json
@@ -21,6 +22,7 @@ if notice := st.session_state.pop("trace_notice", None):
 
 session_runs = _session.runs()
 sid = _session.session_id()
+store: RunStore | None
 try:
     store = _session.store()
     stored_total = store.count()
@@ -39,7 +41,7 @@ if not session_runs and not stored_total:
 c1, c2, c3 = st.columns([3, 2, 1.2], vertical_alignment="bottom")
 query = c1.text_input("Filter by question", key="trace_w_filter",
                       placeholder="words in the question") or None
-kinds = c2.multiselect("Ending", list(story.STOP_KINDS), format_func=story.STOP_KINDS.get,
+kinds = c2.multiselect("Ending", list(story.STOP_KINDS), format_func=lambda k: story.STOP_KINDS[k],
                        key="trace_w_kinds", placeholder="any ending") or None
 all_sessions = c3.toggle("All sessions", key="trace_w_all",
                          help="Also list runs made by other browser sessions, earlier sessions "
@@ -77,17 +79,18 @@ if len(entries) > 1:
     # Driven by trace_run_id, so "Open trace" on the Chat page selects the run it came from.
     st.session_state["trace_w_run"] = run_id
     st.selectbox("Run", list(entries), key="trace_w_run", on_change=_pick_run,
-                 format_func=lambda i: _ui.run_label(entries[i].created_at, entries[i].preset,
+                 format_func=lambda i: _tables.run_label(entries[i].created_at, entries[i].preset,
                                                      entries[i].question),
                  help="Newest first. Filter above; switch on All sessions for older runs.")
 
-loaded: dict = st.session_state.setdefault("trace_loaded", {})
-run = session_runs.get(run_id) or loaded.get(run_id)
-if run is None and store is not None and (run := store.get(run_id)) is not None:
-    loaded[run_id] = run
-if run is None:
+loaded: dict[str, Run] = st.session_state.setdefault("trace_loaded", {})
+found = session_runs.get(run_id) or loaded.get(run_id)
+if found is None and store is not None and (found := store.get(run_id)) is not None:
+    loaded[run_id] = found
+if found is None:
     st.error("This run is no longer in the history (it was deleted).")
     st.stop()
+run: Run = found
 
 # -- the run at a glance -----------------------------------------------------------------
 st.markdown(f"**Question:** {safe(run.question)}")
@@ -98,7 +101,7 @@ owner = store.owner(run.id) if store is not None else None
 mine = owner == sid or (owner is None and run.id in session_runs)
 secrets = _session.secrets()
 a, b, c = st.columns([1, 1, 2])
-_ui.downloads("trace", f"retrace-run-{run.id[:8]}", columns=(a, b),
+_tables.downloads("trace", f"retrace-run-{run.id[:8]}", columns=(a, b),
               html=lambda: run_html(run, prices=prices, secrets=secrets),
               json=lambda: run_json(run, prices=prices, secrets=secrets),
               html_help="One self-contained file: opens offline, with the replay.")
@@ -123,8 +126,7 @@ else:
 # -- replay, and node details (a click on the flow, or a pick) -----------------------------
 st.subheader("Replay")
 steps = story.steps(run)
-_ui.replay(run, steps, prices, key="trace")
-_ui.node_details(run, steps, prices, key="trace_w_node")
+_replay.replay(run, steps, prices, key="trace", node_key="trace_w_node")  # with node details
 
 # -- the path unrolled ---------------------------------------------------------------------
 st.subheader("Path, unrolled by attempt")
@@ -138,19 +140,19 @@ right.plotly_chart(figures.path_figure(run), width="stretch", key="trace_path",
 # -- verdicts, steps, timeline -------------------------------------------------------------
 st.subheader("Grader verdicts")
 if verdicts := story.verdict_rows(run):
-    _ui.verdicts_table(verdicts)
+    _tables.verdicts_table(verdicts)
 else:
     st.caption("No chunk was graded in this run (grading was off, or the run stopped first).")
 _ui.checks(run)
 
 st.subheader("Steps")
-_ui.steps_table(story.event_rows(run))
+_tables.steps_table(story.event_rows(run))
 
 st.subheader("Timeline")
 st.plotly_chart(figures.timeline_figure(run, prices), width="stretch", key="trace_timeline",
                 config={"displaylogo": False})
 if run.llm_calls:
-    _ui.node_totals_table(node_totals(run, prices))
+    _tables.node_totals_table(node_totals(run, prices))
 else:
     st.caption("0 LLM calls: the offline engine ran, so nothing was spent.")
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from rag.models import Run
 from rag.trace import flow as viz
-from rag.trace import views
+from rag.trace import formats, views
 from rag.trace.flow import esc, wrap_html
 from rag.trace.pricing import Price, event_cost, format_cost, load_prices
 from rag.trace.replay import COLOR_REPLAY
@@ -151,7 +151,7 @@ def timeline_figure(run: Run, prices: Mapping[str, Price] | None = None) -> go.F
                        "%{customdata[3]} completion tokens, %{customdata[4]}<extra></extra>")))
     total_tokens = run.prompt_tokens + run.completion_tokens
     fig.update_layout(
-        title=dict(text=(f"{run.duration_ms:.0f} ms · {run.llm_calls} LLM call(s) · "
+        title=dict(text=(f"{formats.ms(run.duration_ms)} · {formats.plural(run.llm_calls, 'LLM call')} · "
                          f"{total_tokens} tokens"), x=0.01, font=dict(size=13)),
         xaxis=dict(title="ms since the run started", rangemode="tozero"),
         # Labels wrapped to TICK_CHARS and a left margin that holds them: never clipped, even on a phone

@@ -8,6 +8,7 @@ where the answers differ, as a word diff. Pure functions over a :class:`rag.mode
 from __future__ import annotations
 
 import difflib
+import html
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -73,6 +74,92 @@ def word_diff(old: str, new: str) -> list[Token]:
     return out
 
 
+ISLAND_WORDS = 2
+"""A run of at most this many words in both answers, between two changes, is read as part of the change."""
+DIFF_STYLES = {
+    "p": "white-space:pre-wrap;line-height:1.7;margin:0 0 0.5rem",
+    "del": "background:#fde2e1;color:#991b1b;text-decoration:line-through;border-radius:3px;padding:0 2px",
+    "ins": "background:#dcfce7;color:#166534;text-decoration:none;border-radius:3px;padding:0 2px",
+}
+"""Our own constant inline styles of :func:`diff_html`'s elements (no data in them)."""
+
+
+def readable(tokens: list[Token]) -> list[Token]:
+    """``tokens`` regrouped for reading: each changed stretch as one deletion, then one insertion.
+
+    A word diff alternates removed and added words around the few words both answers share (``the``,
+    ``of``), which reads as interleaved fragments. A run of at most :data:`ISLAND_WORDS` shared words between
+    two changes, and no longer than either of them, joins both sides of the change (the semantic cleanup of
+    diff-match-patch, Fraser 2006), so each stretch reads as the old words struck out, then the new ones.
+    Joining every non-removed token still gives the new answer back.
+    """
+    out: list[Token] = []
+    removed: list[str] = []
+    added: list[str] = []
+
+    def flush() -> None:
+        if removed:
+            out.append(Token("".join(removed), REMOVED))
+        if added:
+            out.append(Token("".join(added), ADDED))
+        removed.clear()
+        added.clear()
+
+    def words(run: list[Token]) -> int:
+        return max((len(t.text.split()) for t in run), default=0)
+
+    for i, t in enumerate(tokens):
+        if t.kind == REMOVED:
+            removed.append(t.text)
+        elif t.kind == ADDED:
+            added.append(t.text)
+        elif i and tokens[i - 1].kind != SAME and _island(t, words(_changes(tokens[i - 1::-1])),
+                                                           words(_changes(tokens[i + 1:]))):
+            removed.append(t.text)
+            added.append(t.text)
+        else:
+            flush()
+            out.append(t)
+    flush()
+    return out
+
+
+def _changes(tokens: list[Token]) -> list[Token]:
+    """The changed tokens at the start of ``tokens``, up to the first shared one."""
+    out = []
+    for t in tokens:
+        if t.kind == SAME:
+            break
+        out.append(t)
+    return out
+
+
+def _island(t: Token, before: int, after: int) -> bool:
+    """Whether the shared run ``t`` is short enough, beside the changes around it, to read as part of them."""
+    n = len(t.text.split())
+    return n <= ISLAND_WORDS and n <= min(before, after)
+
+
+def diff_html(tokens: list[Token]) -> str:
+    """A word diff as one paragraph of HTML: removed words in ``<del>``, added ones in ``<ins>``, on one line.
+
+    Every token's text is HTML-escaped, so the only markup is ours; whitespace and line breaks of the
+    answers are kept (``white-space: pre-wrap``; the styles are :data:`DIFF_STYLES`).
+    """
+    tags = {REMOVED: "del", ADDED: "ins"}
+    parts = []
+    for t in tokens:
+        text = html.escape(t.text, quote=True)
+        tag = tags.get(t.kind)
+        if tag:  # the whitespace after a change stays outside its mark
+            word = t.text.rstrip()
+            parts.append(f'<{tag} style="{DIFF_STYLES[tag]}">{html.escape(word, quote=True)}</{tag}>'
+                         + html.escape(t.text[len(word):]))
+        else:
+            parts.append(text)
+    return f'<p class="retrace-diff" style="{DIFF_STYLES["p"]}">{"".join(parts)}</p>'
+
+
 def added_steps(base: Run, run: Run) -> list[str]:
     """The node visits of ``run`` beyond those of ``base``, in ``run``'s path order.
 
@@ -132,7 +219,7 @@ def changes(cmp: Comparison) -> list[Change]:
             continue
         same = " ".join(run.answer.split()) == " ".join(base.answer.split())
         out.append(Change(label=label, added_steps=added_steps(base, run), same_answer=same,
-                          diff=[] if same else word_diff(base.answer, run.answer)))
+                          diff=[] if same else readable(word_diff(base.answer, run.answer))))
     return out
 
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from rag.config import TOGGLES, preset_label, preset_of
 from rag.models import Comparison, GradeDetail, Run, source_label
 from rag.secrets import REDACTED, scrub  # noqa: F401  (REDACTED is part of this module's API)
-from rag.trace import story
+from rag.trace import formats, story
 from rag.trace.charts import hits_figure, outcomes_figure, path_figure, timeline_figure
 from rag.trace.pricing import Price, format_cost, load_prices, run_cost
 from rag.trace.replay import replay_figure
@@ -274,17 +274,22 @@ def comparison_html(cmp: Comparison, *, prices: Mapping[str, Price] | None = Non
 EVAL_COLUMNS = (("questions", "Questions"), ("answered", "Answered"), ("answered_clean", "Answered clean"),
                 ("caveat", "With caveat"), ("abstained", "Abstained"), ("answer_hit", "Answer hit"),
                 ("clean_precision", "Clean precision"), ("confidently_wrong", "Confidently wrong"),
-                ("source_hit", "Source hit"), ("p50_ms", "p50 ms"), ("llm_calls_mean", "LLM calls"))
+                ("source_hit", "Source hit"), ("p50_ms", "Latency p50"), ("llm_calls_mean", "LLM calls"))
 """The per-preset figures of an evaluation, in the order every view shows them."""
 
 
 def eval_cell(key: str, value: object) -> str:
-    """One evaluation figure as text: shares as percentages, ``–`` for a figure with no data."""
-    if value is None:
-        return "–"
-    if key in ("answer_hit", "source_hit", "clean_precision") and isinstance(value, float):
-        return f"{value:.0%}"
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    """One evaluation figure as text, in :mod:`rag.trace.formats`' format for its kind.
+
+    Shares ``80 %``, ms ``1,234 ms``, means ``1.5``, counts ``12``; ``—`` for a figure with no data.
+    """
+    if value is None or not isinstance(value, int | float):
+        return formats.NONE if value is None else str(value)
+    if key in ("answer_hit", "source_hit", "clean_precision"):
+        return formats.share(value)
+    if key.endswith("_ms"):
+        return formats.ms(value)
+    return formats.mean(value) if key.endswith("_mean") else formats.count(value)
 
 
 def eval_citations(item: Mapping, limit: int = 3) -> str:

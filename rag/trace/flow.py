@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from rag.graph.build import build_graph
 from rag.models import Run, TraceEvent
 from rag.text import clip
+from rag.trace import formats
 from rag.trace.geometry import (
     END,
     EXTRA_ROW_Y,
@@ -92,7 +93,7 @@ def _wrap(text: Any, width: int = HOVER_WIDTH, indent: str = "") -> str:
 
 def _event_hover(event: TraceEvent) -> str:
     head = (f"<b>Step {event.step}</b> · attempt {event.attempt} · "
-            f"{event.duration_ms:.1f} ms")
+            f"{formats.ms(event.duration_ms)}")
     lines = [head, _wrap(event.summary)]
     if event.route:
         lines.append(_wrap(f"→ next: {event.route.to}: {event.route.why}",

@@ -24,6 +24,8 @@ from rag.models import (
     node,
     source_label,
 )
+from rag.trace import formats
+from rag.trace.formats import plural
 from rag.trace.pricing import format_cost
 
 ERROR = "error"
@@ -258,8 +260,9 @@ def event_rows(run: Run) -> list[dict]:
 def totals_line(run: Run, cost: float | None = None) -> str:
     """``13 steps · 2 rewrites · 0 LLM calls · 0 tokens · $0 · 812 ms`` (cost as given)."""
     tokens = run.prompt_tokens + run.completion_tokens
-    return (f"{len(run.events)} steps · {run.rewrites} rewrite(s) · {run.llm_calls} LLM call(s) · "
-            f"{tokens} tokens · {format_cost(cost)} · {run.duration_ms:.0f} ms")
+    return (f"{plural(len(run.events), 'step')} · {plural(run.rewrites, 'rewrite')} · "
+            f"{plural(run.llm_calls, 'LLM call')} · {plural(tokens, 'token')} · {format_cost(cost)} · "
+            f"{formats.ms(run.duration_ms)}")
 
 
 def grounded_verdict(run: Run) -> str:
@@ -267,7 +270,7 @@ def grounded_verdict(run: Run) -> str:
     for c in reversed(checks(run)):
         if c.kind == "grounding":
             n = len(c.claims)
-            return "grounded" if c.passed else f"not grounded ({n} claim{'s' if n != 1 else ''})"
+            return "grounded" if c.passed else f"not grounded ({plural(n, 'claim')})"
     return "not checked"
 
 

@@ -47,6 +47,7 @@ from rag.models import (
     source_label,
 )
 from rag.text import clip
+from rag.trace import formats
 
 OK = "ok"
 WEAK = "weak"
@@ -84,9 +85,10 @@ class NodeView:
 
 def _retrieve_lines(d: NodeDetail) -> list[str]:
     assert isinstance(d, RetrieveDetail)
-    best = ", ".join(f"{c.label()} ({c.score:.2f})" for c in d.chunks[:3])
+    best = ", ".join(f"{c.label()} ({formats.score(c.score)})" for c in d.chunks[:3])
     return [f"query: {short(d.query)}",
-            f"{len(d.chunks)} chunks ({d.mode}, top_k {d.top_k}{', cached' if d.cached else ''})"
+            f"{formats.plural(len(d.chunks), 'chunk')} ({d.mode}, top_k {d.top_k}"
+            f"{', cached' if d.cached else ''})"
             + (f"; best: {best}" if best else "")]
 
 
@@ -126,7 +128,7 @@ def _grade_lines(d: NodeDetail) -> list[str]:
     out = [f"verdicts: {n_rel} relevant / {len(d.verdicts) - n_rel} not (high {grades['high']}, "
            f"medium {grades['medium']}, low {grades['low']}); evidence {d.evidence}"]
     if fallbacks := sum(1 for v in d.verdicts if v.fallback):
-        out.append(f"{fallbacks} fallback judgment(s)")
+        out.append(formats.plural(fallbacks, "fallback judgment"))
     return out
 
 
@@ -161,8 +163,8 @@ def _generate_lines(d: NodeDetail) -> list[str]:
 
 def _grounding_lines(d: NodeDetail) -> list[str]:
     assert isinstance(d, GroundingDetail)
-    out = [f"grounded: {d.grounded}; confidence {d.confidence:.2f}; "
-           f"{len(d.ungrounded_claims)} ungrounded claim(s)"]
+    out = [f"grounded: {d.grounded}; confidence {formats.score(d.confidence)}; "
+           f"{formats.plural(len(d.ungrounded_claims), 'ungrounded claim')}"]
     return out + ([f"e.g. {short(d.ungrounded_claims[0], 100)}"] if d.ungrounded_claims else [])
 
 
@@ -297,5 +299,6 @@ def detail_lines(event: TraceEvent) -> list[str]:
     if event.detail.fallbacks:
         out.append(f"engine fallback: {short(event.detail.fallbacks[0], 100)}")
     if event.llm_calls:
-        out.append(f"{event.llm_calls} LLM call(s), {event.prompt_tokens}+{event.completion_tokens} tokens")
+        out.append(f"{formats.plural(event.llm_calls, 'LLM call')}, {formats.count(event.prompt_tokens)}+"
+                   f"{formats.plural(event.completion_tokens, 'token')}")
     return out

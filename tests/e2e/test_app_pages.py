@@ -96,6 +96,10 @@ def test_documents_index_password_retry_scanned_and_delete(data_dir):
     chunks = at.dataframe[1].value
     assert len(chunks) == 88 and list(chunks["Chunk"])[:3] == [0, 1, 2]
     assert set(chunks["Page"]) == set(range(1, 20))
+    # a confirm step: the delete button stays disabled until the box is ticked
+    assert at.button(key="docs_delete_confirm").disabled
+    at.checkbox(key=f"docs_delete_sure_{sha}").check().run()
+    assert not at.button(key="docs_delete_confirm").disabled
     at.button(key="docs_delete_confirm").click().run()
     assert not at.exception, at.exception
     assert f"Deleted {LEWIS.name} (88 chunks)." in [plain(s.value) for s in at.success]

@@ -71,7 +71,7 @@ def test_evaluate_page_runs_the_sample_set(tmp_path, browser):
         pg.get_by_text("Offline engine (no keys)").wait_for()  # the app's own navigation and sidebar
         sample = load_items(SAMPLES_DIR / "eval" / "sample-questions.jsonl")
         unanswerable = sum(i.answerable is False for i in sample)
-        pg.get_by_text(f"{len(sample)} question(s); {unanswerable} marked unanswerable").wait_for()
+        pg.get_by_text(f"{len(sample)} questions; {unanswerable} marked unanswerable").wait_for()
         pg.wait_for_timeout(1000)
         pg.get_by_role("button", name="Evaluate").click()
         pg.get_by_text("By pipeline").wait_for(timeout=120_000)

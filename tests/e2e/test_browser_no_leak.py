@@ -121,7 +121,7 @@ def test_hostile_names_and_urls_make_no_request(app, planted, hostile_web, brows
     page.get_by_text("ingested 1 page", exact=False).first.wait_for()
     shows(page, f"{name}: ingested 1 page")  # the name, shown as written
     page.goto(f"{app.url}/documents")
-    page.get_by_text("chunks over 1 page", exact=False).first.wait_for()
+    page.get_by_text(" over 1 page", exact=False).first.wait_for()
     page.get_by_role("button", name="Delete").first.click()  # the popover names the file too
     page.get_by_text("This removes", exact=False).first.wait_for()
     page.wait_for_timeout(1000)

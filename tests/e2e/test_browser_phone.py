@@ -1,8 +1,9 @@
 """The flow on a 390-pixel-wide phone, in Debian's chromium (issue 11 section 5).
 
 On the Trace page (a real `streamlit run`) and in the HTML export: every node's label is whole inside the
-plot, no two labels run into each other, and the legend covers neither the step slider nor Play. Reads
-the drawn SVG's boxes, and leaves screenshots in test-artifacts/.
+plot, no two labels run into each other, and the legend covers neither the step slider nor Play; on the
+page the whole flow is on the screen (scaled to its width, not cropped) and Play steps through the run.
+Reads the drawn SVG's boxes, and leaves screenshots in test-artifacts/.
 """
 
 from __future__ import annotations
@@ -23,13 +24,15 @@ MEASURE = """() => {
   const box = e => { const r = e.getBoundingClientRect();
                      return {l: r.left, r: r.right, t: r.top, b: r.bottom}; };
   const at = gd.getBoundingClientRect(), s = gd._fullLayout._size;
+  const k = at.width / gd.offsetWidth;  // the page may scale the whole flow down to fit the screen
   const i = gd._fullData.findIndex(t => t.name === 'nodes');
   const layer = gd.querySelectorAll('.scatterlayer .trace')[i];
   const labels = [...layer.querySelectorAll('.textpoint text')].map(
       e => ({text: e.textContent, ...box(e)}));
   const boxes = sel => [...gd.querySelectorAll(sel)].map(box);
   const slider = document.querySelector('[data-testid=stSlider]');
-  return {plot: {l: at.left + s.l, r: at.left + s.l + s.w, t: at.top + s.t, b: at.top + s.t + s.h},
+  return {plot: {l: at.left + s.l * k, r: at.left + (s.l + s.w) * k, t: at.top + s.t * k,
+                 b: at.top + (s.t + s.h) * k}, figure: box(gd), scale: k, width: window.innerWidth,
           labels, legend: boxes('.legend'), controls: boxes('.slider-container, .updatemenu-container'),
           page_slider: slider ? [box(slider)] : []};
 }"""
@@ -73,11 +76,25 @@ def test_the_flow_reads_on_a_phone_in_the_app_and_the_export(browser, tmp_path, 
         page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].some("
                                "g => (g._fullData || []).some(t => t.name === 'nodes'))")
         page.wait_for_timeout(1500)  # plotly's last resize
+        page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
         m = page.evaluate(MEASURE)
-        page.screenshot(path=str(ARTIFACTS / "phone-trace.png"), full_page=True)
+        page.screenshot(path=str(ARTIFACTS / "phone-trace.png"))
         check_flow(m, "app")
         assert not m["controls"]  # one step control: the page's slider
         assert m["page_slider"]
+        # the whole flow on the screen, scaled to its width: nothing cropped at the right
+        assert m["scale"] < 1 and m["figure"]["l"] >= 0 and m["figure"]["r"] <= m["width"], m
+        for lab in m["labels"]:
+            assert lab["l"] >= 0 and lab["r"] <= m["width"], lab
+
+        # Play steps through the run: the step card follows, one step at a time, to the last step
+        n = len(run.events)
+        page.get_by_role("button", name="Play").click()
+        page.get_by_text(f"Step 1 of {n}").first.wait_for()
+        page.get_by_text(f"Step 2 of {n}").first.wait_for()
+        page.get_by_role("button", name="Play").wait_for(timeout=60_000)  # it stopped by itself
+        page.get_by_text(f"Step {n} of {n}").first.wait_for()
+        page.screenshot(path=str(ARTIFACTS / "phone-trace-flow.png"))
 
         export = tmp_path / "run.html"
         export.write_text(run_html(run, prices={}), encoding="utf-8")

@@ -49,6 +49,8 @@ def test_a_conversation_is_a_saved_thread_with_history_aware_follow_ups(data_dir
     steps = [e for e in at.expander if plain(e.label).startswith("Steps (")]
     assert len(steps) == 2, [e.label for e in at.expander]
     assert at.button(key=f"chat_t_{summary.id}").proto.type == "primary"
+    # the sidebar counts the turn just asked (it lagged one behind)
+    assert plain(at.button(key=f"chat_t_{summary.id}").label) == "What is Self-RAG? (2)"
 
     # a new session (or a refresh with a new session) does not see alice's thread
     bob = open_app("bob")
@@ -168,4 +170,7 @@ def test_insights_show_feedback_per_pipeline(data_dir, runs):
     table = at.dataframe[-1].value
     rows = {r["pipeline"]: (r["rated"], r["up"], r["down"]) for r in table.to_dict("records")}
     assert rows["Naive RAG"] == (1, 0, 1), rows
+    # the share of thumbs up as a percentage; a pipeline with no rating shows a dash, never "None"
+    share = {r["pipeline"]: r["up_rate"] for r in table.to_dict("records")}
+    assert share["Naive RAG"] == "0 %" and sorted(share.values()) == ["0 %", "100 %", "—"], share
     assert sum(up for _, up, _ in rows.values()) == 1 and sum(n for n, _, _ in rows.values()) == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from streamlit.testing.v1 import AppTest
 
@@ -25,7 +26,7 @@ def test_evaluate_samples_table_charts_rows_into_trace_and_report(data_dir):
     n = len(sample)
     unanswerable = {i.id for i in sample if i.answerable is False}
     assert n >= 12 and len(unanswerable) >= 3
-    assert any(f"{n} question(s); {len(unanswerable)} marked unanswerable" in c.value for c in at.caption)
+    assert any(f"{n} questions; {len(unanswerable)} marked unanswerable" in c.value for c in at.caption)
     at.multiselect(key="ev_w_presets").set_value(["naive", "full"])
     at.button(key="ev_run").click().run()
     assert not at.exception, at.exception
@@ -42,8 +43,13 @@ def test_evaluate_samples_table_charts_rows_into_trace_and_report(data_dir):
 
     table = at.dataframe[0].value
     assert list(table["pipeline"]) == ["Naive RAG", "Full"]
-    assert {"Answered clean", "With caveat", "Abstained", "Answer hit", "Source hit", "p50 ms",
+    assert {"Answered clean", "With caveat", "Abstained", "Answer hit", "Source hit", "Latency p50",
             "LLM calls"} <= set(table.columns)
+    # one format per kind of figure: shares "80 %", ms "1,234 ms", means "1.5", counts "8"
+    assert all(re.fullmatch(r"\d+ %|—", v) for v in table["Answer hit"]), list(table["Answer hit"])
+    assert all(re.fullmatch(r"[\d,]+ ms", v) for v in table["Latency p50"]), list(table["Latency p50"])
+    assert all(re.fullmatch(r"\d+\.\d", v) for v in table["LLM calls"]), list(table["LLM calls"])
+    assert list(table["Questions"]) == ["8", "8"]
     charts = [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
     names = {t.get("name") for c in charts for t in c["data"]}
     assert {"answered clean", "with a caveat", "abstained"} <= names

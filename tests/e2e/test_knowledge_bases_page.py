@@ -160,6 +160,8 @@ def test_create_switch_and_delete_knowledge_bases_on_the_documents_page(data_dir
     at.selectbox(key="kb_w_switch_default").set_value("my-papers").run()
     at.button(key="kb_switch").click().run()
     assert [m.value for m in at.metric] == ["1", "88"]
+    assert at.button(key="kb_delete_confirm").disabled  # until the confirm box is ticked
+    at.checkbox(key="kb_delete_sure_my-papers").check().run()
     at.button(key="kb_delete_confirm").click().run()
     assert not at.exception, at.exception
     assert "Deleted the knowledge base 'my-papers' (88 chunks)." in [plain(s.value) for s in at.success]

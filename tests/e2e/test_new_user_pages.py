@@ -122,23 +122,22 @@ def test_compare_says_what_self_correction_changed_in_one_table_for_four(data_di
     assert list(verdicts.columns) == ["verdict", *cmp.labels]
     # where the answers differ: a word diff against Naive RAG
     assert full.answer != naive.answer
-    diffs = [m.value for m in at.markdown if ":red-background[" in m.value
-             or ":green-background[" in m.value]
-    assert diffs, "no word diff shown"
+    # one paragraph a diff: deletions and insertions as marked spans, not Markdown fragments
+    diffs = [h.proto.body for h in at.get("html") if "retrace-diff" in h.proto.body]
+    assert diffs and all(d.count("<p ") == 1 for d in diffs), diffs
+    assert any("<del " in d for d in diffs) and any("<ins " in d for d in diffs), diffs
+    assert not any(":red-background[" in m.value or ":green-background[" in m.value for m in at.markdown)
 
 
-def test_word_diff_markdown_keeps_data_inert():
-    from app_pages._ui import diff_markdown
-    from rag.trace.diff import word_diff
+def test_word_diff_html_keeps_data_inert():
+    from rag.trace.diff import diff_html, readable, word_diff
 
-    hostile = "See ![x](http://evil.test/a.png) <img src=x> **now** :red[alarm] $x$"
-    md = diff_markdown(word_diff("An answer.", hostile))
-    # the only live Markdown is our own colouring; every character of the data is escaped
-    stripped = re.sub(r":(green|red)-background\[|~~|\]", "", md)
-    assert "](" not in stripped.replace("\\](", "").replace("\\]\\(", "")
-    assert "<" not in md.replace("\\<", "") and "\\<img" in md and "\\*\\*now\\*\\*" in md
-    assert "\\:red\\[alarm\\]" in md and "\\$x\\$" in md
-    assert md.count(":green-background[") >= 1 and md.count(":red-background[") >= 1
+    hostile = "See ![x](http://evil.test/a.png) <img src=x onerror=alert(1)> **now** :red[alarm] $x$"
+    page = diff_html(readable(word_diff("An answer.", hostile)))
+    # the only markup is our own: every character of the data is HTML-escaped
+    assert re.findall(r"<(\w+)", page) == ["p", "del", "ins"], page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page and "<img" not in page
+    assert "![x](http://evil.test/a.png)" in page  # shown as written (st.html renders no Markdown)
 
 
 # --------------------------------------------------------------------------- trace
@@ -172,6 +171,41 @@ def test_the_step_slider_is_the_only_step_control(data_dir, runs):
         panel = [plain(m.value) for m in at.markdown if plain(m.value).startswith("**Step ")]
         assert panel and panel[0].startswith(f"**Step {k}"), panel
     assert not any("Play" in (s.help or "") for s in at.slider)
+
+
+def test_play_steps_the_page_through_the_run_ringing_each_step_on_the_flow(data_dir, runs):
+    run = runs["rewritten"]
+    saved(data_dir, runs, "rewritten")
+    at = open_page("trace")
+    n = len(run.events)
+    slider = f"trace_w_step_{run.id}"
+    assert at.slider(key=slider).value == n and "Play" in at.button(key="trace_play").label
+    at.button(key="trace_play").click().run()  # from the end: starts again at the first step
+    shown = []
+    for _ in range(n + 1):  # each tick of the fragment's clock is one run
+        assert not at.exception, at.exception
+        k = at.slider(key=slider).value
+        fig = flow_of(at)
+        caption = next(t for t in fig["data"] if t["name"] == "replay:caption")["text"][0]
+        assert caption.startswith(f"<b>Step {k} of {n}"), caption
+        ring = next(t for t in fig["data"] if t["name"] == "replay:current")
+        assert ring["customdata"] == [run.events[k - 1].node]  # the current step's node is ringed
+        shown.append(k)
+        at.run()
+    assert shown[:n] == list(range(1, n + 1)), shown
+    # at the last step it stops: Play again, the slider left at the end
+    assert at.slider(key=slider).value == n and "Play" in at.button(key="trace_play").label
+    at.run()
+    assert at.slider(key=slider).value == n
+
+    # Pause holds the step shown; Play goes on from there
+    at.slider(key=slider).set_value(2).run()
+    at.button(key="trace_play").click().run()
+    assert at.slider(key=slider).value == 3 and "Pause" in at.button(key="trace_play").label
+    at.button(key="trace_play").click().run()
+    held = at.slider(key=slider).value
+    at.run()
+    assert at.slider(key=slider).value == held and "Play" in at.button(key="trace_play").label
 
 
 @pytest.mark.parametrize("which", ["abstained", "rewritten", "answered"])
@@ -291,7 +325,7 @@ def test_the_uploader_is_emptied_after_indexing_and_names_every_file_in_full(emp
         assert n in shown, (n, shown)  # each chosen file named in full, before indexing
     at.button(key="docs_index").click().run()
     assert not at.exception, at.exception
-    assert sum(plain(s.value).endswith("ingested 1 page, 1 chunks") for s in at.success) == 2
+    assert sum(plain(s.value).endswith("ingested 1 page, 1 chunk") for s in at.success) == 2
     # the chips are gone: no uploader still holds the indexed files
     assert all(not u.value for u in at.file_uploader), [u.value for u in at.file_uploader]
     assert len(at.file_uploader) == 1

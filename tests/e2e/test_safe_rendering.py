@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app_pages._ui import FLOW_CSS
+from app_pages._replay import FLOW_CSS, FLOW_FIT_JS
 from tests.conftest import ROOT
 
 APP = str(ROOT / "app.py")
@@ -71,8 +71,8 @@ def markdown_strings(at: AppTest) -> list[tuple[str, str]]:
     def walk(node) -> None:
         kind = getattr(node, "type", "")
         proto = getattr(node, "proto", None)
-        # The one HTML the app writes itself: the flow's constant CSS (no data in it, checked here).
-        ours = kind == "html" and getattr(proto, "body", None) == FLOW_CSS
+        # The HTML the app writes itself: the flow's constant CSS and fit script (no data in them, checked).
+        ours = kind == "html" and getattr(proto, "body", None) in (FLOW_CSS, FLOW_FIT_JS)
         if proto is not None and not ours:
             strings(proto, kind)
         for child in getattr(node, "children", {}).values():
@@ -96,6 +96,9 @@ def test_the_only_html_the_app_writes_is_one_constant_style():
     # allowed by markdown_strings: a <style> with no data, no markup, no URL
     assert FLOW_CSS.startswith("<style>") and FLOW_CSS.endswith("</style>") and FLOW_CSS.count("<") == 2
     assert "url(" not in FLOW_CSS and "@import" not in FLOW_CSS
+    # and one constant script, which only scales the flow to the screen: it loads, fetches and writes nothing
+    assert FLOW_FIT_JS.startswith("<script>") and FLOW_FIT_JS.count("</") == 1
+    assert not any(w in FLOW_FIT_JS for w in ("http", "fetch", "src", "cookie", "innerHTML", "import"))
 
 
 def test_the_checker_sees_what_gfm_links():
@@ -114,7 +117,7 @@ def test_hostile_file_name_on_the_documents_page(data_dir):
     at.button(key="docs_index").click().run()
     assert not at.exception, at.exception
     assert list(at.dataframe[0].value["File"]) == [HOSTILE_NAME]
-    assert f"{HOSTILE_NAME}: ingested 1 page, 1 chunks" in assert_nothing_live(at)  # as written
+    assert f"{HOSTILE_NAME}: ingested 1 page, 1 chunk" in assert_nothing_live(at)  # as written
 
     at = AppTest.from_file(APP, default_timeout=60).run()  # a later visitor
     at.switch_page("app_pages/documents.py").run()

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app_pages._ui import safe as md_escape
+from app_pages._safe import safe as md_escape
 from rag.config import preset_options
 from rag.models import Run
 from rag.run import make_context, run_question
 from rag.trace import story
+from tests.e2e.conftest import plain
 from tests.run_fixtures import ABSENT, QUESTION, WEAK_QUESTION
 
 PAGE = str(Path(__file__).resolve().parents[2] / "app_pages" / "trace.py")
@@ -132,3 +133,30 @@ def test_several_runs_can_be_chosen_and_follow_trace_run_id(naive, rewritten, ab
     at = open_page(runs, "no-such-run")
     assert not at.exception, at.exception
     assert at.selectbox[0].value == abstained.id
+
+
+NESTED = ("Caveat: the rewrite budget (2) was spent and 1 claim could not be verified (caveat: the rewrite "
+          "budget (2) was spent and only 1 relevant chunk(s) were found (2 wanted)).\n\nThe answer [1].")
+CAVEAT_LINES = ["Caveat: the rewrite budget (2) was spent", "Caveat: 1 claim could not be verified",
+                "Caveat: only 1 relevant chunk(s) were found (2 wanted)"]
+
+
+def caveat_lines(at: AppTest) -> list[str]:
+    return [plain(c.value).split("] ", 1)[-1] for c in at.caption if "Caveat:" in c.value]
+
+
+def test_caveats_are_one_short_line_each_not_nested_on_trace_and_chat(rewritten, data_dir):
+    run = rewritten.model_copy(update={"answer": NESTED})
+    at = open_page({run.id: run}, run.id)
+    assert not at.exception, at.exception
+    assert caveat_lines(at) == CAVEAT_LINES
+    assert md_escape("The answer [1].") in [m.value for m in at.markdown]
+    assert not any("(caveat" in plain(m.value).lower() for m in [*at.markdown, *at.caption])
+
+    chat = AppTest.from_file(str(Path(PAGE).parents[1] / "app.py"), default_timeout=60)
+    chat.session_state["runs"] = {run.id: run}
+    chat.session_state["chat_messages"] = [{"role": "user", "content": run.question, "run_id": None},
+                                           {"role": "assistant", "content": run.answer, "run_id": run.id}]
+    chat.run()
+    assert not chat.exception, chat.exception
+    assert caveat_lines(chat) == CAVEAT_LINES

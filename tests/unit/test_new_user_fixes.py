@@ -201,3 +201,19 @@ def test_long_node_names_break_after_an_underscore():
     assert viz.node_label("finalize_with_caveat") == "<b>finalize_<br>with_caveat</b>"
     assert viz.node_label("grade_documents") == "<b>grade_<br>documents</b>"
     assert viz.node_label("<x>_" + "y" * 20) == "<b>&#60;x&#62;_<br>" + "y" * 20 + "</b>"
+
+
+def test_a_readable_diff_is_one_deletion_then_one_insertion_per_changed_stretch():
+    old = "The retriever is trained end to end with the generator on the data."
+    new = "The dense retriever was trained jointly with a BART generator on <b>the</b> data."
+    tokens = diff.readable(diff.word_diff(old, new))
+    assert [(t.kind, t.text.strip()) for t in tokens] == [
+        ("same", "The"), ("removed", "retriever is trained end to end with the"),
+        ("added", "dense retriever was trained jointly with a BART"), ("same", "generator on"),
+        ("removed", "the"), ("added", "<b>the</b>"), ("same", "data.")]
+    assert "".join(t.text for t in tokens if t.kind != diff.REMOVED) == new
+    assert "".join(t.text for t in tokens if t.kind != diff.ADDED) == old
+    # on one line, as marked spans, the data escaped
+    page = diff.diff_html(tokens)
+    assert "\n" not in page and page.count("<del ") == 2 and page.count("<ins ") == 2
+    assert "&lt;b&gt;the&lt;/b&gt;</ins> data.</p>" in page

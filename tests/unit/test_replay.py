@@ -157,7 +157,7 @@ def test_timeline_bars_follow_the_events(runs):
     assert bars["base"] == sorted(bars["base"])  # nodes run one after another
     assert all(row[1:4] == [0, 0, 0] and row[4] == "$0" for row in bars["customdata"])
     assert set(bars["text"]) == {""}  # no LLM ran: no token labels
-    assert "0 LLM call(s)" in fig["layout"]["title"]["text"]
+    assert "0 LLM calls" in fig["layout"]["title"]["text"]
 
 
 def test_llm_run_story_verdicts_claims_fallbacks_tokens_and_cost(llm):
@@ -197,4 +197,4 @@ def test_llm_run_story_verdicts_claims_fallbacks_tokens_and_cost(llm):
             want = (e.prompt_tokens * price.input + e.completion_tokens * price.output) / 1e6
             assert event_cost(e, run, PRICES) == pytest.approx(want)
             assert text.startswith(f"{e.prompt_tokens + e.completion_tokens} tok · $")
-    assert f"{run.llm_calls} LLM call(s)" in fig["layout"]["title"]["text"]
+    assert f"{run.llm_calls} LLM calls" in fig["layout"]["title"]["text"]
