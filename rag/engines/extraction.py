@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from rag.answer_types import expected_type, holds, is_authorship, persons
 from rag.engines.base import Answer, AnswerCitation
 from rag.engines.lexical import Constraint, LexicalCore, _names, _quotable, _same_text, constraints
+from rag.engines.tables import table_rows
 from rag.models import Chunk, Turn
-from rag.text import number_tokens, sentences, terms
+from rag.text import sentences, terms
 
 MAX_ANSWER_SENTENCES = 4
 BRIDGE_FOLLOW = 2.0
@@ -90,76 +91,6 @@ def _tabular(sentence: str) -> bool:
     return len(tokens) >= 8 and (figures / len(tokens) > 0.3 or row_ends >= 2)
 
 
-_YEARS_HEADER = re.compile(r"((?:\b(?:19|20)\d\d\b\s*){2,})$")
-_CELL = re.compile(r"\$?\s*(?:\(\s*[\d,]+(?:\.\d+)?\s*\)|-?[\d,]+(?:\.\d+)?|—|–)")
-
-
-def _row_cells(line: str, n: int) -> tuple[str, list[str]] | None:
-    """Split a table row into its label and its last ``n`` cells, or None if it has fewer."""
-    cells: list[str] = []
-    rest = line.rstrip()
-    while len(cells) < n:
-        m = re.search(r"(\$?\s*(?:\(\s*[\d,]+(?:\.\d+)?\s*\)|-?\d[\d,]*(?:\.\d+)?|—|–))\s*$", rest)
-        if not m:
-            return None
-        cells.insert(0, re.sub(r"\(\s*|\s*\)", lambda x: x.group(0).strip(), " ".join(m.group(1).split())))
-        rest = rest[:m.start()].rstrip()
-    label = rest.strip(" $:.")
-    if len(re.findall(r"[A-Za-z]", label)) < 6:
-        return None
-    return label, cells
-
-
-_SCALE = re.compile(r"\(?\s*(?:(?:dollars|amounts|us\s*\$|\$)\s+)?in\s+(millions|billions|thousands)\b", re.I)
-"""A table's scale line: "(in millions)", "(dollars in millions, except per share amounts)"."""
-_SCALE_WORD = {"millions": "million", "billions": "billion", "thousands": "thousand"}
-
-
-def _scaled(cell: str, scale: str) -> str:
-    """``$ 88,995`` read with the table's scale: ``$88,995 million`` (a dash stays a dash)."""
-    if not re.search(r"\d", cell):
-        return cell
-    return f"{cell.replace('$ ', '$')} {scale}"
-
-
-def _table_rows(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
-    """Rows of the tables in ``text`` read against their column header of years.
-
-    As ``("<label>, 2024: $ 88,995 (2023: $ 96,223; 2022: $ (22,759))", header stems)``; the question's year
-    comes first when the header has it; figures carry the table's scale ("(in millions)" makes
-    ``$88,995 million``). Only for questions about figures.
-    """
-    if expected_type(question) != "number":
-        return []
-    asked = [w for w in number_tokens(question) if re.fullmatch(r"(?:19|20)\d\d", w)]
-    out = []
-    years: list[str] = []
-    scale = ""
-    for line in text.splitlines():
-        line = line.strip()
-        if found := _SCALE.search(line):
-            scale = _SCALE_WORD[found.group(1).lower()]
-        m = _YEARS_HEADER.search(line)
-        if m and len(line.split()) <= 12:
-            years = m.group(1).split()
-            continue
-        if not years:
-            continue
-        row = _row_cells(line, len(years))
-        if row is None:
-            continue
-        label, cells = row
-        if scale:
-            cells = [_scaled(c, scale) for c in cells]
-        pairs = list(zip(years, cells, strict=False))
-        first = next((p for p in pairs if p[0] in asked), pairs[0])
-        others = "; ".join(f"{y}: {v}" for y, v in pairs if (y, v) != first)
-        rendered = f"{label}, {first[0]}: {first[1]}" + (f" ({others})" if others else "")
-        out.append((rendered, frozenset(terms(" ".join(years)))))
-    return out
-
-
-
 class ExtractionMixin(LexicalCore):
     """Extractive, query-focused answers (see :meth:`generate`)."""
 
@@ -225,7 +156,7 @@ class ExtractionMixin(LexicalCore):
                     text = ", ".join(names[:MAX_AUTHORS]) + more
                     held_terms = frozenset(terms(chunk.text[:FRONT_MATTER_CHARS]))  # the title's words
                     out.append(_Passage(rank, -1, text, held_terms, 0.0, len(names), None, context, about))
-            rows = _table_rows(chunk.text, question)
+            rows = table_rows(chunk.text, question)
             for pos, (text, header_terms) in enumerate(rows):
                 seq = terms(text)
                 pairs = q_pairs & set(zip(seq, seq[1:], strict=False))

@@ -15,10 +15,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 from langgraph.runtime import Runtime
 
-from rag.answer_types import about_authors, describe, search_query
+from rag.answer_types import about_authors, search_query
 from rag.engines.base import Answer, CallMeta, RelevanceGrade
 from rag.graph import routing
 from rag.graph.context import RunContext
+from rag.graph.corrections import seek_answer_type, switch_retriever
 from rag.graph.events import Clock, record
 from rag.graph.evidence import front_matter, interleave
 from rag.graph.prefetch import (
@@ -260,9 +261,9 @@ def rewrite_query(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     rewrites = state.get("rewrites", 0) + 1
     old_mode = routing.current_mode(state, o)
     if kind := routing.seeks_type(state, o):
-        return _seek_answer_type(state, runtime, started, rewrites, kind)
+        return seek_answer_type(state, runtime, started, rewrites, kind)
     if new_mode := routing.switch_to(state, o):
-        return _switch_retriever(state, runtime, started, rewrites, old_mode, new_mode)
+        return switch_retriever(state, runtime, started, rewrites, old_mode, new_mode)
     last_attempt = max((v.attempt for v in state.get("verdicts", [])), default=0)
     verdicts = [v for v in state.get("verdicts", []) if v.attempt == last_attempt]
     previous = list(state.get("queries") or [])
@@ -281,54 +282,6 @@ def rewrite_query(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                             "useful": None, "ungrounded_claims": [], "sub_queries": [],
                             "last_strategy": result.strategy},
                    [result.meta], routing.decide_after_rewrite)
-
-
-def _switch_retriever(state: GraphState, runtime: Runtime[RunContext], started: Clock, rewrites: int,
-                      old_mode: str, new_mode: str) -> dict:
-    """The ``switch_retriever`` correction: the same query, retrieved again with ``new_mode``."""
-    o = runtime.context.options
-    n = len(state.get("documents", []))
-    query = state.get("query") or state["question"]
-    detail = RewriteDetail(from_query=query, query=query, strategy="switch_retriever",
-                           reasoning=(f"{old_mode} retrieval found {n} relevant chunk(s) ({o.min_relevant} "
-                                      f"wanted); retrying the same query with {new_mode} retrieval before "
-                                      f"rewriting it."),
-                           rewrite=rewrites, budget=o.max_rewrites, mode=new_mode, from_mode=old_mode)
-    return record(state, runtime, "rewrite_query", started,
-                  f"Correction {rewrites} of {o.max_rewrites} (switch_retriever): {old_mode} -> {new_mode} "
-                  f"retrieval", detail,
-                  {"retrieval_mode": new_mode, "mode_switched": True, "rewrites": rewrites,
-                   "last_strategy": "switch_retriever", "sub_queries": []},
-                  decide=routing.decide_after_rewrite)
-
-
-def _seek_answer_type(state: GraphState, runtime: Runtime[RunContext], started: Clock, rewrites: int,
-                      kind: str) -> dict:
-    """The ``seek_answer_type`` correction: the answer lacked the type asked for, so search again for it.
-
-    The query is the question without the words that only name its type (:func:`search_query`), the next
-    retrieve fetches twice top_k chunks (the next candidates), plus the front matter of the documents
-    already cited when the question asks who wrote them, and the evidence may grow to twice top_k.
-    """
-    o = runtime.context.options
-    question = state["question"]
-    query = search_query(question)
-    what = describe(kind)
-    detail = RewriteDetail(from_query=state.get("query"), query=query, strategy="seek_answer_type",
-                           reasoning=(f"The answer's lead passage holds no {what.removeprefix('a ')}, "
-                                      f"the kind "
-                                      f"of answer the question asks for; searching again for more chunks "
-                                      f"({2 * o.top_k}) that hold {what}."),
-                           rewrite=rewrites, budget=o.max_rewrites, mode=routing.current_mode(state, o),
-                           from_mode=routing.current_mode(state, o))
-    return record(state, runtime, "rewrite_query", started,
-                  f"Correction {rewrites} (seek_answer_type): looking for {what}", detail,
-                  {"query": query, "rewrites": rewrites, "grounded": None, "useful": None,
-                   "ungrounded_claims": [], "sub_queries": [], "last_strategy": "seek_answer_type",
-                   "seek_type": kind, "missing_type": None,
-                   "before_seek": (state.get("answer", ""), list(state.get("citations", []))),
-                   "sought_types": [*(state.get("sought_types") or []), kind]},
-                  decide=routing.decide_after_rewrite)
 
 
 def _search_web(web, query: str, left: float | None) -> list[Chunk]:

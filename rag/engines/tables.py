@@ -1,0 +1,76 @@
+"""Financial tables in chunk text, read row by row against their header of years and their scale line."""
+
+from __future__ import annotations
+
+import re
+
+from rag.answer_types import expected_type
+from rag.text import number_tokens, terms
+
+_YEARS_HEADER = re.compile(r"((?:\b(?:19|20)\d\d\b\s*){2,})$")
+_CELL = re.compile(r"\$?\s*(?:\(\s*[\d,]+(?:\.\d+)?\s*\)|-?[\d,]+(?:\.\d+)?|—|–)")
+
+
+def _row_cells(line: str, n: int) -> tuple[str, list[str]] | None:
+    """Split a table row into its label and its last ``n`` cells, or None if it has fewer."""
+    cells: list[str] = []
+    rest = line.rstrip()
+    while len(cells) < n:
+        m = re.search(r"(\$?\s*(?:\(\s*[\d,]+(?:\.\d+)?\s*\)|-?\d[\d,]*(?:\.\d+)?|—|–))\s*$", rest)
+        if not m:
+            return None
+        cells.insert(0, re.sub(r"\(\s*|\s*\)", lambda x: x.group(0).strip(), " ".join(m.group(1).split())))
+        rest = rest[:m.start()].rstrip()
+    label = rest.strip(" $:.")
+    if len(re.findall(r"[A-Za-z]", label)) < 6:
+        return None
+    return label, cells
+
+
+_SCALE = re.compile(r"\(?\s*(?:(?:dollars|amounts|us\s*\$|\$)\s+)?in\s+(millions|billions|thousands)\b", re.I)
+"""A table's scale line: "(in millions)", "(dollars in millions, except per share amounts)"."""
+_SCALE_WORD = {"millions": "million", "billions": "billion", "thousands": "thousand"}
+
+
+def _scaled(cell: str, scale: str) -> str:
+    """``$ 88,995`` read with the table's scale: ``$88,995 million`` (a dash stays a dash)."""
+    if not re.search(r"\d", cell):
+        return cell
+    return f"{cell.replace('$ ', '$')} {scale}"
+
+
+def table_rows(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
+    """Rows of the tables in ``text`` read against their column header of years.
+
+    As ``("<label>, 2024: $ 88,995 (2023: $ 96,223; 2022: $ (22,759))", header stems)``; the question's year
+    comes first when the header has it; figures carry the table's scale ("(in millions)" makes
+    ``$88,995 million``). Only for questions about figures.
+    """
+    if expected_type(question) != "number":
+        return []
+    asked = [w for w in number_tokens(question) if re.fullmatch(r"(?:19|20)\d\d", w)]
+    out = []
+    years: list[str] = []
+    scale = ""
+    for line in text.splitlines():
+        line = line.strip()
+        if found := _SCALE.search(line):
+            scale = _SCALE_WORD[found.group(1).lower()]
+        m = _YEARS_HEADER.search(line)
+        if m and len(line.split()) <= 12:
+            years = m.group(1).split()
+            continue
+        if not years:
+            continue
+        row = _row_cells(line, len(years))
+        if row is None:
+            continue
+        label, cells = row
+        if scale:
+            cells = [_scaled(c, scale) for c in cells]
+        pairs = list(zip(years, cells, strict=False))
+        first = next((p for p in pairs if p[0] in asked), pairs[0])
+        others = "; ".join(f"{y}: {v}" for y, v in pairs if (y, v) != first)
+        rendered = f"{label}, {first[0]}: {first[1]}" + (f" ({others})" if others else "")
+        out.append((rendered, frozenset(terms(" ".join(years)))))
+    return out

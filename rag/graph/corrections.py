@@ -1,0 +1,65 @@
+"""The corrections rewrite_query makes besides a rewritten query: another retriever, or a search for the type.
+
+``switch_retriever`` retries the same query with another retrieval mode (routing on, first correction);
+``seek_answer_type`` searches again for the kind of answer the last answer lacked (CRAG's corrective
+retrieval, Yan et al. 2024, aimed by the answer check's verdict as in Self-RAG, Asai et al. 2023).
+"""
+
+from __future__ import annotations
+
+from langgraph.runtime import Runtime
+
+from rag.answer_types import describe, search_query
+from rag.graph import routing
+from rag.graph.context import RunContext
+from rag.graph.events import Clock, record
+from rag.graph.state import GraphState
+from rag.models import RewriteDetail
+
+
+def switch_retriever(state: GraphState, runtime: Runtime[RunContext], started: Clock, rewrites: int,
+                      old_mode: str, new_mode: str) -> dict:
+    """The ``switch_retriever`` correction: the same query, retrieved again with ``new_mode``."""
+    o = runtime.context.options
+    n = len(state.get("documents", []))
+    query = state.get("query") or state["question"]
+    detail = RewriteDetail(from_query=query, query=query, strategy="switch_retriever",
+                           reasoning=(f"{old_mode} retrieval found {n} relevant chunk(s) ({o.min_relevant} "
+                                      f"wanted); retrying the same query with {new_mode} retrieval before "
+                                      f"rewriting it."),
+                           rewrite=rewrites, budget=o.max_rewrites, mode=new_mode, from_mode=old_mode)
+    return record(state, runtime, "rewrite_query", started,
+                  f"Correction {rewrites} of {o.max_rewrites} (switch_retriever): {old_mode} -> {new_mode} "
+                  f"retrieval", detail,
+                  {"retrieval_mode": new_mode, "mode_switched": True, "rewrites": rewrites,
+                   "last_strategy": "switch_retriever", "sub_queries": []},
+                  decide=routing.decide_after_rewrite)
+
+
+def seek_answer_type(state: GraphState, runtime: Runtime[RunContext], started: Clock, rewrites: int,
+                      kind: str) -> dict:
+    """The ``seek_answer_type`` correction: the answer lacked the type asked for, so search again for it.
+
+    The query is the question without the words that only name its type (:func:`search_query`), the next
+    retrieve fetches twice top_k chunks (the next candidates), plus the front matter of the documents
+    already cited when the question asks who wrote them, and the evidence may grow to twice top_k.
+    """
+    o = runtime.context.options
+    question = state["question"]
+    query = search_query(question)
+    what = describe(kind)
+    detail = RewriteDetail(from_query=state.get("query"), query=query, strategy="seek_answer_type",
+                           reasoning=(f"The answer's lead passage holds no {what.removeprefix('a ')}, "
+                                      f"the kind "
+                                      f"of answer the question asks for; searching again for more chunks "
+                                      f"({2 * o.top_k}) that hold {what}."),
+                           rewrite=rewrites, budget=o.max_rewrites, mode=routing.current_mode(state, o),
+                           from_mode=routing.current_mode(state, o))
+    return record(state, runtime, "rewrite_query", started,
+                  f"Correction {rewrites} (seek_answer_type): looking for {what}", detail,
+                  {"query": query, "rewrites": rewrites, "grounded": None, "useful": None,
+                   "ungrounded_claims": [], "sub_queries": [], "last_strategy": "seek_answer_type",
+                   "seek_type": kind, "missing_type": None,
+                   "before_seek": (state.get("answer", ""), list(state.get("citations", []))),
+                   "sought_types": [*(state.get("sought_types") or []), kind]},
+                  decide=routing.decide_after_rewrite)
