@@ -5,13 +5,14 @@ classification and recognition models in ONNX, shipped inside the ``rapidocr`` w
 onnxruntime): nothing is downloaded at run time. The engine is built on first use (about 1.5 s)
 and shared by the whole process.
 
-Speed (measured with ``python -m rag bench ingest --ocr-files``, against pypdfium2 at 300 dpi and
-``RapidOCR()`` with its defaults): pages are rendered at 144 dpi, which the detector needs for body text;
-its blank margins are cropped and a blank page is not read at all; the rest is cut along blank bands into
-one piece per core (:mod:`rag.ingest.ocr_regions`), read at once by threads of one engine whose onnxruntime
-sessions run one thread each (onnxruntime releases the GIL); recognition runs line by line (batches pad
-every line to the widest of the batch). In a worker process of the pipeline (one per core), a page is read
-in one piece.
+Speed (measured with ``python -m rag bench ingest --ocr-files``, against pypdfium2 at 300 dpi
+and ``RapidOCR()`` with its defaults): pages are rendered at 144 dpi (a detector limited to 960
+pixels lost text on one of the shared scans); a page's blank margins are cropped and a blank page
+is not read at all; the rest is cut along blank bands into one piece per core
+(:mod:`rag.ingest.ocr_regions`), read at once by threads of one engine whose onnxruntime sessions
+run one thread each (onnxruntime releases the GIL); recognition runs line by line (a batch pads
+every line to the widest of the batch). In a worker process of the pipeline (one per core), a page
+is read in one piece.
 """
 
 from __future__ import annotations
