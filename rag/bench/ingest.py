@@ -32,6 +32,7 @@ from rag.ingest.chunking import chunk_document
 from rag.ingest.loaders import load_document
 from rag.ingest.pipeline import ChunkSettings, ingest_files
 from rag.store.embeddings import HashingEmbeddingFunction
+from rag.store.writer import RowWriter
 
 BENCH_SUFFIXES = (".pdf", ".txt", ".md", ".markdown")
 """What a directory contributes: the types the LangChain reference reads too (PyPDFLoader,
@@ -154,21 +155,31 @@ def _stages(files: Sequence[Path], root: Path, chunk_size: int, chunk_overlap: i
     """Our stages one file after the other in this process: ``(seconds by stage, pages, chunks)``.
 
     ``parse`` (text and OCR), ``chunk``, ``embed``, ``keyword_index`` (the store's keyword-index
-    transaction, timed inside :meth:`~rag.store.chroma.KnowledgeBase.add_document`) and ``upsert``
+    transaction, timed inside :class:`rag.store.writer.RowWriter`) and ``upsert``
     (the rest of ``add_document``: Chroma upserts and completion records).
     """
     timings = {"parse": 0.0, "chunk": 0.0, "embed": 0.0, "keyword_index": 0.0, "upsert": 0.0}
     kb = fresh_kb(root, "stages")
-    index_keywords = getattr(kb, "_index_keywords", None)
-    if index_keywords is not None:  # measurement only: time the keyword index apart from Chroma
-        def timed(*args, **kwargs):
-            t = time.perf_counter()
-            try:
-                return index_keywords(*args, **kwargs)
-            finally:
-                timings["keyword_index"] += time.perf_counter() - t
+    index_keywords = RowWriter._index_keywords
 
-        setattr(kb, "_index_keywords", timed)  # noqa: B010 (a method of this instance only)
+    def timed(self, *args, **kwargs):  # measurement only: the keyword index apart from Chroma
+        t = time.perf_counter()
+        try:
+            return index_keywords(self, *args, **kwargs)
+        finally:
+            timings["keyword_index"] += time.perf_counter() - t
+
+    setattr(RowWriter, "_index_keywords", timed)  # noqa: B010 (measurement only; restored below)
+    try:
+        pages, chunks = _stage_files(files, kb, chunk_size, chunk_overlap, ef, timings)
+    finally:
+        setattr(RowWriter, "_index_keywords", index_keywords)  # noqa: B010
+    return timings, pages, chunks
+
+
+def _stage_files(files: Sequence[Path], kb, chunk_size: int, chunk_overlap: int, ef,
+                 timings: dict[str, float]) -> tuple[int, int]:
+    """Load, chunk, embed and store ``files`` in turn, adding each stage's seconds to ``timings``."""
     pages = chunks = 0
     for f in files:
         data = f.read_bytes()
@@ -189,7 +200,7 @@ def _stages(files: Sequence[Path], root: Path, chunk_size: int, chunk_overlap: i
         timings["upsert"] += (t4 - t3) - (timings["keyword_index"] - indexed)
         pages += doc.page_count
         chunks += len(records)
-    return timings, pages, chunks
+    return pages, chunks
 
 
 def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
