@@ -29,6 +29,7 @@ pg = st.navigation([
     st.Page("app_pages/settings.py", title="Settings", icon=":material/settings:"),
     st.Page(_home, title="Retrace", url_path="", default=True, visibility="hidden"),
 ])
+_session.note_kb_link()  # a link's ?kb= is read before the root's redirect can drop it
 if pg.url_path == "":  # the root: on to /chat before drawing anything
     _home()
 
@@ -54,7 +55,9 @@ with st.sidebar:
         st.error(safe(str(exc) if isinstance(exc, StoreError)  # says where and what to do
                       else f"Cannot open {where}: {type(exc).__name__}: {exc}"))
         names = [_session.DEFAULT_KB]
-    _session.kb_picker(names)
+    if problem := _session.kb_from_link(names):
+        st.error(safe(problem))
+    _session.kb_to_link(_session.kb_picker(names))
     _session.remember_browser()  # this browser keeps its conversations across refreshes
     if settings.chroma_host:
         st.caption(safe(f"Chroma server: {settings.chroma_host}:{settings.chroma_port}"))

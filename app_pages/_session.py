@@ -27,6 +27,7 @@ from rag.models import Run
 from rag.store import kbs
 from rag.store.chroma import KnowledgeBase, StoreError, make_client, open_knowledge_base
 from rag.store.client import EmbeddingKeyMissing
+from rag.terminal import printable
 from rag.trace import formats
 from rag.trace.pricing import DEFAULT_PRICES, PRICES_ENV, Price, load_prices
 
@@ -193,6 +194,38 @@ def current_kb_name() -> str:
     if pending := st.session_state.pop(KB_PENDING, None):
         st.session_state[KB_NAME] = pending
     return st.session_state.setdefault(KB_NAME, DEFAULT_KB)
+
+
+KB_LINK = "_kb_link"
+
+
+def note_kb_link() -> None:
+    """Remember the knowledge base the address names (``?kb=NAME``), once per session, before any redirect."""
+    if KB_LINK not in st.session_state:
+        st.session_state[KB_LINK] = st.query_params.get("kb") or ""
+
+
+def kb_from_link(names: list[str]) -> str | None:
+    """Select the knowledge base the link named (:func:`note_kb_link`), once per session; never create one.
+
+    Returns None, or one line saying that the named knowledge base does not exist and which do (the
+    caller shows it as plain text). Call before :func:`kb_picker` draws the selector.
+    """
+    wanted = st.session_state.get(KB_LINK)
+    if not wanted:
+        return None
+    st.session_state[KB_LINK] = ""
+    if wanted in names:
+        st.session_state[KB_NAME] = wanted
+        return None
+    return (f"The link names a knowledge base that does not exist: '{printable(wanted)}'. "
+            f"The knowledge bases are: {', '.join(names) or 'none yet'}.")
+
+
+def kb_to_link(name: str) -> None:
+    """Keep the selected knowledge base in the address (``?kb=NAME``): a refresh or a shared link keeps it."""
+    if st.query_params.get("kb") != name:
+        st.query_params["kb"] = name
 
 
 def select_kb(name: str) -> None:

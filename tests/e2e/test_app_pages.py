@@ -190,3 +190,20 @@ def test_bad_configuration_is_an_error_message_not_a_traceback(data_dir, monkeyp
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception, at.exception
     assert any("CHROMA_PORT must be a number" in plain(e.value) for e in at.error)
+
+
+def test_a_kb_link_selects_an_existing_kb_and_never_creates_one(data_dir):
+    from rag.config import Settings
+    from rag.store import kbs
+    from rag.store.chroma import make_client
+
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["kb"] = "no-such-kb"
+    at.run()
+    assert not at.exception, at.exception
+    errors = [plain(e.value) for e in at.sidebar.error]
+    assert any("does not exist: 'no-such-kb'" in e for e in errors), errors
+    assert at.session_state["kb_name"] == "default"
+    client = make_client(Settings.from_env({}, data_dir=data_dir))
+    assert "no-such-kb" not in kbs.names(client)
+    assert at.query_params["kb"] in ("default", ["default"])  # the address now names the selected one
