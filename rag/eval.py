@@ -18,14 +18,13 @@ from pathlib import Path
 from rag.bench.data import answer_hit, percentile
 from rag.config import PRESETS, preset_options
 from rag.engines.local import LocalEngine
-from rag.models import Chunk, Turn
+from rag.models import ABSTAINED, ANSWERED, ANSWERED_ENDS, CAVEAT, Chunk, Turn, node
 from rag.run import run_question
 from rag.store.bm25 import LexicalStats
 
 Progress = Callable[[int, int], None] | None
 """``on_progress(done, total)``: called after each run."""
 
-ANSWERED_ENDS = ("finalize", "finalize_with_caveat")
 
 
 @dataclass(frozen=True)
@@ -151,6 +150,11 @@ def _end(run) -> str:
     return run.path[-1] if run.path else "unfinished"
 
 
+def _clean(end: str) -> bool:
+    """A run that ended committing its answer with no caveat (finalize)."""
+    return node(end).commits_answer and node(end).ending == ANSWERED
+
+
 def _committed(run) -> str:
     """The answer text a run committed to ("" when it abstained or failed)."""
     return run.answer if _end(run) in ANSWERED_ENDS else ""
@@ -176,15 +180,15 @@ def summarize(items: Sequence[EvalItem], runs: Sequence) -> dict:
         first = run.citations[0].source
         return any(first == s or Path(first).name == Path(s).name for s in item.sources or [])
 
-    clean_gold = [(i, r) for i, r in with_answers if _end(r) == "finalize"]
+    clean_gold = [(i, r) for i, r in with_answers if _clean(_end(r))]
     clean_right = sum(answer_hit(r.answer, i.answers or []) for i, r in clean_gold)
     n = len(runs)
     out = {
         "questions": n,
         "answered": sum(e in ANSWERED_ENDS for e in ends),
-        "answered_clean": ends.count("finalize"),
-        "caveat": ends.count("finalize_with_caveat"),
-        "abstained": ends.count("fallback"),
+        "answered_clean": sum(_clean(e) for e in ends),
+        "caveat": sum(node(e).ending == CAVEAT for e in ends),
+        "abstained": sum(node(e).ending == ABSTAINED for e in ends),
         "answer_hit": (round(sum(answer_hit(_committed(r), i.answers or []) for i, r in with_answers)
                              / len(with_answers), 4) if with_answers else None),
         "source_hit": (round(sum(source_ok(i, r) for i, r in with_sources) / len(with_sources), 4)

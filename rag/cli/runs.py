@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rag.cli._common import SharedArgs, settings_of
 from rag.history import RunStore
+from rag.terminal import printable
 from rag.trace.export import comparison_html, comparison_json, run_html, run_json
 from rag.trace.pricing import load_prices
 from rag.trace.story import STOP_KINDS
@@ -40,7 +41,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.created_at))
         question = r.question if len(r.question) <= 70 else r.question[:69] + "…"
         print(f"{r.id}  {when}  {r.preset:<8} {STOP_KINDS.get(r.stop_kind, r.stop_kind):<21} "
-              f"{r.steps:>2} steps  {question}")
+              f"{r.steps:>2} steps  {printable(question)}")
     return 0
 
 

@@ -15,6 +15,7 @@ from dataclasses import asdict
 
 from rag.cli._common import SharedArgs, settings_of
 from rag.history import CLI_SESSION, RunStore
+from rag.terminal import printable
 
 POSITION = 25
 HELP = "list, show and delete saved conversations (threads)"
@@ -40,7 +41,7 @@ def cmd_threads_list(args: argparse.Namespace) -> int:
         return 0
     for r in rows:
         title = r.title if len(r.title) <= 60 else r.title[:59] + "…"
-        print(f"{r.id}  {_when(r.updated_at)}  {r.turns:>2} turns  {r.knowledge_base:<12} {title}")
+        print(f"{r.id}  {_when(r.updated_at)}  {r.turns:>2} turns  {r.knowledge_base:<12} {printable(title)}")
     return 0
 
 
@@ -65,14 +66,14 @@ def cmd_threads_show(args: argparse.Namespace) -> int:
                                       for r in t.runs]} for t in thread.turns]}, indent=2))
         return 0
     s = thread.summary
-    print(f"{s.title}  ({s.turns} turns, {s.knowledge_base}, session {s.session_id}, "
-          f"updated {_when(s.updated_at)})")
+    print(printable(f"{s.title}  ({s.turns} turns, {s.knowledge_base}, session {s.session_id}, "
+                    f"updated {_when(s.updated_at)})"))
     for t in thread.turns:
         run = t.run
-        print(f"\n[{t.turn}] {run.question}")
+        print(f"\n[{t.turn}] {printable(run.question)}")
         if run.standalone_question and run.standalone_question != run.question:
-            print(f"    understood as: {run.standalone_question}")
-        print(f"    {run.answer}")
+            print(f"    understood as: {printable(run.standalone_question)}")
+        print("    " + "\n    ".join(printable(line) for line in run.answer.splitlines()))
         extra = f" (+{len(t.runs) - 1} earlier answer(s))" if len(t.runs) > 1 else ""
         print(f"    run {run.id}{extra}")
     return 0

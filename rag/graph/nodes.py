@@ -364,7 +364,8 @@ def generate(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                                                    ocr=c.ocr)
                                        for c in citations])
     return record(state, runtime, "generate", started,
-                   f"Answer of {len(answer.text.split())} words citing {len(citations)} chunks",
+                   f"Answer of {len(answer.text.split())} words citing {len(citations)} "
+                   f"chunk{'s' if len(citations) != 1 else ''}",
                    detail, {"answer": answer.text, "citations": citations, "weak_evidence": weak,
                             "generations": state.get("generations", 0) + 1,
                             "answered_with": [c.id for c in documents], "speculation": None},

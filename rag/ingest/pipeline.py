@@ -363,7 +363,9 @@ def _ingested(p: _Prepared) -> FileReport:
     warn = f" ({len(doc.warnings)} warning(s))" if doc.warnings else ""
     repaired = ("; replaced the incomplete copy an interrupted ingest had left"
                 if p.status == "incomplete" else "")
-    return FileReport(p.name, "ingested", f"ingested {pages}, {len(p.chunks)} chunks{warn}{repaired}",
+    n = len(p.chunks)
+    chunks = f"{n} chunk{'s' if n != 1 else ''}"
+    return FileReport(p.name, "ingested", f"ingested {pages}, {chunks}{warn}{repaired}",
                       doc_sha=p.sha, pages=doc.page_count, chunks=len(p.chunks),
                       ocr_pages=len(doc.ocr_pages), warnings=list(doc.warnings))
 

@@ -121,7 +121,7 @@ def test_control_characters_in_names_never_reach_the_terminal(tmp_path):
     assert out.returncode == 1
     lines = out.stdout.splitlines()
     assert len(lines) == 2, out.stdout
-    assert lines[0] == r"ok   evil\x1b[31mred\nname.md: ingested 1 page, 1 chunks"
+    assert lines[0] == r"ok   evil\x1b[31mred\nname.md: ingested 1 page, 1 chunk"
     assert lines[1].startswith(r"FAIL evil\x1b[31mred\nname.pdf: ")
     shown = rag_cli("kb", "show", data_dir=data)
     assert shown.returncode == 0 and r"evil\x1b[31mred\nname.md" in shown.stdout
