@@ -15,7 +15,16 @@ from app_pages import _session
 from app_pages._safe import link, safe
 from rag.config import preset_label, preset_of
 from rag.ingest.pageview import PageView, PassageUnavailable, TextView, open_passage
-from rag.models import Citation, GradeDetail, Run, TraceEvent
+from rag.models import (
+    CHECK_GROUNDING,
+    GRADE_ANSWER,
+    Citation,
+    GenerateDetail,
+    GradeDetail,
+    Run,
+    TraceEvent,
+    node,
+)
 from rag.trace import caveats, formats, story, views
 from rag.trace.pricing import event_cost, format_cost, run_cost, unpriced_models
 
@@ -158,15 +167,13 @@ def step_card(s: story.Step, event: TraceEvent, n: int, run: Run, prices: dict) 
             lines.append(f"- {badge(v.relevant, 'relevant', 'not relevant')} "
                          f":gray-badge[{e(v.grade)}] **{e(v.label())}** — {e(v.reasoning)}{fb}")
         st.markdown("\n".join(lines) or "No chunk to grade.")
-    elif s.node in ("check_grounding", "grade_answer"):
-        grounding = s.node == "check_grounding"
-        passed = bool(getattr(d, "grounded" if grounding else "useful", False))
-        yes, no = ("grounded", "not grounded") if grounding else ("useful", "not useful")
+    elif (check := node(s.node).check) is not None:
+        passed = bool(getattr(d, check.flag, False))
         confidence = getattr(d, "confidence", None)
-        st.markdown(badge(passed, yes, no)
+        st.markdown(badge(passed, check.passed, check.failed)
                     + (f" confidence {formats.score(confidence)}" if confidence is not None else ""))
     items = views.view(s.node).items(d)
-    if s.node == "generate":
+    if isinstance(d, GenerateDetail):
         st.markdown("Cites " + e(", ".join(items)) if items else "Cites nothing.")
     elif items:
         st.markdown("\n".join(f"- {e(item)}" for item in items))
@@ -199,8 +206,9 @@ def checks(run: Run) -> None:
     """Each grounding and answer check: its verdict, fallback, reasoning and ungrounded claims."""
     for chk in story.checks(run):
         grounding = chk.kind == "grounding"
-        ok = (badge(chk.passed, "grounded", "not grounded") if grounding
-              else badge(chk.passed, "useful", "not useful"))
+        words = node(CHECK_GROUNDING if grounding else GRADE_ANSWER).check
+        assert words is not None
+        ok = badge(chk.passed, words.passed, words.failed)
         fb = f" :orange-badge[fallback: {safe(chk.fallback)}]" if chk.fallback else ""
         claims = "".join(f"\n- ungrounded: {safe(x)}" for x in chk.claims)
         st.markdown(f"**Step {chk.step} · {'Grounding check' if grounding else 'Answer check'}**"
