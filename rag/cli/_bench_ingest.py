@@ -98,7 +98,8 @@ def add_ingest_parsers(bsub, shared: SharedArgs) -> None:
                    help="skip the LangChain reference (needs langchain-community, langchain-chroma)")
     p.add_argument("--ocr-files", nargs="*", metavar="PDF",
                    help="scanned PDFs for OCR pages/s and, where X.txt sits beside X.pdf, the "
-                        f"character error rate (default: c02-22 and linn in ${SHARED_DATA_ENV}/"
+                        "character error rate, ours and a baseline's (pypdfium2 at 300 dpi + RapidOCR()) "
+                        f"in the same run (default: c02-22 and linn in ${SHARED_DATA_ENV}/"
                         "tricky-pdfs; give none to skip)")
     p.set_defaults(func=cmd_bench_ingest)
 
