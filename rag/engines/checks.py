@@ -106,7 +106,7 @@ class CheckingMixin(LexicalCore):
         does not, ``missing_type`` names the type, so the graph can look for it), and (4) covers >= 50% of
         the question's IDF-weighted terms. The reasoning names what failed.
         """
-        weights = self.known_terms(question)
+        weights = self.weighted_terms(question)
         text = "\n".join(claim for claim, _ in self.claims(answer.text))
         if not weights:
             return AnswerGrade(useful=bool(answer.citations),

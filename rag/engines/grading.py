@@ -147,7 +147,7 @@ class GradingMixin(LexicalCore):
         answer a part) needs only one of the hop's own names (see :meth:`constraints_ok`), or most of the rest
         of the hop close together (HOP_PREDICATE_AT).
         """
-        weights = self.known_terms(question)
+        weights = self.weighted_terms(question)
         cons = constraints(question)
         kind = expected_type(question)
         asks = self.predicate(question) if kind in TYPED_RELEVANCE and not partial else None

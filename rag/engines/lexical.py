@@ -18,8 +18,6 @@ from rag.text import QUESTION_WORDS, STOPWORDS, number_tokens, sentences, stem, 
 _SOURCE_REFS = re.compile(r"\s*\[\d+(?:\s*[,–-]\s*\d+)*\]")
 
 
-MIN_KNOWN_TERMS = 2
-"""Content words a question must share with the corpus before its other words are left out of grading."""
 COMMON_WORD_SHARE = 0.05
 """A capitalised word found in more than this share of the chunks is a word of the corpus ("Retriever",
 "Critic"), not part of a person's name ("Buffett", "Asai")."""
@@ -232,19 +230,6 @@ class LexicalCore:
             if s not in out:
                 out[s] = (w, self.stats.idf(s))
         return out
-
-    def known_terms(self, question: str) -> dict[str, tuple[str, float]]:
-        """:meth:`weighted_terms` of ``question`` without the plain words the knowledge base never uses.
-
-        No passage can hold a word the corpus lacks, so a question that words its topic differently ("the
-        biggest document I can put in") is judged on the words it shares with the corpus. Names and
-        figures stay (their absence is what a question the documents cannot answer shows), and so does
-        everything when fewer than MIN_KNOWN_TERMS words would be left.
-        """
-        weights = self.weighted_terms(question)
-        held = {t for c in constraints(question) for t in c.terms}
-        known = {s: v for s, v in weights.items() if s in held or self.stats.df.get(s)}
-        return known if len(known) >= MIN_KNOWN_TERMS and len(known) < len(weights) else weights
 
     def common_word(self, word: str) -> bool:
         """True when ``word`` is in more than COMMON_WORD_SHARE of the chunks: a corpus word, not a name."""

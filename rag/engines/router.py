@@ -71,24 +71,6 @@ def is_small_talk(question: str) -> bool:
     return not tokens or all(t in _CHAT_WORDS or t in STOPWORDS for t in tokens)
 
 
-PARAPHRASE_KNOWN_TERMS = 2
-"""Content words of the question the knowledge base does use that make a question with unknown plain words
-a paraphrase worth searching for ("the biggest document I can put in" for "each file may be up to 50 MB")."""
-
-
-def _paraphrase(question: str, missing: Sequence[str], n_terms: int) -> bool:
-    """True when the words the knowledge base never uses are plain words, not names or figures.
-
-    And at least PARAPHRASE_KNOWN_TERMS of the question's other content words are in the knowledge base. A
-    question about something the documents lack names it ("Neptune", "FIFA World Cup", "1783"); one that
-    only words it differently does not, and a rewrite can find its passage.
-    """
-    body = question[1:]  # the first word is capitalised anyway
-    named = {w.lower() for w in re.findall(r"\b[A-Z][\w'’-]*", body)}
-    plain = all(w.isalpha() and w.lower() not in named for w in missing)
-    return plain and n_terms - len(missing) >= PARAPHRASE_KNOWN_TERMS
-
-
 class RouterMixin(LexicalCore):
     """route_question and reply_directly by rule, over the knowledge base's term statistics."""
 
@@ -125,8 +107,7 @@ class RouterMixin(LexicalCore):
             return RouteQuery(hops=_hops(question), datasource="web", retrieval_mode="default", reasoning=(
                 f"No passage of the knowledge base mentions {_quote(list(lacking), 3)} (its words never "
                 f"occur together there): the question asks about something the documents do not cover."))
-        n_terms = len(self.weighted_terms(question))
-        if missing and share >= OUT_OF_SCOPE_AT and not _paraphrase(question, missing, n_terms):
+        if missing and share >= OUT_OF_SCOPE_AT:
             return RouteQuery(hops=_hops(question), datasource="web", retrieval_mode="default", reasoning=(
                 f"The knowledge base never uses {_quote(missing)}, which "
                 f"{'carry' if len(missing) > 1 else 'carries'} {_pct(share)} of the question's weight: "
