@@ -68,7 +68,7 @@ def test_workers_exit_when_the_ingest_is_killed(tmp_path: Path) -> None:
         assert all(_alive(pid) for pid in workers)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
-        left = sorted(pid for pid in wait_exited(workers, timeout_s=5) if _alive(pid))
+        left = sorted(pid for pid in wait_exited(workers, timeout_s=30) if _alive(pid))
         assert not left, f"worker processes {left} outlived their killed parent"
     finally:
         if proc.poll() is None:
