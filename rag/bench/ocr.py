@@ -48,7 +48,8 @@ def character_error_rate(text: str, truth: str) -> float:
 
 def _rate(seconds: float, pages: int) -> dict:
     """:func:`rag.bench.harness.rate` of OCR'd pages, with pages/s to 3 places (OCR reads well under 1)."""
-    return {**rate(seconds, pages, 0), "pages_per_s": round(pages / seconds, 3) if seconds else None}
+    return {**rate(seconds, pages, 0), "pages_per_s": round(pages / seconds, 3) if seconds else None,
+            "chunks_per_s": None}
 
 
 def _truth(path: Path) -> str | None:
@@ -116,8 +117,8 @@ def bench_ocr(files: Sequence[Path | str], root: Path, *, workers: int | None = 
 
     Returns:
         ``files``, ``ocr_pages``, ``seconds`` (wall), ``pages_per_s`` (OCR'd pages),
-        ``chunks_per_s`` (None), ``cpu_seconds``, ``failed`` (report lines) and ``cer`` (file name ->
-        rate, 0-1 and more); ``baseline`` (the same keys, or None) and ``vs_baseline`` (our pages/s
+        ``chunks_per_s`` (None), ``cpu_seconds``, ``failed`` (report lines) and ``cer`` (file
+        name -> rate, 0-1 and more); ``baseline`` (the same keys, or None) and ``vs_baseline`` (our pages/s
         over the baseline's; ``cer_points_vs_baseline``: our CER minus its, in percentage points,
         per file).
     """

@@ -117,5 +117,5 @@ def _ocr_rows(ocr: dict) -> list[dict]:
         rows.append({"what": f"OCR baseline (pypdfium2 300 dpi + RapidOCR(), {base['ocr_pages']} pages)",
                      **base, "ours_vs": ocr.get("vs_baseline"), "note": cer(base)})
     rows.append({"what": f"ours: OCR ({ocr['ocr_pages']} scanned pages, {ocr['files']} files)",
-                 **ocr, "chunks_per_s": None, "note": cer(ocr)})
+                 **ocr, "note": cer(ocr)})
     return rows
