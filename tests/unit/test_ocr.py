@@ -166,12 +166,17 @@ def test_a_page_read_in_pieces_reads_as_well_as_whole(monkeypatch: pytest.Monkey
     assert character_error_rate(halves, whole) < 0.005
 
 
-def test_a_worker_process_reads_a_page_in_one_piece() -> None:
+def test_a_worker_process_reads_a_page_in_one_piece(monkeypatch: pytest.MonkeyPatch) -> None:
     import multiprocessing
+    import sys
+    import types
 
     assert ocr_module.pieces() == min(os.cpu_count() or 1, ocr_module.MAX_PIECES)
+    # spawn re-runs the parent's __main__ in the child: under a whole test session that may be a file
+    # another test ran as __main__ (a Streamlit page), whose child would die and be respawned forever
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        assert pool.apply(ocr_module.pieces) == 1
+        assert pool.apply_async(ocr_module.pieces).get(timeout=120) == 1
 
 
 def test_a_blank_page_is_not_sent_to_the_engine(monkeypatch: pytest.MonkeyPatch) -> None:
