@@ -7,6 +7,7 @@ Streamlit's Deploy button is not shown; and no page makes a request off the serv
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit
 
 import pytest
@@ -44,7 +45,8 @@ def test_pages_load_by_address_without_deploy_or_outside_requests(server, browse
     # The root opens the Chat page at /chat; every page by its link, none with a Deploy button.
     page.goto(server.url)
     app_shown(page, "Chat")
-    page.wait_for_url(f"{server.url}/chat")
+    # /chat, with the selected knowledge base in the address (?kb=default) so a refresh keeps it
+    page.wait_for_url(re.compile(re.escape(f"{server.url}/chat") + r"(\?kb=default)?$"))
     for title in PAGES:
         page.locator("[data-testid=stSidebarNav]").get_by_text(title, exact=True).click()
         app_shown(page, title)

@@ -49,7 +49,9 @@ def test_evaluate_samples_table_charts_rows_into_trace_and_report(data_dir):
     assert all(re.fullmatch(r"\d+ %|—", v) for v in table["Answer hit"]), list(table["Answer hit"])
     assert all(re.fullmatch(r"[\d,]+ ms", v) for v in table["Latency p50"]), list(table["Latency p50"])
     assert all(re.fullmatch(r"\d+\.\d", v) for v in table["LLM calls"]), list(table["LLM calls"])
-    assert list(table["Questions"]) == ["8", "8"]
+    assert list(table["Questions"]) == [str(n), str(n)]
+    assert all(re.fullmatch(r"\d+ %|—", v) for v in table["Clean precision"]), list(table["Clean precision"])
+    assert "Confidently wrong" in table.columns
     charts = [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
     names = {t.get("name") for c in charts for t in c["data"]}
     assert {"answered clean", "with a caveat", "abstained"} <= names
