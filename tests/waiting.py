@@ -80,10 +80,14 @@ def wait_exited(pids: Iterable[int], timeout_s: float) -> set[int]:
         with contextlib.suppress(ProcessLookupError):  # already gone
             fds[os.pidfd_open(pid)] = pid
     deadline = time.monotonic() + timeout_s
+    # poll(), not select(): a long test session holds over 1,024 descriptors, past select()'s limit
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
     try:
         while fds and (left := deadline - time.monotonic()) > 0:
-            ready, _, _ = select.select(list(fds), [], [], left)
-            for fd in ready:
+            for fd, _ in poller.poll(left * 1000):
+                poller.unregister(fd)
                 os.close(fd)
                 del fds[fd]
         return set(fds.values())

@@ -32,3 +32,20 @@ def test_wait_exited_is_woken_by_the_exit():
     proc.stdin.close()
     assert wait_exited([proc.pid], timeout_s=60) == set()
     proc.wait()
+
+
+def test_wait_exited_works_with_descriptors_past_1024():
+    import os
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1200:
+        pytest.skip(f"this process may open only {soft} files")
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]  # as in a long test session
+    try:
+        proc = subprocess.Popen([sys.executable, "-c", "pass"])
+        assert wait_exited([proc.pid], timeout_s=30) == set()
+        proc.wait()
+    finally:
+        for fd in held:
+            os.close(fd)
