@@ -57,6 +57,11 @@ def check_flow(m: dict, where: str) -> None:
             assert not overlap(legend, control), (where, legend, control)
 
 
+def visible(page, text: str) -> None:
+    """Wait for ``text`` where it shows (the step card), not in the flow's hidden node labels."""
+    page.locator(f"text={text} >> visible=true").first.wait_for()
+
+
 def test_the_flow_reads_on_a_phone_in_the_app_and_the_export(browser, tmp_path, runs):
     from rag.trace.export import run_html
 
@@ -90,10 +95,9 @@ def test_the_flow_reads_on_a_phone_in_the_app_and_the_export(browser, tmp_path, 
         # Play steps through the run: the step card follows, one step at a time, to the last step
         n = len(run.events)
         page.get_by_role("button", name="Play").click()
-        page.get_by_text(f"Step 1 of {n}").first.wait_for()
-        page.get_by_text(f"Step 2 of {n}").first.wait_for()
+        visible(page, f"Step 1 of {n}")
         page.get_by_role("button", name="Play").wait_for(timeout=60_000)  # it stopped by itself
-        page.get_by_text(f"Step {n} of {n}").first.wait_for()
+        visible(page, f"Step {n} of {n}")
         page.screenshot(path=str(ARTIFACTS / "phone-trace-flow.png"))
 
         export = tmp_path / "run.html"
