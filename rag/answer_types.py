@@ -11,7 +11,7 @@ words, the noun after "which", "stand for"), never a list of topics, so it carri
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 
 from rag.text import STOPWORDS, has_date, terms, words
 
@@ -106,6 +106,15 @@ def expected_type(question: str) -> AnswerType | None:
     if _DEFINITION_Q.search(q):
         return "definition"
     return None
+
+
+def answer_type(question: str) -> str | None:
+    """The coarse kind of :func:`expected_type`: ``date``, ``number``, ``name`` or None.
+
+    ``name`` is a person or any named thing; the kinds an answer check tested before answer types.
+    """
+    kind = expected_type(question)
+    return "name" if kind in ("person", "organisation") else kind if kind in ("date", "number") else None
 
 
 def cue_words(question: str) -> frozenset[str]:
@@ -350,8 +359,3 @@ def holds(text: str, kind: AnswerType | None, question: str,
 def describe(kind: AnswerType | None) -> str:
     """``a person's name`` for ``person``; "" for None."""
     return LABELS.get(kind or "", "")
-
-
-def any_holds(texts: Iterable[str], kind: AnswerType | None, question: str) -> bool:
-    """True when one of ``texts`` holds an answer of type ``kind`` (see :func:`holds`)."""
-    return any(holds(t, kind, question) for t in texts)

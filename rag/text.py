@@ -187,32 +187,7 @@ _DATE = re.compile(rf"\b{_MONTH}\s+\d{{1,2}}\b|\b\d{{1,2}}\s+{_MONTH}\b|\b{_MONT
 _NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
                      r"twenty|thirty|forty|fifty|hundred|thousand|million|billion|dozen)\b",
                      re.IGNORECASE)
-_QUANTITY_WORDS = frozenset(
-    [
-    "revenue", "revenues", "earnings", "income", "profit", "profits", "loss", "losses", "sales", "cost",
-    "costs", "price", "prices", "population", "budget", "salary", "worth", "amount", "total", "net",
-    "gross", "assets", "debt", "dividend", "dividends",
-])
 
-
-def answer_type(question: str) -> str | None:
-    """What kind of answer ``question`` asks for.
-
-    ``date`` ("when", "what year"), ``number`` ("how many", "how much", or "what was X's
-    revenue/earnings/..."), ``name`` ("who", "whom"), or None (anything else, including yes/no questions).
-    """
-    q = question.strip().lower()
-    if re.match(r"^(?:in\s+)?(?:when|what year|which year|what date|on what date|in what year)\b", q) \
-            or re.search(r"\b(?:what|which) (?:year|date|month|decade|century)\b", q):
-        return "date"
-    if re.search(r"\bhow (?:many|much|long|old|far|big|large|tall)\b", q):
-        return "number"
-    if re.match(r"^(?:what|which) (?:was|were|is|are)\b", q) and \
-            set(words(q)) & _QUANTITY_WORDS:
-        return "number"
-    if re.match(r"^(?:who|whom|whose)\b", q) or re.search(r"\bby whom\b", q):
-        return "name"
-    return None
 
 
 def has_date(text: str) -> bool:

@@ -8,7 +8,6 @@ from rag.answer_types import expected_type
 from rag.text import number_tokens, terms
 
 _YEARS_HEADER = re.compile(r"((?:\b(?:19|20)\d\d\b\s*){2,})$")
-_CELL = re.compile(r"\$?\s*(?:\(\s*[\d,]+(?:\.\d+)?\s*\)|-?[\d,]+(?:\.\d+)?|—|–)")
 
 
 def _row_cells(line: str, n: int) -> tuple[str, list[str]] | None:

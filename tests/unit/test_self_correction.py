@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import pytest
 
+from rag.answer_types import answer_type
 from rag.engines.base import Answer, AnswerCitation
 from rag.engines.local import EXTRACTIVE_LABEL, KEY_PASSAGES, LocalEngine, _bridge_signal, constraints
 from rag.models import Chunk, Verdict
 from rag.store.bm25 import LexicalStats
-from rag.text import answer_type, has_date, has_number
+from rag.text import has_date, has_number
 
 FILLER = ("The model is evaluated on open-domain question answering benchmarks with a dense "
           "retriever and a sequence-to-sequence generator trained end to end. ")
