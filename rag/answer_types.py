@@ -13,11 +13,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
+from rag.answer_lists import enumeration, list_count
 from rag.text import STOPWORDS, has_date, terms, words
 
 AnswerType = str
 """One of :data:`TYPES`."""
 TYPES = ("person", "organisation", "number", "date", "place", "acronym", "definition", "list")
+SPAN_TYPES = ("person", "place", "organisation", "acronym", "number", "date")
+"""Answer types with one span to find (a definition or a list has none): the answer check names the span it
+found, and its lead passage must cover the question (LEAD_USEFUL_AT)."""
 LABELS = {"person": "a person's name", "organisation": "a name", "number": "a figure",
           "date": "a date or year", "place": "a place", "acronym": "the expansion of the acronym",
           "definition": "a definition", "list": "a list"}
@@ -90,6 +94,8 @@ def expected_type(question: str) -> AnswerType | None:
         return "number"
     if re.match(r"^(?:what|which) (?:was|were|is|are)\b", low) and set(words(low)) & _QUANTITY:
         return "number"
+    if list_count(q):
+        return "list"
     if _PERSON_Q.search(q):
         # "who is the CEO" and "who wrote it" ask for a person; "who won the cup" may be a team or a firm
         if re.match(r"^(?:who|whom)\s+(?!(?:is|was|are|were|wrote|leads|led|heads|runs|created|proposed|"
@@ -204,6 +210,15 @@ def persons(text: str, question: str = "", common: Callable[[str], bool] | None 
         if m.group(1).lower() not in _NOT_NAME and not _in_question(m.group(1), asked):
             out.append(m.group(0))
     return list(dict.fromkeys(out))
+
+
+def name_list(text: str, question: str = "", common: Callable[[str], bool] | None = None) -> bool:
+    """Whether ``text`` is a list of people's names and nothing else (a paper's author line)."""
+    names = persons(text, question, common)
+    rest = text
+    for name in names:
+        rest = rest.replace(name, "")
+    return bool(names) and not re.sub(r"\b(?:and|others)\b|[,\s]", "", rest)
 
 
 def acronym_of(question: str) -> str | None:
@@ -346,6 +361,8 @@ def holds(text: str, kind: AnswerType | None, question: str,
     (see :func:`persons`). With ``predicate`` (the question's index terms besides its names and years, with
     their weights), a span counts only when NEAR_AT of that weight is near it (:func:`nearness`).
     """
+    if kind == "list" and (n := list_count(question)):
+        return enumeration(text, n)
     if kind is None or kind == "list":
         return text
     if kind == "definition":

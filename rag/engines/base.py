@@ -44,7 +44,9 @@ class RelevanceGrade(Judgment):
     """Is this chunk relevant to the question?"""
 
     relevant: bool = Field(description="True if the chunk helps answer the question.")
-    score: Literal["high", "medium", "low"] = Field(description="How strongly it is relevant.")
+    score: Literal["high", "medium", "low"] = Field(description=(
+        "How strongly it is relevant. For a chunk that is not relevant: medium when it is partly relevant "
+        "(on the question's topic but not enough to answer it), else low."))
     reasoning: str = Field(description="One or two sentences: why.")
 
 
@@ -189,11 +191,14 @@ class Engine(Protocol):
 
     def generate(self, question: str, chunks: Sequence[Chunk],
                  on_token: Callable[[str], None] | None = None, *,
-                 history: Sequence[Turn] = ()) -> Answer:
+                 history: Sequence[Turn] = (), critique: bool = False) -> Answer:
         """A cited answer from ``chunks``; citations refer to chunks by id.
 
         ``on_token`` receives the answer text as it is produced; ``history`` is the thread's earlier
         turns (an LLM sees the last few as conversation context; the offline engine ignores it).
+        ``critique`` (the answer check is on) asks for the lead the answer check would accept when the
+        evidence holds one (Self-RAG's critique-guided selection, Asai et al. 2023); an LLM engine,
+        which writes its answer whole, ignores it.
         """
 
     def check_grounding(self, answer: Answer, chunks: Sequence[Chunk]) -> GroundingCheck:

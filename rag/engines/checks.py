@@ -5,10 +5,18 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from rag.answer_types import MISSING, describe, expected_type, holds
+from rag.answer_types import MISSING, SPAN_TYPES, describe, expected_type, holds
 from rag.engines.base import Answer, AnswerGrade, GroundingCheck
 from rag.engines.extraction import EXTRACTIVE_LABEL, KEY_PASSAGES
-from rag.engines.lexical import LexicalCore, _constraint_words, _pct, _quotable, _quote, constraints
+from rag.engines.lexical import (
+    LEAD_USEFUL_AT,
+    LexicalCore,
+    _constraint_words,
+    _pct,
+    _quotable,
+    _quote,
+    constraints,
+)
 from rag.models import Chunk
 from rag.text import terms
 
@@ -17,8 +25,6 @@ SUPPORTED_AT = 0.8
 USEFUL_AT = 0.5
 TABLE_ROW = re.compile(r"^[^\n]{6,}?, (?:19|20)\d\d: ")
 """An assembled table row ("Net earnings …, 2024: $88,995 million (2023: …)"): its figures are its label's."""
-SPAN_TYPES = ("person", "place", "organisation", "acronym", "number", "date")
-"""Answer types whose span the answer check names (a definition or a list has no one span)."""
 _MARKERS = re.compile(r"((?:\s*\[\d+\])+)")
 _NUM = re.compile(r"\[(\d+)\]")
 
@@ -104,7 +110,8 @@ class CheckingMixin(LexicalCore):
         (:func:`rag.answer_types.expected_type`: a person's name the question does not give for "who", a
         figure for "how many", the expansion for "what does X stand for", a place for "where", …; when it
         does not, ``missing_type`` names the type, so the graph can look for it), and (4) covers >= 50% of
-        the question's IDF-weighted terms. The reasoning names what failed.
+        the question's IDF-weighted terms, and its lead passage LEAD_USEFUL_AT of them (the answer is its
+        lead; the key passages only support it). The reasoning names what failed.
         """
         weights = self.weighted_terms(question)
         text = "\n".join(claim for claim, _ in self.claims(answer.text))
@@ -129,6 +136,11 @@ class CheckingMixin(LexicalCore):
                 holds(lead, kind, question, self.common_word, predicate) is None:
             missing_type = kind
             problems.append(f"the question {MISSING[kind]}")
+        lead_cov = self.coverage(weights, set(terms(lead)))[0] if lead else 0.0
+        if kind in SPAN_TYPES and cov >= USEFUL_AT and lead and not self.acceptable(question, lead, kind,
+                                                             assembled=bool(TABLE_ROW.match(lead))):
+            problems.append(f"its lead passage covers only {_pct(lead_cov)} of the question's IDF-weighted "
+                            f"terms (the lead must cover {_pct(LEAD_USEFUL_AT)})")
         if cov < USEFUL_AT:
             problems.append(f"it covers only {_pct(cov)} of the question's IDF-weighted terms "
                             f"(useful at {_pct(USEFUL_AT)})")

@@ -44,6 +44,8 @@ _DOCUMENT_NOUNS = frozenset({"paper", "article", "model", "method", "approach", 
                              "technique", "study", "benchmark", "dataset", "retriever", "report", "filing",
                              "models", "methods", "papers", "approaches", "systems"})
 """Nouns that keep the name they refer to as a modifier: "that paper" -> "the Self-RAG paper"."""
+_PAPER = re.compile(r"\bthe\s+([A-Z][\w.-]*(?:\s+(?:[A-Z][\w.-]*|et\s+al\.|[a-z]{1,5}))*?)\s+paper\b")
+"""A paper named by its title or authors: "the Lewis et al. RAG paper", "the Lost in the Middle paper"."""
 _HOW_MANY = re.compile(r"\bhow\s+(?:many|much)\s+((?:[a-z-]+\s+){0,2}?[a-z-]+s)\b", re.I)
 _COMMON_QUESTION_AT = 3.0
 """A question with no name of its own whose every content word has a BM25 idf below this (a word in
@@ -102,6 +104,8 @@ def _replacement(ref: str, name: str, named: str, plural: str) -> str:
     if ref == "the authors":
         return f"the authors of {named}"
     if ref.split()[-1] in _DOCUMENT_NOUNS:
+        if name.startswith("the ") and name.endswith(" paper"):
+            return name  # already "the X paper"
         return f"the {name} {ref.split()[-1]}"
     return named  # "the company", "the firm", "these companies"
 
@@ -119,6 +123,9 @@ class ContextualizeMixin(LexicalCore):
             text = history[n - 1].understood()
             names = list(dict.fromkeys(t for t in owners(text) + topics(text)
                                        if t.lower() not in question.lower()))
+            paper = _PAPER.search(text)
+            if paper and paper.group(1).lower() not in question.lower():
+                return f"the {paper.group(1)} paper", n  # the turn asked about a paper: it is the topic
             if names:
                 # the conversation's topic: the name most turns ask about, then the possessor, then a name
                 # rather than a word the corpus uses everywhere ("LLM", "Wikipedia"), then the first one

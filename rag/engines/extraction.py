@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from rag.answer_types import expected_type, holds, is_authorship, persons
+from rag.answer_types import SPAN_TYPES, expected_type, holds, is_authorship, persons
 from rag.engines.base import Answer, AnswerCitation
 from rag.engines.lexical import Constraint, LexicalCore, _names, _quotable, _same_text, constraints
 from rag.engines.tables import table_rows
@@ -102,7 +102,8 @@ class ExtractionMixin(LexicalCore):
         return letters / len(sentence) >= 0.6 and len(sentence.split()) >= 5
 
     def generate(self, question: str, chunks: Sequence[Chunk],
-                 on_token: Callable[[str], None] | None = None, *, history: Sequence[Turn] = ()) -> Answer:
+                 on_token: Callable[[str], None] | None = None, *, history: Sequence[Turn] = (),
+                 critique: bool = False) -> Answer:
         """Extractive, query-focused answer.
 
         The passages (sentences and table rows) that hold the question's constraints and most of its terms,
@@ -113,13 +114,15 @@ class ExtractionMixin(LexicalCore):
         entries) is never quoted. For "how many/how much" questions, table rows whose label
         matches the question are candidates too, read with their column header ("2024: $
         88,995"). The text is :data:`EXTRACTIVE_LABEL`, a lead passage (the one that best holds
-        the kind of answer asked for), then up to 3 further key passages.
+        the kind of answer asked for), then up to 3 further key passages. With ``critique`` (the answer
+        check is on: Self-RAG's critique-guided selection, Asai et al. 2023), a lead the answer check would
+        reject gives way to the best candidate passage it would accept (:meth:`acceptable`), if any.
 
         Citation numbers are 1-based in order of first use. An empty ``chunks`` gives an
         answer that says there is no evidence, with no citations. ``on_token`` receives the
         answer once, whole (an extractive answer has nothing to stream).
         """
-        answer = self._extract(question, chunks)
+        answer = self._extract(question, chunks, critique=critique)
         if on_token is not None and answer.text:
             on_token(answer.text)
         return answer
@@ -165,7 +168,7 @@ class ExtractionMixin(LexicalCore):
                                     bonus, len(seq), None, context, about))
         return out
 
-    def _extract(self, question: str, chunks: Sequence[Chunk]) -> Answer:
+    def _extract(self, question: str, chunks: Sequence[Chunk], *, critique: bool = False) -> Answer:
         """The extractive answer of :meth:`generate` (without streaming)."""
         if not chunks:
             return Answer(text="I found no evidence to answer this question.", citations=[])
@@ -201,8 +204,32 @@ class ExtractionMixin(LexicalCore):
         # Among those, the first chosen (the best at the time it was chosen).
         names = [c for c in cons if c.kind == "entity"]
         lead = max(chosen, key=lambda p: (fits(p), held(p), _exact(p.text, names), -chosen.index(p)))
+        if critique:
+            lead, chosen = self._critiqued(question, lead, chosen, candidates, fits, held)
         rest = sorted((p for p in chosen if p is not lead), key=lambda p: (p.rank, p.pos))
         return _cited_answer(lead, rest, chunks)
+
+    def _critiqued(self, question: str, lead: _Passage, chosen: list[_Passage],
+                   candidates: Sequence[_Passage], fits: Callable[[_Passage], bool],
+                   held: Callable[[_Passage], float]) -> tuple[_Passage, list[_Passage]]:
+        """(lead, chosen) after the answer check's critique.
+
+        A lead the check would reject gives way to the best candidate it would accept (the type asked for,
+        every constraint, LEAD_USEFUL_AT of the question).
+        """
+        kind = expected_type(question)
+
+        def accepted(p: _Passage) -> bool:
+            return ((kind is None or fits(p)) and held(p) == 1.0
+                    and self.acceptable(question, p.text, kind, assembled=p.quote is None))
+
+        if kind not in SPAN_TYPES or accepted(lead):
+            return lead, chosen
+        better = self._typed_candidate(question, [p for p in candidates if accepted(p)], lambda p: True, held)
+        if better is None:
+            return lead, chosen
+        rest = [p for p in chosen if not _same_text(p.text, better.text)]
+        return better, [better, *rest][:MAX_ANSWER_SENTENCES]
 
     def _choose(self, question: str, candidates: Sequence[_Passage],
                 fits: Callable[[_Passage], bool], held: Callable[[_Passage], float]) -> list[_Passage]:

@@ -25,6 +25,10 @@ PARTIAL_RELEVANT_AT = 0.3
 covers only its part. Calibrated on HotpotQA (Full preset, k=6): 0.5 gave recall_all 0.37,
 0.4 gave 0.52, 0.3 gave 0.645."""
 HIGH_AT = 0.75
+AMBIGUOUS_AT = 0.35
+"""A chunk not relevant that holds the question's constraints and covers at least this share of its IDF
+weight is partly relevant (CRAG's "ambiguous" action, Yan et al. 2024; score "medium"): when no chunk is
+relevant, Full answers from such chunks with a caveat instead of abstaining."""
 TYPED_RELEVANCE = frozenset({"person", "organisation", "place", "number", "date", "acronym"})
 """Answer types for which a chunk that holds an answer of the type near the question's terms (and its
 constraints) is relevant even below the coverage threshold: "Who are its authors?" is answered by an
@@ -180,7 +184,8 @@ class GradingMixin(LexicalCore):
             if not relevant and cons_ok and asks is not None:
                 typed = holds(chunk.text, kind, question, self.common_word, asks)
                 relevant = typed is not None
-            score = ("high" if relevant and cov >= HIGH_AT else "medium" if relevant else "low")
+            ambiguous = not relevant and cons_ok and not partial and cov >= AMBIGUOUS_AT
+            score = ("high" if relevant and cov >= HIGH_AT else "medium" if relevant or ambiguous else "low")
             parts = [f"Covers {_pct(cov)} of the question's IDF-weighted terms within "
                      f"{PROXIMITY_WINDOW} words (relevant at {_pct(threshold)}"
                      f"{', one hop of a multi-hop question' if partial else ''})."]
@@ -196,6 +201,9 @@ class GradingMixin(LexicalCore):
             if typed is not None:
                 parts.append(f"Relevant all the same: it holds {describe(kind)} near the question's terms "
                              f"(“{typed}”), the kind of answer asked for.")
+            elif ambiguous:
+                parts.append(f"Partly relevant (ambiguous): it holds the question's constraints and "
+                             f"{_pct(cov)} of its terms, less than a relevant chunk needs.")
             elif not relevant and cons_ok and said and cov < threshold:
                 parts.append("Not relevant: too little of the question, close together.")
             grades.append(RelevanceGrade(relevant=relevant, score=score,

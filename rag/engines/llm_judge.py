@@ -172,7 +172,7 @@ class LLMJudgeMixin:
     # -- generate ---------------------------------------------------------------------------
     def generate(self, question: str, chunks: Sequence[Chunk],
                  on_token: Callable[[str], None] | None = None, *,
-                 history: Sequence[Turn] = ()) -> Answer:
+                 history: Sequence[Turn] = (), critique: bool = False) -> Answer:
         """Stream a cited answer; ``on_token`` receives each piece of text as it arrives.
 
         Citation n refers to ``chunks[n-1]``; markers outside 1..len(chunks) are not cited.

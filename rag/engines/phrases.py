@@ -152,9 +152,11 @@ def fill_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None
 
     Tried in order: a year ("2023", "in 2023"), a counted noun ("how many nurses"), the phrase with the
     same preposition and the same kind of word ("in Paris" for "in Berlin"), the subject's name ("GEICO"),
-    another possessor ("Lubrizol's revenues in 2024"), the possessed noun ("Berkshire's revenue").
+    another possessor ("Lubrizol's revenues in 2024"), the possessed noun ("Berkshire's revenue"), a noun
+    phrase with the same head noun ("the manufacturing businesses" for "service businesses").
     """
-    for slot in (_year_slot, _count_slot, _phrase_slot, _name_slot, _possessor_slot, _possessed_slot):
+    for slot in (_year_slot, _count_slot, _phrase_slot, _name_slot, _possessor_slot, _possessed_slot,
+                 _head_slot):
         found = slot(frag, prev, owner)
         if found is not None:
             return found
@@ -236,6 +238,24 @@ def _possessed_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] 
     if not at or not tail:
         return None
     return prev[:at.end()] + noun + prev[at.end() + tail.end():], f"“{tail.group(0)}” by “{noun}”"
+
+
+def _head_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
+    # "the manufacturing businesses" after "How many people did Berkshire's service businesses employ …"
+    m = re.fullmatch(r"(?:the\s+)?((?:[a-z][\w-]*\s+){1,2})([a-z][\w-]*)", frag.strip())
+    if not m:
+        return None
+    head = m.group(2)
+    for at in re.finditer(rf"((?:\b[a-z][\w-]*\s+){{1,2}}){re.escape(head)}\b", prev):
+        mods = at.group(1).split()
+        while mods and mods[0].lower() in STOPWORDS | QUESTION_WORDS:
+            mods = mods[1:]
+        if mods and " ".join(mods) != m.group(1).strip():
+            start = at.start(1) + at.group(1).index(mods[0])
+            old = prev[start:at.end()]
+            new = f"{m.group(1).strip()} {head}"
+            return prev[:start] + new + prev[at.end():], f"“{old}” by “{new}”"
+    return None
 
 
 def _swap_name(prev: str, old: str, new: str) -> str:

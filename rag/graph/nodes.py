@@ -213,6 +213,11 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     # twice top_k ("more chunks"), the kept chunks first
     cap = 2 * o.top_k if state.get("fresh_first") else o.top_k
     documents = (list(kept.values()) + fresh)[:cap]
+    # partly relevant chunks (CRAG's "ambiguous": not relevant, score medium), kept for the last resort
+    partly = {c.id: c for c in state.get("ambiguous", [])}
+    partly.update((c.id, c) for c in chunks
+                  if not graded[c.id].relevant and graded[c.id].score == "medium" and c.id not in partly)
+    ambiguous = list(partly.values())[:o.top_k]
     n_rel = sum(g.relevant for g in grades)
     detail = GradeDetail(
         question=question, query=state.get("query", question), relevant=n_rel, evidence=len(documents),
@@ -223,7 +228,7 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     return record(state, runtime, "grade_documents", started,
                    f"{n_rel} of {len(chunks)} chunks relevant; {len(documents)} in evidence",
                    detail, {"verdicts": verdicts, "documents": documents, "speculation": speculation,
-                            "grade_rounds": attempt,
+                            "grade_rounds": attempt, "ambiguous": ambiguous,
                             "fresh_first": False},
                    [*(g.meta for g in grades), *dropped], routing.decide_after_grading)
 
@@ -334,6 +339,9 @@ def generate(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     documents = state.get("documents", [])
     if not documents and state.get("out_of_time"):
         documents = state.get("retrieved", [])[:o.top_k]  # a fast answer from ungraded chunks
+    from_ambiguous = not documents and bool(state.get("ambiguous"))
+    if from_ambiguous:  # CRAG's ambiguous action: no chunk is relevant, some are partly
+        documents = state.get("ambiguous", [])
 
     def on_token(text: str) -> None:
         runtime.stream_writer({"kind": "token", "text": text})
@@ -351,6 +359,7 @@ def generate(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     if answer is None:
         history = state.get("history") if o.use_history else None
         answer = runtime.context.engine.generate(state["question"], documents, on_token=on_token,
+                                                 critique=o.answer_check,
                                                  **({"history": history} if history else {}))
     by_id = {c.id: c for c in documents}
     citations = [Citation(n=a.n, chunk_id=a.chunk_id, source=by_id[a.chunk_id].source,
@@ -367,6 +376,7 @@ def generate(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                    f"Answer of {len(answer.text.split())} words citing {len(citations)} "
                    f"chunk{'s' if len(citations) != 1 else ''}",
                    detail, {"answer": answer.text, "citations": citations, "weak_evidence": weak,
+                            "ambiguous_evidence": from_ambiguous,
                             "generations": state.get("generations", 0) + 1,
                             "answered_with": [c.id for c in documents], "speculation": None},
                    [answer.meta, *spent], routing.decide_after_generate)

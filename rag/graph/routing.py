@@ -79,6 +79,9 @@ def _finish(state: State, o: Options, why: str) -> Decision:
     Weak evidence needs no caveat when the answer check found the kind of answer asked for in the answer's
     lead passage (``answer_span``): one relevant chunk that holds the figure or name asked for is enough.
     """
+    if state.get("ambiguous_evidence"):
+        return Decision(FINALIZE_WITH_CAVEAT, f"{why}; no chunk was relevant, the answer comes from partly "
+                                              f"relevant ones")
     if state.get("weak_evidence") and state.get("useful") and state.get("answer_span"):
         return Decision(FINALIZE, f"{why}; one relevant chunk holds {kind_label(state.get('answer_kind'))}, "
                                   f"the kind of answer asked for (“{state['answer_span']}”)")
@@ -227,7 +230,24 @@ def decide_after_grading(state: State, o: Options) -> Decision:
             return Decision(FINALIZE_WITH_CAVEAT, f"{SAME_EVIDENCE}: generating again would give "
                                                   f"the same answer")
         return Decision(GENERATE, f"{short}; {why}; no correction left, answering with a caveat")
+    if ambiguous := partly_relevant(state, o, f"no relevant chunk and no correction left ({why})"):
+        return ambiguous
     return Decision(FALLBACK, f"no relevant chunk and no correction left ({why})")
+
+
+def partly_relevant(state: State, o: Options, why: str = "no evidence from the documents or the web"
+                    ) -> Decision | None:
+    """Generate from the partly relevant chunks (CRAG's "ambiguous" action, Yan et al. 2024), or None.
+
+    Only with grading on, when grade_documents kept some (``ambiguous``) and no answer was made from them yet;
+    the answer then always ends with a caveat (:func:`_finish`).
+    """
+    partly = [c.id for c in state.get("ambiguous") or []]
+    if not (o.grading and partly) or partly == list(state.get("answered_with") or []):
+        return None
+    n = len(partly)
+    return Decision(GENERATE, f"{why}; {n} partly relevant chunk{'s' if n != 1 else ''} (CRAG's ambiguous "
+                              f"action): answering from them with a caveat")
 
 
 def decide_after_rewrite(state: State, o: Options) -> Decision:
@@ -244,6 +264,8 @@ def decide_after_web_search(state: State, o: Options) -> Decision:
             return Decision(FINALIZE_WITH_CAVEAT, f"{SAME_EVIDENCE}: web search added nothing, so "
                                                   f"generating again would give the same answer")
         return Decision(GENERATE, f"{len(state['documents'])} chunks of evidence")
+    if ambiguous := partly_relevant(state, o):
+        return ambiguous
     return Decision(FALLBACK, "no evidence from the documents or the web")
 
 

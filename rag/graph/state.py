@@ -66,6 +66,11 @@ class GraphState(InputState, total=False):
     verdicts: Annotated[list[Verdict], operator.add]
     """Every relevance verdict of the run, in order."""
     documents: list[Chunk]
+    ambiguous: list[Chunk]
+    """Chunks graded not relevant but partly so (CRAG's "ambiguous", Yan et al. 2024: score medium),
+    accumulated over attempts up to top_k: the evidence of last resort when no chunk is relevant."""
+    ambiguous_evidence: bool
+    """True when generate answered from :attr:`ambiguous` chunks (the answer then always has a caveat)."""
     """The evidence the generator will see: relevant chunks accumulated over attempts, plus web results."""
     weak_evidence: bool
     """True when generation goes ahead with fewer than min_relevant relevant chunks."""

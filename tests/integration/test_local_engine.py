@@ -36,7 +36,10 @@ def test_grades_name_matched_and_missing_terms(engine, retrieved):
     assert any(g.relevant for g in grades)
     for g in grades:
         assert "Covers" in g.reasoning and "relevant at 50%" in g.reasoning
-        assert g.relevant == (g.score in ("high", "medium"))
+        # relevant chunks score high or medium; a chunk not relevant scores low, or medium when it is
+        # partly relevant (CRAG's "ambiguous"), which its reasoning then says
+        assert g.relevant or g.score == "low" or (g.score == "medium" and "ambiguous" in g.reasoning)
+        assert not g.relevant or g.score in ("high", "medium")
     off = engine.grade("boiling point of tungsten", retrieved)
     assert not any(g.relevant for g in off)
     assert all("Missing 'tungsten'" in g.reasoning or "'tungsten'" in g.reasoning for g in off)

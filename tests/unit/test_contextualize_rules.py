@@ -57,3 +57,23 @@ def test_the_shared_cases_mostly_match_and_never_break_grammar(engine):
     for out, _ in got:
         assert "'s's" not in out and "’s’s" not in out, out
         assert not out.lower().startswith(("thanks", "thank you", "great,")), out
+
+
+def test_an_ellipsis_with_the_same_head_noun_replaces_its_modifiers(engine):
+    before = [Turn(question="How many people did Berkshire's service businesses employ at the end of 2024?")]
+    out = engine.contextualize("How about the manufacturing businesses?", before).question
+    assert out == "How many people did Berkshire's manufacturing businesses employ at the end of 2024?"
+
+
+def test_a_paper_named_in_the_latest_turn_is_what_a_reference_means(engine):
+    before = [Turn(question="How many Wikipedia passages does DPR retrieve from?"),
+              Turn(question="Which Wikipedia dump does the Lewis et al. RAG paper use?")]
+    out = engine.contextualize("What are its two model variants?", before).question
+    assert out == "What are the Lewis et al. RAG paper's two model variants?"
+    study = [Turn(question="Which two LLMs does the Retrieval meets Long Context Large Language Models "
+                           "paper study?")]
+    out = engine.contextualize("Which retrievers did they compare?", study).question
+    assert out == "Which retrievers did the Retrieval meets Long Context Large Language Models paper compare?"
+    # a self-contained question about another paper is left alone
+    alone = "Which dataset does the Self-RAG paper use?"
+    assert engine.contextualize(alone, before).question == alone
