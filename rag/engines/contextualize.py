@@ -51,6 +51,22 @@ _COMMON_QUESTION_AT = 3.0
 """A question with no name of its own whose every content word has a BM25 idf below this (a word in
 more than about 5 % of the chunks, like "results" or "limitations") says nothing about what it is
 about, so it is read as asking about the latest topic."""
+_ANY_REF = re.compile(
+    r"\b(?:he|she|him|her|his|hers|it|its|they|them|their|theirs|this|that|these|those|former|latter|same|"
+    r"there|then|also|the (?:company|firm|paper|model|method|role|position|business|group|authors?))\b", re.I)
+
+
+def self_contained(question: str, standalone: str) -> bool:
+    """Whether ``question`` surely stands alone.
+
+    The rules left it unchanged (``standalone``), it holds no word that could point back at all ("he",
+    "that", "the company", "also"), and it is no ellipsis.
+    """
+    bare = question.strip()
+    return (standalone == question and not _ANY_REF.search(bare) and not _ELLIPSIS.match(bare.rstrip("?.! "))
+            and not _is_fragment(bare.rstrip("?.! ")))
+
+
 def _refers_inside(question: str, at: int) -> bool:
     """Whether the back-reference at ``at`` points inside ``question`` itself.
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from rag.answer_types import TYPES, describe, expected_type
 from rag.engines import prompts
 from rag.engines.base import (
     Answer,
@@ -26,6 +27,7 @@ from rag.engines.base import (
     RewrittenQuery,
     StandaloneQuestion,
 )
+from rag.engines.contextualize import self_contained
 from rag.engines.local import LocalEngine
 from rag.models import Chunk, Turn, Verdict
 
@@ -240,13 +242,17 @@ class LLMJudgeMixin:
     # -- grade_answer -----------------------------------------------------------------------
     def grade_answer(self, question: str, answer: Answer) -> AnswerGrade:
         """The grader model judges whether the answer addresses the question."""
+        kind = expected_type(question)
         result, error = self._structured(
             self._grader, AnswerGrade, prompts.ANSWER_GRADER_SYSTEM,
             prompts.ANSWER_GRADER_USER.format(question=prompts.fence(question),
+                                              expects=describe(kind) if kind else "",
                                               answer=prompts.fence(answer.text)))
         if result is None:
             local = self.fallback.grade_answer(question, answer)
             return self._fell_back(local, "answer check", "term coverage", error)
+        if result.useful or result.missing_type not in TYPES:
+            result.missing_type = None
         return result
 
     # -- decompose_query --------------------------------------------------------------------
@@ -271,8 +277,15 @@ class LLMJudgeMixin:
     def contextualize(self, question: str, history: Sequence[Turn]) -> StandaloneQuestion:
         """The generator model rewrites the follow-up with the last few turns (fenced as data).
 
-        Falls back to the offline engine's topic carry-over on any failure or an empty question.
+        A question that surely stands alone (:func:`self_contained`: the offline rules leave it unchanged and
+        no word of it could point back) is kept exactly as it is, without asking the model: a model must
+        never carry an earlier turn's name into it.
+        Falls back to the offline engine's rules on any failure or an empty question.
         """
+        local = self.fallback.contextualize(question, history)
+        if self_contained(question, local.question):
+            local.reasoning = f"{local.reasoning} (offline rules; the model was not asked)"
+            return local
         result, error = self._structured(
             self._generator, StandaloneQuestion, prompts.CONTEXTUALIZER_SYSTEM,
             prompts.CONTEXTUALIZER_USER.format(turns=prompts.conversation(history),
@@ -280,8 +293,7 @@ class LLMJudgeMixin:
         if result is not None and not " ".join(result.question.split()):
             result, error = None, "empty standalone question"
         if result is None:
-            local = self.fallback.contextualize(question, history)
-            self._fell_back(local, "contextualizer", "topic carry-over", error or "")
+            self._fell_back(local, "contextualizer", "the offline rules", error or "")
             return local
         result.question = " ".join(result.question.split())
         return result

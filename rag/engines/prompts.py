@@ -76,9 +76,14 @@ GROUNDING_USER = """<answer>
 ANSWER_GRADER_SYSTEM = (
     "You judge whether an answer addresses the user's question (it may still be incomplete). "
     "An answer that only says the sources do not contain the answer is not useful. "
-    + DATA_RULE)
+    "<expects> names the kind of answer the question asks for (a person's name, a figure with its "
+    "unit and scale, a date, a place, the expansion of an acronym, a list, a definition), or is "
+    "empty: an answer whose first sentence gives no such thing is not useful, and missing_type then "
+    "names that kind (person, organisation, number, date, place, acronym, definition, list). When "
+    "useful, answer_span quotes the words that hold it. " + DATA_RULE)
 
 ANSWER_GRADER_USER = """<question>{question}</question>
+<expects>{expects}</expects>
 <answer>
 {answer}
 </answer>"""
