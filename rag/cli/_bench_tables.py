@@ -6,6 +6,7 @@ And where the benchmarks' stores go (:func:`bench_settings`).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from collections.abc import Callable
@@ -13,8 +14,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from rag.bench.data import format_table, ratio
+from rag.bench.data import BeirData, CorpusIndex, format_table, index_corpus, load_beir, ratio
 from rag.config import Settings
+from rag.store.chroma import KnowledgeBase, open_knowledge_base
 
 
 def progress_bar(desc: str, total: int | None = None) -> tqdm:
@@ -119,3 +121,28 @@ def _ocr_rows(ocr: dict) -> list[dict]:
     rows.append({"what": f"ours: OCR ({ocr['ocr_pages']} scanned pages, {ocr['files']} files)",
                  **ocr, "note": cer(ocr)})
     return rows
+
+
+def _corpus_collection(corpus: Path, prefix: str) -> str:
+    digest = hashlib.sha256(corpus.read_bytes()).hexdigest()[:8]
+    stem = "".join(ch if ch.isalnum() else "-" for ch in corpus.resolve().parent.name)[:30]
+    return f"{prefix}-{stem or 'corpus'}-{digest}"
+
+
+def index_beir(args: argparse.Namespace, settings: Settings) -> tuple[BeirData, KnowledgeBase, CorpusIndex]:
+    """The BEIR data of ``--corpus``, ``--queries``, ``--qrels`` and ``--limit``, its corpus stored.
+
+    In the knowledge base ``--collection``, or one named after the corpus file (``bench-<dir>-<hash>``)
+    shared by the benchmarks that read it; a progress bar and a line on stderr say what was added.
+    Raises OSError or ValueError for a file that cannot be read.
+    """
+    data = load_beir(Path(args.corpus), Path(args.queries), Path(args.qrels), limit=args.limit)
+    name = args.collection or _corpus_collection(Path(args.corpus), "bench")
+    kb = open_knowledge_base(settings, name)
+    with progress_bar("indexing corpus") as bar:
+        bar.unit = "doc"
+        index = index_corpus(kb, data.corpus, on_progress=progress(bar))
+    print(f"corpus: {len(data.corpus)} passages in '{kb.name}' ({index.added} added, "
+          f"{index.already} already there, {index.seconds:.1f} s; BM25 ready in "
+          f"{index.bm25_seconds:.1f} s); {len(data.queries)} questions", file=sys.stderr)
+    return data, kb, index

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,8 @@ class KnowledgeBase:
         self._complete_cache: tuple | None = None
         self._documents_cache: tuple | None = None
         self._max_batch: int | None = None
+        self._query_vectors: OrderedDict[str, Any] = OrderedDict()
+        self._query_lock = threading.Lock()
 
     @property
     @translate_unreachable
@@ -331,6 +334,23 @@ class KnowledgeBase:
                  for cid, t, m in zip(got["ids"], got["documents"], got["metadatas"], strict=False)}
         return [by_id[i] for i in ids if i in by_id]
 
+    def embed_query(self, text: str) -> Any:
+        """The embedding of a query (one vector of the model's dimension), kept for the last 256 queries.
+
+        Dense retrieval and the semantic cache (:mod:`rag.store.semantic_cache`) both need it: a model
+        behind an API is called once. Raises what the embedding function raises (EmbeddingError).
+        """
+        with self._query_lock:
+            if text in self._query_vectors:
+                self._query_vectors.move_to_end(text)
+                return self._query_vectors[text]
+        vector = self.embedding_function([text])[0]
+        with self._query_lock:
+            self._query_vectors[text] = vector
+            while len(self._query_vectors) > 256:
+                self._query_vectors.popitem(last=False)
+        return vector
+
     @translate_unreachable
     def query(self, text: str, k: int) -> list[Chunk]:
         """Dense retrieval: the ``k`` nearest chunks of complete documents to ``text``, best first.
@@ -343,7 +363,7 @@ class KnowledgeBase:
         complete = self.complete_documents()
         want = min(k, n)
         while True:
-            got = self.collection.query(query_texts=[text], n_results=want,
+            got = self.collection.query(query_embeddings=[self.embed_query(text)], n_results=want,
                                         include=["documents", "metadatas", "distances"])
             hits = [to_chunk(cid, t, m, score=1.0 - float(d))
                     for cid, t, m, d in zip(got["ids"][0], got["documents"][0],
