@@ -236,6 +236,9 @@ def register(commands, shared: SharedArgs) -> None:
     _beir_args(p)
     p.add_argument("--modes", default="dense,bm25,hybrid",
                    help="comma-separated; the first is the baseline (default dense,bm25,hybrid)")
+    p.add_argument("--embedding", metavar="MODEL",
+                   help="embed the corpus with MODEL (hashing/dim=N, openai/<model>) in a store of its own "
+                        "(default: the configured model)")
     p.set_defaults(func=cmd_bench_retrieval)
 
     p = bsub.add_parser("latency", help="wall time per preset against a model server with a fixed delay",

@@ -1,4 +1,4 @@
-"""``bench cache`` on a small HotpotQA subset: paraphrases hit, no false hit, nothing stale after a change."""
+"""``bench cache`` and ``bench retrieval --embedding`` on a small HotpotQA subset."""
 
 from __future__ import annotations
 
@@ -46,3 +46,15 @@ def test_cli_bench_cache_reuses_surface_paraphrases_and_serves_nothing_stale(tmp
             assert phase["asked"] == len(items) + sum(len(i["paraphrases"]) for i in items)
             assert phase["stale"] == 0 and phase["reused_from_before"] == 0, (mode, phase)
     assert "| bm25 " in proc.stderr and "0/0 of" in proc.stderr
+
+
+def test_cli_bench_retrieval_embeds_with_the_model_asked_for_in_a_store_of_its_own(tmp_path, cli):
+    args = _subset(tmp_path, read_jsonl(ROOT / "tests" / "data" / "paraphrases.jsonl")[:2])[:6]
+    proc = cli("bench", "retrieval", *args, "--embedding", "hashing/dim=64", "--modes", "dense", "--json",
+               "--data-dir", tmp_path / "stores")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "-hashing-dim-64' (" in proc.stderr  # the store's name ends with the model
+    (row,) = json.loads(proc.stdout)
+    assert row["mode"] == "dense" and row["questions"] == 7 and 0.0 <= row["recall_all"] <= row["recall_any"]
+    proc = cli("bench", "retrieval", *args, "--embedding", "nonsense", "--data-dir", tmp_path / "stores")
+    assert proc.returncode == 2 and "unknown embedding model 'nonsense'" in proc.stderr
