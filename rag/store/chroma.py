@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,12 @@ from rag.store.client import (
     unreachable_message,
     validate_collection_name,
 )
-from rag.store.embeddings import embedding_function_for, embedding_identity, make_embedding_function
+from rag.store.embeddings import (
+    QueryVectors,
+    embedding_function_for,
+    embedding_identity,
+    make_embedding_function,
+)
 from rag.store.kbs import names, open_collection, recorded_embedding
 from rag.store.records import (
     COMPLETE_KEY,
@@ -85,8 +89,7 @@ class KnowledgeBase:
         self._complete_cache: tuple | None = None
         self._documents_cache: tuple | None = None
         self._max_batch: int | None = None
-        self._query_vectors: OrderedDict[str, Any] = OrderedDict()
-        self._query_lock = threading.Lock()
+        self.embed_query = QueryVectors(embedding_function)  # dense retrieval and the semantic cache
 
     @property
     @translate_unreachable
@@ -333,23 +336,6 @@ class KnowledgeBase:
         by_id = {cid: to_chunk(cid, t, m)
                  for cid, t, m in zip(got["ids"], got["documents"], got["metadatas"], strict=False)}
         return [by_id[i] for i in ids if i in by_id]
-
-    def embed_query(self, text: str) -> Any:
-        """The embedding of a query (one vector of the model's dimension), kept for the last 256 queries.
-
-        Dense retrieval and the semantic cache (:mod:`rag.store.semantic_cache`) both need it: a model
-        behind an API is called once. Raises what the embedding function raises (EmbeddingError).
-        """
-        with self._query_lock:
-            if text in self._query_vectors:
-                self._query_vectors.move_to_end(text)
-                return self._query_vectors[text]
-        vector = self.embedding_function([text])[0]
-        with self._query_lock:
-            self._query_vectors[text] = vector
-            while len(self._query_vectors) > 256:
-                self._query_vectors.popitem(last=False)
-        return vector
 
     @translate_unreachable
     def query(self, text: str, k: int) -> list[Chunk]:
