@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import streamlit as st
 
 from app_pages import _tables
 from app_pages._safe import safe
+from rag.ingest.eta import format_eta, with_eta
 from rag.ingest.pipeline import FileReport
 from rag.store.records import DocumentInfo
 from rag.trace import formats
@@ -37,6 +40,25 @@ def file_report(report: FileReport) -> None:
     alert(safe(report_line(report)))
     for w in report.warnings if report.status == "ingested" else ():
         st.caption(safe(f"{report.filename}: {w}"))
+
+
+def page_progress(bar, position: dict[str, int],
+                  clock: Callable[[], float] | None = None) -> Callable[[str, int, int, bool], None]:
+    """An ``on_page(name, done, total, ocr)`` callback for ``ingest_files``, moving ``bar`` (``st.progress``).
+
+    ``position`` holds ``file`` (0-based, the file being read) and ``files``; the bar shows page ``done`` of
+    ``total`` of that file, read by OCR when ``ocr``, and once known the file's expected time left
+    (:mod:`rag.ingest.eta`, as the command line shows it). ``clock``: monotonic seconds (a test's own).
+    """
+    def show(name: str, done: int, total: int, ocr: bool, eta_s: float | None) -> None:
+        if not total or not position["files"]:
+            return
+        share = (position["file"] + done / total) / position["files"]
+        how = " by OCR" if ocr else ""
+        left = f" · {format_eta(eta_s)}" if eta_s and done < total else ""
+        bar.progress(min(share, 1.0), text=f"Indexing {safe(name)}: page {done} of {total} read{how}{left}")
+
+    return with_eta(show, clock)
 
 
 def forget_reports() -> None:

@@ -11,6 +11,7 @@ import streamlit as st
 
 from app_pages import _docs, _session
 from app_pages._safe import safe
+from rag.ingest.eta import PageEta, format_eta
 from rag.store import kbs
 from rag.store.chroma import StoreError
 from rag.store.embeddings import HASHING_IDENTITY, OPENAI_PREFIX, configured_embedding
@@ -107,11 +108,14 @@ def _reindex(current: str, info: kbs.KnowledgeBaseInfo | None) -> None:
         if not st.button("Re-index", type="primary", key="kb_reindex"):
             return
         bar = st.progress(0.0, text="Re-embedding…")
+        eta = PageEta()  # its units are chunks here
 
         def progress(done: int, total: int) -> None:
-            """Move the bar to ``done`` of ``total`` chunks."""
+            """Move the bar to ``done`` of ``total`` chunks, with the expected time left once known."""
+            left = format_eta(eta.update(current, done, total)) if done < total else ""
             bar.progress(done / total if total else 1.0,
-                         text=f"Re-embedded {formats.count(done)} of {formats.plural(total, 'chunk')}")
+                         text=f"Re-embedded {formats.count(done)} of {formats.plural(total, 'chunk')}"
+                              + (f" · {left}" if left else ""))
 
         try:
             n = kbs.reindex(_session.client(), _session.session_settings(), current, model,

@@ -87,14 +87,7 @@ if st.button("Index files", type="primary", disabled=not uploaded, key="docs_ind
             f"Indexed {formats.plural(total, 'file')}"
         bar.progress(done / total if total else 1.0, text=label)
 
-    def on_page(name: str, done: int, total: int, ocr: bool) -> None:
-        """Move the bar within the current file: page ``done`` of ``total``, read by OCR when ``ocr``."""
-        if not total or not position["files"]:
-            return
-        share = (position["file"] + done / total) / position["files"]
-        how = " by OCR" if ocr else ""
-        bar.progress(min(share, 1.0), text=f"Indexing {safe(name)}: page {done} of {total} read{how}")
-
+    on_page = _docs.page_progress(bar, position)  # page by page, with the expected time left
     _docs.forget_reports()  # this upload's lines replace the earlier one's, whatever happens
     try:
         new = ingest_files(kb, files, chunking=chunking, max_bytes=settings.max_upload_bytes,

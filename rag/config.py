@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     DotEnvSettingsSource,
@@ -37,7 +37,7 @@ class Settings(BaseSettings):
                                       populate_by_name=True)
 
     data_dir: Path = Field(Path("data"), validation_alias="RAG_DATA_DIR")
-    """Everything persistent lives here: ``chroma/`` and ``runs.sqlite``."""
+    """Everything persistent lives here: ``chroma/``, ``runs.sqlite`` and ``semantic_cache.sqlite``."""
     chroma_host: str | None = Field(None, validation_alias="CHROMA_HOST")
     """When set, use a Chroma server (``chroma run``) instead of the embedded store."""
     chroma_port: int = Field(8000, validation_alias="CHROMA_PORT")
@@ -57,6 +57,16 @@ class Settings(BaseSettings):
     run's time budget."""
     run_deadline_s: float = Field(60.0, gt=0, validation_alias="RAG_RUN_DEADLINE_S")
     """Time budget of one run, in seconds (Options.deadline_s overrides it per run)."""
+    semantic_cache_threshold: float = Field(0.97, ge=0, le=1, validation_alias="RAG_SEMANTIC_CACHE_THRESHOLD")
+    """Cosine similarity of two questions' embeddings from which the second reuses the first one's
+    retrieval (:mod:`rag.store.semantic_cache`); ``0`` or ``off`` turns the semantic cache off."""
+
+    @field_validator("semantic_cache_threshold", mode="before")
+    @classmethod
+    def _off_is_zero(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() in ("off", "false", "no", "none"):
+            return 0.0
+        return value
 
     @model_validator(mode="before")
     @classmethod
@@ -77,8 +87,8 @@ class Settings(BaseSettings):
         Reads RAG_DATA_DIR, CHROMA_HOST, CHROMA_PORT, RAG_MAX_UPLOAD_MB, OPENAI_API_KEY,
         OPENAI_BASE_URL, RAG_GRADER_MODEL, RAG_GENERATOR_MODEL, RAG_EMBEDDING_MODEL,
         TAVILY_API_KEY, TAVILY_API_BASE_URL, RAG_LLM_TIMEOUT_S, RAG_LLM_MAX_RETRIES,
-        RAG_RUN_DEADLINE_S. An override of None is ignored. Raises ValueError (one line naming the
-        variable) on a malformed number or a deadline <= 0.
+        RAG_RUN_DEADLINE_S, RAG_SEMANTIC_CACHE_THRESHOLD. An override of None is ignored. Raises ValueError
+        (one line naming the variable) on a malformed number, a deadline <= 0 or a threshold outside [0, 1].
         """
         given = {k: v for k, v in overrides.items() if v is not None}
         env_file = os.environ.get("RAG_ENV_FILE", ".env") or None

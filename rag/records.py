@@ -197,6 +197,10 @@ class RetrieveDetail(NodeDetail):
     """True when the chunks came from the retrieval cache (same question, KB revision, mode, top_k)."""
     repeated: bool = False
     """After a rewrite: the same chunks as an earlier retrieve of this run."""
+    reused_from: str | None = None
+    """The earlier question whose retrieval was reused (the semantic cache: close in meaning), or None."""
+    reuse_similarity: float | None = None
+    """Cosine similarity of that question's embedding to this query's, when reused."""
 
 
 class GradeDetail(NodeDetail):

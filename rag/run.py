@@ -17,6 +17,7 @@ from rag.graph.context import RunContext
 from rag.graph.routing import decide_start
 from rag.models import Comparison, ContextualizeDetail, Run, TraceEvent, Turn
 from rag.secrets import scrub
+from rag.store.semantic_cache import semantic_cache_for
 from rag.web import make_web_search
 
 
@@ -24,13 +25,15 @@ def make_context(settings: Settings, kb, *, web=None, engine=None) -> RunContext
     """The run context for ``kb``.
 
     The LLM engine when an OpenAI key is configured, else the offline engine (unless ``engine`` is given);
-    Tavily web search when a Tavily key is configured (unless ``web`` is given).
+    Tavily web search when a Tavily key is configured (unless ``web`` is given); the semantic cache of the
+    data directory unless RAG_SEMANTIC_CACHE_THRESHOLD turns it off.
     """
     if engine is None:
         engine = make_engine(settings, kb)
     if web is None:
         web = make_web_search(settings)
-    return RunContext(engine=engine, kb=kb, web=web, deadline_s=settings.run_deadline_s)
+    return RunContext(engine=engine, kb=kb, web=web, deadline_s=settings.run_deadline_s,
+                      semantic_cache=semantic_cache_for(settings))
 
 
 def run_question(question: str, context: RunContext, options: Options | None = None, *,

@@ -222,7 +222,9 @@ def run_latency(delay_ms: float = 300, questions: int = 5, repeats: int = 3,
         with DelayedChatServer(delay_ms) as server:
             settings = Settings.from_env({"OPENAI_API_KEY": "sk-bench-local",
                                           "OPENAI_BASE_URL": server.base_url,
-                                          "RAG_EMBEDDING_MODEL": "hashing"}, data_dir=root)
+                                          "RAG_EMBEDDING_MODEL": "hashing",
+                                          "RAG_SEMANTIC_CACHE_THRESHOLD": "off"},  # cold retrievals
+                                         data_dir=root)
             kb = open_knowledge_base(settings, "bench-latency")
             load_samples(kb)
             stats = lexical_stats(kb)

@@ -6,6 +6,7 @@ And where the benchmarks' stores go (:func:`bench_settings`).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from collections.abc import Callable
@@ -13,8 +14,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from rag.bench.data import format_table, ratio
+from rag.bench.data import BeirData, CorpusIndex, format_table, index_corpus, load_beir, ratio
 from rag.config import Settings
+from rag.store.chroma import KnowledgeBase, open_knowledge_base
+from rag.store.embeddings import embedding_function_for, parse_embedding
 
 
 def progress_bar(desc: str, total: int | None = None) -> tqdm:
@@ -119,3 +122,34 @@ def _ocr_rows(ocr: dict) -> list[dict]:
     rows.append({"what": f"ours: OCR ({ocr['ocr_pages']} scanned pages, {ocr['files']} files)",
                  **ocr, "note": cer(ocr)})
     return rows
+
+
+def _corpus_collection(corpus: Path, prefix: str, suffix: str = "") -> str:
+    digest = hashlib.sha256(corpus.read_bytes()).hexdigest()[:8]
+    room = max(1, min(30, 63 - len(prefix) - len(digest) - len(suffix) - 3))  # Chroma names: 63 at most
+    stem = "".join(ch if ch.isalnum() else "-" for ch in corpus.resolve().parent.name)[:room]
+    return f"{prefix}-{stem or 'corpus'}-{digest}{'-' + suffix if suffix else ''}"
+
+
+def index_beir(args: argparse.Namespace, settings: Settings) -> tuple[BeirData, KnowledgeBase, CorpusIndex]:
+    """The BEIR data of ``--corpus``, ``--queries``, ``--qrels`` and ``--limit``, its corpus stored.
+
+    In the knowledge base ``--collection``, or one named after the corpus file (``bench-<dir>-<hash>``)
+    shared by the benchmarks that read it, embedded by ``--embedding`` when the command has it (then the
+    model's identity ends the name); a progress bar and a line on stderr say what was added. Raises
+    ValueError for an unknown model.
+    Raises OSError or ValueError for a file that cannot be read.
+    """
+    data = load_beir(Path(args.corpus), Path(args.queries), Path(args.qrels), limit=args.limit)
+    spec = getattr(args, "embedding", None)  # e.g. hashing/dim=256: a store of its own
+    ident = parse_embedding(spec, settings) if spec else None
+    suffix = "".join(ch if ch.isalnum() else "-" for ch in ident.replace("retrace-", "")) if ident else ""
+    name = args.collection or _corpus_collection(Path(args.corpus), "bench", suffix[:20].strip("-"))
+    kb = open_knowledge_base(settings, name, embedding_function_for(ident, settings) if ident else None)
+    with progress_bar("indexing corpus") as bar:
+        bar.unit = "doc"
+        index = index_corpus(kb, data.corpus, on_progress=progress(bar))
+    print(f"corpus: {len(data.corpus)} passages in '{kb.name}' ({index.added} added, "
+          f"{index.already} already there, {index.seconds:.1f} s; BM25 ready in "
+          f"{index.bm25_seconds:.1f} s); {len(data.queries)} questions", file=sys.stderr)
+    return data, kb, index

@@ -1,4 +1,4 @@
-"""``python -m rag bench qa|retrieval|ingest|scale|grader|latency``.
+"""``python -m rag bench qa|retrieval|ingest|scale|grader|latency|cache``.
 
 Run the benchmarks of :mod:`rag.bench`
 with a progress bar on stderr, then print a table (or JSON with ``--json``, the table then on
@@ -8,7 +8,6 @@ stderr).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
 import time
 from dataclasses import asdict, replace
@@ -16,11 +15,7 @@ from pathlib import Path
 
 from rag.bench.data import (
     SHARED_DATA_ENV,
-    BeirData,
-    CorpusIndex,
     format_table,
-    index_corpus,
-    load_beir,
     ratio,
     read_jsonl,
     shared_data_dir,
@@ -28,35 +23,15 @@ from rag.bench.data import (
 from rag.bench.latency import format_latency, run_latency
 from rag.bench.qa import QaRun, run_qa, summarize_qa
 from rag.bench.retrieval import retrieval_recall
+from rag.cli._bench_cache import add_cache_parser
 from rag.cli._bench_ingest import add_ingest_parsers
-from rag.cli._bench_tables import bench_settings, emit, format_qa, progress, progress_bar
+from rag.cli._bench_tables import bench_settings, emit, format_qa, index_beir, progress, progress_bar
 from rag.cli._common import SharedArgs
-from rag.config import PRESETS, Settings, preset_options
+from rag.config import PRESETS, preset_options
 from rag.eval import grader_accuracy
-from rag.store.chroma import KnowledgeBase, open_knowledge_base
 
 POSITION = 50
-HELP = "benchmarks on real data (qa, retrieval, ingest, scale, grader, latency)"
-
-def _corpus_collection(corpus: Path, prefix: str) -> str:
-    digest = hashlib.sha256(corpus.read_bytes()).hexdigest()[:8]
-    stem = "".join(ch if ch.isalnum() else "-" for ch in corpus.resolve().parent.name)[:30]
-    return f"{prefix}-{stem or 'corpus'}-{digest}"
-
-
-def _index(args: argparse.Namespace, settings: Settings
-           ) -> tuple[BeirData, KnowledgeBase, CorpusIndex]:
-    data = load_beir(Path(args.corpus), Path(args.queries), Path(args.qrels), limit=args.limit)
-    name = args.collection or _corpus_collection(Path(args.corpus), "bench")
-    kb = open_knowledge_base(settings, name)
-    with progress_bar("indexing corpus") as bar:
-        bar.unit = "doc"
-        index = index_corpus(kb, data.corpus, on_progress=progress(bar))
-    print(f"corpus: {len(data.corpus)} passages in '{kb.name}' ({index.added} added, "
-          f"{index.already} already there, {index.seconds:.1f} s; BM25 ready in "
-          f"{index.bm25_seconds:.1f} s); {len(data.queries)} questions", file=sys.stderr)
-    return data, kb, index
-
+HELP = "benchmarks on real data (qa, retrieval, ingest, scale, grader, latency, cache)"
 
 # -- bench qa --------------------------------------------------------------------------------
 def _qa_presets(args: argparse.Namespace) -> tuple[list[str], list[str]]:
@@ -103,7 +78,7 @@ def cmd_bench_qa(args: argparse.Namespace) -> int:
     """
     requested, presets = _qa_presets(args)
     settings = bench_settings(args)
-    data, kb, index = _index(args, settings)
+    data, kb, index = index_beir(args, settings)
     overrides = _qa_overrides(args)
     halves = _halves(args.half, args.dev_size, len(data.queries))
     lo, hi = min(h[1] for h in halves), max(h[2] for h in halves)
@@ -199,7 +174,7 @@ def cmd_bench_latency(args: argparse.Namespace) -> int:
 def cmd_bench_retrieval(args: argparse.Namespace) -> int:
     """``bench retrieval``: recall@k of each mode alone; the first is the baseline. Returns 0."""
     settings = bench_settings(args)
-    data, kb, index = _index(args, settings)
+    data, kb, index = index_beir(args, settings)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     with progress_bar("retrieval", len(modes) * len(data.queries)) as bar:
         rows = retrieval_recall(kb, data, index.chunk_to_doc, k=args.k, modes=modes,
@@ -261,6 +236,9 @@ def register(commands, shared: SharedArgs) -> None:
     _beir_args(p)
     p.add_argument("--modes", default="dense,bm25,hybrid",
                    help="comma-separated; the first is the baseline (default dense,bm25,hybrid)")
+    p.add_argument("--embedding", metavar="MODEL",
+                   help="embed the corpus with MODEL (hashing/dim=N, openai/<model>) in a store of its own "
+                        "(default: the configured model)")
     p.set_defaults(func=cmd_bench_retrieval)
 
     p = bsub.add_parser("latency", help="wall time per preset against a model server with a fixed delay",
@@ -274,3 +252,4 @@ def register(commands, shared: SharedArgs) -> None:
     p.set_defaults(func=cmd_bench_latency)
 
     add_ingest_parsers(bsub, shared)
+    add_cache_parser(bsub, shared)

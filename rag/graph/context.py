@@ -12,6 +12,7 @@ from rag.engines.base import Engine
 from rag.models import Chunk
 from rag.store.retrieval import RetrievalMode
 from rag.store.retrieval import retrieve as retrieve_chunks
+from rag.store.semantic_cache import SemanticCache
 
 Retriever = Callable[[Any, str, int, RetrievalMode], list[Chunk]]
 """``retriever(kb, query, k, mode) -> chunks``, best first."""
@@ -37,6 +38,8 @@ class RunContext:
     """A web search client (``search(query) -> list[Chunk]``), or None when not configured."""
     retriever: Retriever = field(default=retrieve_chunks)
     options: Options = field(default_factory=Options)
+    semantic_cache: SemanticCache | None = None
+    """Reuses a similar question's retrieval (:mod:`rag.store.semantic_cache`); None: off."""
     deadline_s: float = DEFAULT_DEADLINE_S
     """The default time budget of a run in seconds (Settings.run_deadline_s); Options.deadline_s wins."""
     deadline: float | None = None

@@ -108,7 +108,8 @@ def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     """Fetch the top_k chunks for the current query, or top_k for each sub-question (in parallel).
 
     With the mode the router or a switch chose (else Options.retrieval); an identical query over the same
-    knowledge-base revision comes from the retrieval cache (``cached``).
+    knowledge-base revision comes from the retrieval cache (``cached``), a similar one from the semantic
+    cache (``reused_from`` names the question whose retrieval was reused).
     """
     started = Clock.start()
     ctx = runtime.context
@@ -128,6 +129,7 @@ def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
         # affiliations) answers who wrote it and where they work, and holds few of the question's words
         per_query[0] = front_matter(ctx.kb, list(state.get("documents", [])) + per_query[0]) + per_query[0]
     cached = all(hit for _, hit in results)
+    similar = next((h for q, (_, h) in zip(queries, results, strict=False) if h and h.other_than(q)), None)
     chunks = interleave(per_query)
     query_of: dict[str, str] = {}
     for q, found in zip(queries, per_query, strict=False):
@@ -147,8 +149,10 @@ def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     if repeated:
         best += "; the same chunks as before"
     detail = RetrieveDetail(query=query, top_k=wide or o.top_k, mode=mode, cached=cached,
-                            chunks=[ChunkView.of(c) for c in chunks], repeated=repeated)
-    how = f"{mode}{', cached' if cached else ''}"
+                            chunks=[ChunkView.of(c) for c in chunks], repeated=repeated,
+                            reused_from=similar.question if similar else None,
+                            reuse_similarity=similar.similarity if similar else None)
+    how = f"{mode}; {similar.note()}" if similar else f"{mode}{', cached' if cached else ''}"
     if len(queries) > 1:
         detail.sub_queries = [SubQueryHits(query=q, chunks=[c.id for c in found])
                               for q, found in zip(queries, per_query, strict=False)]

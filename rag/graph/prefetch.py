@@ -19,6 +19,7 @@ from rag.graph.context import RunContext
 from rag.models import Chunk, Turn
 from rag.store.retrieval import RetrievalMode
 from rag.store.retrieval import retrieve as default_retriever
+from rag.store.semantic_cache import Reuse, normalise
 
 
 class RetrievalCache:
@@ -72,16 +73,24 @@ RETRIEVAL_CACHE = RetrievalCache()
 
 
 def retrieve_cached(ctx: RunContext, query: str, mode: RetrievalMode,
-                    k: int | None = None) -> tuple[list[Chunk], bool]:
-    """(the top ``k`` chunks for ``query`` (default top_k), whether they came from the retrieval cache)."""
+                    k: int | None = None) -> tuple[list[Chunk], Reuse | None]:
+    """(the top ``k`` chunks for ``query`` (default top_k), where they came from).
+
+    None when searched now; else a :class:`Reuse` naming the query whose results were reused: ``query``
+    itself from the retrieval cache, or a similar question from the semantic cache (the run context's).
+    """
     k = k or ctx.options.top_k
-    key = RetrievalCache.key(ctx.kb, query, k, mode) if ctx.retriever is default_retriever else None
+    default = ctx.retriever is default_retriever
+    key = RetrievalCache.key(ctx.kb, query, k, mode) if default else None
     if key is not None and (hit := RETRIEVAL_CACHE.get(key)) is not None:
-        return hit, True
-    found = ctx.retriever(ctx.kb, query, k, mode)
-    if key is not None:
+        return hit, Reuse(normalise(query))
+    def search() -> list[Chunk]:
+        return ctx.retriever(ctx.kb, query, k, mode)
+    semantic = ctx.semantic_cache if default else None
+    found, reuse = semantic.retrieve(ctx.kb, query, k, mode, search) if semantic else (search(), None)
+    if key is not None and reuse is None:  # a reused result keeps naming its question next time
         RETRIEVAL_CACHE.put(key, found)
-    return found, False
+    return found, reuse
 
 
 def is_llm(ctx: RunContext) -> bool:

@@ -33,7 +33,12 @@ from rag.store.client import (
     unreachable_message,
     validate_collection_name,
 )
-from rag.store.embeddings import embedding_function_for, embedding_identity, make_embedding_function
+from rag.store.embeddings import (
+    QueryVectors,
+    embedding_function_for,
+    embedding_identity,
+    make_embedding_function,
+)
 from rag.store.kbs import names, open_collection, recorded_embedding
 from rag.store.records import (
     COMPLETE_KEY,
@@ -84,6 +89,7 @@ class KnowledgeBase:
         self._complete_cache: tuple | None = None
         self._documents_cache: tuple | None = None
         self._max_batch: int | None = None
+        self.embed_query = QueryVectors(embedding_function)  # dense retrieval and the semantic cache
 
     @property
     @translate_unreachable
@@ -343,7 +349,7 @@ class KnowledgeBase:
         complete = self.complete_documents()
         want = min(k, n)
         while True:
-            got = self.collection.query(query_texts=[text], n_results=want,
+            got = self.collection.query(query_embeddings=[self.embed_query(text)], n_results=want,
                                         include=["documents", "metadatas", "distances"])
             hits = [to_chunk(cid, t, m, score=1.0 - float(d))
                     for cid, t, m, d in zip(got["ids"][0], got["documents"][0],

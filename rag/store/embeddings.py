@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import zlib
-from collections import Counter
+from collections import Counter, OrderedDict
 from typing import Any
 
 import numpy as np
@@ -176,6 +177,33 @@ class OpenAICompatibleEmbeddingFunction(EmbeddingFunction[Documents]):
     def identity(self) -> str:
         """``openai/<model>``: what a knowledge base records as its embedding model."""
         return f"openai/{self.model}"
+
+
+class QueryVectors:
+    """The embeddings of the last ``size`` queries by one embedding function, each computed once.
+
+    Dense retrieval and the semantic cache (:mod:`rag.store.semantic_cache`) both embed a question: a
+    model behind an API is called once for both. Thread-safe.
+    """
+
+    def __init__(self, ef: EmbeddingFunction, size: int = 256) -> None:
+        """Remember up to ``size`` query vectors of ``ef`` (least recently used dropped first)."""
+        self.ef, self.size = ef, size
+        self._vectors: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str) -> Any:
+        """The vector of ``text`` (the model's dimension). Raises what ``ef`` raises (EmbeddingError)."""
+        with self._lock:
+            if text in self._vectors:
+                self._vectors.move_to_end(text)
+                return self._vectors[text]
+        vector = self.ef([text])[0]
+        with self._lock:
+            self._vectors[text] = vector
+            while len(self._vectors) > self.size:
+                self._vectors.popitem(last=False)
+        return vector
 
 
 def make_embedding_function(settings) -> EmbeddingFunction:

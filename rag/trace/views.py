@@ -89,7 +89,9 @@ def _retrieve_lines(d: NodeDetail) -> list[str]:
     return [f"query: {short(d.query)}",
             f"{formats.plural(len(d.chunks), 'chunk')} ({d.mode}, top_k {d.top_k}"
             f"{', cached' if d.cached else ''})"
-            + (f"; best: {best}" if best else "")]
+            + (f"; best: {best}" if best else "")] + (
+        [f"retrieval reused from a similar question: “{short(d.reused_from)}” (cosine "
+         f"{formats.score(d.reuse_similarity)})"] if d.reused_from else [])
 
 
 _WHERE = {"kb": "knowledge base", "web": "web", "none": "no retrieval"}

@@ -104,3 +104,28 @@ def test_the_sample_knowledge_base_is_one_click_from_an_empty_evaluate_page(data
     assert at.session_state["kb_name"] == "sample"
     assert not any("is empty" in i.value for i in at.info)
     assert not at.button(key="ev_run").disabled
+
+
+def _progress_script(pages: int, seconds_per_page: float) -> None:
+    """A bar moved by the Documents page's ``on_page`` callback over ``pages`` OCR pages of one file."""
+    import streamlit as st
+
+    from app_pages import _docs
+
+    now = [100.0]
+    bar = st.progress(0.0, text="Starting…")
+    on_page = _docs.page_progress(bar, {"file": 0, "files": 1}, clock=lambda: now[0])
+    for done in range(1, pages + 1):
+        on_page("scan.pdf", done, 100, True)
+        now[0] += seconds_per_page
+
+
+def test_a_long_scan_shows_the_expected_time_left(data_dir):
+    at = AppTest.from_function(_progress_script, args=(4, 2.0)).run()
+    assert not at.exception, at.exception
+    # 3 pages in 6 s after the first: 2 s a page, 96 pages left
+    assert plain(at.progress[0].text) == ("Indexing scan.pdf: page 4 of 100 read by OCR"
+                                          " · about 3 min 12 s left")
+    assert at.progress[0].value == 4
+    at = AppTest.from_function(_progress_script, args=(1, 2.0)).run()  # one page: no rate measured yet
+    assert plain(at.progress[0].text) == "Indexing scan.pdf: page 1 of 100 read by OCR"
