@@ -78,6 +78,12 @@ def test_a_link_reopens_the_conversation_with_its_knowledge_base_and_preset(data
     at.selectbox(key="chat_w_preset").set_value("naive").run()
     assert "thread" not in at.query_params and at.query_params["preset"] == "naive"
 
+    # without login, a shared link opens another browser's conversation read-only (one local user)
+    dave = open_app(session_id="dave", link={"thread": tid})
+    assert dave.session_state["chat_thread"] == tid and dave.session_state["kb_name"] == "other"
+    assert dave.chat_input[0].proto.disabled
+    assert runs["answered"].question in [plain(m.value) for m in dave.markdown]
+
     # a link to a conversation that is not there opens none, and says so
     gone = open_app(session_id="alice", link={"thread": "f" * 32})
     assert gone.session_state.get("chat_thread") is None
