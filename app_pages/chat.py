@@ -46,12 +46,15 @@ def load_threads(all_sessions: bool) -> list:
 
 
 def linked(tid: str) -> ThreadSummary | None:
-    """The thread ``tid`` opened by a link when it is another owner's that this user may read; else None."""
+    """The thread ``tid`` (opened by a link, or not listed) when this user owns it or may read everyone's."""
     try:
         found = _session.store().get_thread(tid)
     except Exception:
         return None
-    return found.summary if found is not None and _login.sees_everyone() else None
+    if found is None:
+        return None
+    own = found.summary.session_id == _session.session_id()
+    return found.summary if own or _login.sees_everyone() else None
 
 
 with st.sidebar:
