@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app_pages import _session
+from app_pages import _links, _login, _session
 from app_pages._safe import code, safe
 
 # A page icon of our own: without one, the browser would fetch each page's Material icon as
@@ -29,7 +29,9 @@ pg = st.navigation([
     st.Page("app_pages/settings.py", title="Settings", icon=":material/settings:"),
     st.Page(_home, title="Retrace", url_path="", default=True, visibility="hidden"),
 ])
-_session.note_kb_link()  # a link's ?kb= is read before the root's redirect can drop it
+_session.note_kb_link()  # a link's ?kb= (and ?thread=, ?preset=) is read before the root's redirect drops it
+_links.note()
+_login.require()  # with login on, nothing below is drawn for a visitor who has not logged in
 if pg.url_path == "":  # the root: on to /chat before drawing anything
     _home()
 
@@ -40,6 +42,7 @@ except ValueError as exc:
     st.stop()
 
 with st.sidebar:
+    _login.sidebar()
     st.markdown("**Engine**")
     active = _session.session_settings()
     st.caption(safe(_session.engine_label(active)))
@@ -56,6 +59,8 @@ with st.sidebar:
                       else f"Cannot open {where}: {type(exc).__name__}: {exc}"))
         names = [_session.DEFAULT_KB]
     if problem := _session.kb_from_link(names):
+        st.error(safe(problem))
+    if problem := _links.thread_from_link(names):  # the conversation's knowledge base wins over ?kb=
         st.error(safe(problem))
     _session.kb_to_link(_session.kb_picker(names))
     _session.remember_browser()  # this browser keeps its conversations across refreshes

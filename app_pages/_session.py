@@ -20,6 +20,7 @@ from pathlib import Path
 import streamlit as st
 from chromadb.api import ClientAPI
 
+from app_pages import _login
 from app_pages._safe import safe
 from rag.config import DEFAULT_COLLECTION, Settings
 from rag.history import DB_NAME, RunStore
@@ -266,12 +267,14 @@ def stop_on_store_error(name: str) -> Iterator[None]:
 
 # -- this session's runs and the history ----------------------------------------------------
 def session_id() -> str:
-    """This browser's session id: random, made once per browser, never shared.
+    """The owner of what this session makes: ``user:<email>`` with login on, else this browser's random id.
 
-    Kept in the browser's cookie :data:`SESSION_COOKIE` (see :func:`remember_browser`), so a page refresh or
-    a server restart keeps the session's runs and conversations; another browser (or a private window) has
-    its own.
+    Without login the id is made once per browser, never shared, and kept in the browser's cookie
+    :data:`SESSION_COOKIE` (see :func:`remember_browser`), so a page refresh or a server restart keeps the
+    session's runs and conversations; another browser (or a private window) has its own.
     """
+    if (user := _login.owner_id()) is not None:
+        return user
     sid = st.session_state.get(SESSION_ID)
     if sid is None:
         try:
@@ -290,6 +293,8 @@ def remember_browser() -> None:
     A first-party cookie on this server's path only, written by a script of ours (the id is 16 hex digits,
     never data); the app makes no other use of cookies.
     """
+    if _login.enabled():  # the login's own cookie says who this is
+        return
     sid = session_id()
     try:
         held = st.context.cookies.get(SESSION_COOKIE)
@@ -335,8 +340,21 @@ def keep(run: Run, *, comparison_id: str | None = None) -> str | None:
 
 
 def open_trace(run_id: str) -> None:
-    """Show the run ``run_id`` on the Trace page (switches page; does not return)."""
+    """Show the run ``run_id`` on the Trace page, with its knowledge base selected (switches page; no return).
+
+    A run of another owner (an admin's read-only view) is opened with the Trace page's list of everyone's.
+    """
     st.session_state["trace_run_id"] = run_id
+    run = runs().get(run_id)
+    try:
+        run = run or store().get(run_id)
+        others = run is not None and run_id not in runs() and store().owner(run_id) != session_id()
+    except Exception:  # an unreadable history: the Trace page says so
+        others = False
+    if run is not None and run.knowledge_base:
+        select_kb(run.knowledge_base)
+    if others and _login.sees_everyone():
+        st.session_state["trace_w_all"] = True
     st.switch_page("app_pages/trace.py")
 
 

@@ -3,9 +3,10 @@
 import streamlit as st
 from pydantic import ValidationError
 
-from app_pages import _conversation, _pipeline, _samples, _session, _ui
+from app_pages import _conversation, _links, _login, _pipeline, _samples, _session, _ui
 from app_pages._safe import safe
 from rag.config import Options, preset_label
+from rag.history import ThreadSummary
 from rag.models import Run
 from rag.trace import formats
 
@@ -13,21 +14,27 @@ DEFAULT_PRESET = "full"
 
 # The chosen options live under "chat_options" (not a widget key), so they survive visits to
 # other pages, where Streamlit drops the state of widgets it did not render.
-chosen: dict = st.session_state.setdefault("chat_options", _pipeline.default_pipeline(DEFAULT_PRESET))
+# A link's ?preset= chooses the pipeline the first time the page is drawn in a session.
+if "chat_options" not in st.session_state:
+    st.session_state["chat_options"] = _pipeline.default_pipeline(_links.preset_from_link() or DEFAULT_PRESET)
+chosen: dict = st.session_state["chat_options"]
 # Questions that could not be run (not in any thread), shown under the current conversation.
 messages: list[dict] = st.session_state.setdefault("chat_messages", [])
 # The current conversation: a thread of the run history, or None for a new one.
-thread_id: str | None = st.session_state.get("chat_thread")
+thread_id: str | None = st.session_state.get(_links.THREAD)
+kb_name = _session.current_kb_name()
 
 
-def pick_thread(tid: str | None) -> None:
-    """Make ``tid`` the current conversation (None: a new one)."""
-    st.session_state["chat_thread"] = tid
+def pick_thread(tid: str | None, kb: str = "") -> None:
+    """Make ``tid`` the current conversation (None: a new one), and select its knowledge base ``kb``."""
+    st.session_state[_links.THREAD] = tid
     messages.clear()
+    if kb and kb != _session.current_kb_name():
+        _session.select_kb(kb)
 
 
 def load_threads(all_sessions: bool) -> list:
-    """Conversations most recently updated first: this session's, or every session's.
+    """Conversations most recently updated first: this user's, or everyone's.
 
     Returns [] when the history cannot be read (and says so in the sidebar).
     """
@@ -38,22 +45,45 @@ def load_threads(all_sessions: bool) -> list:
         return []
 
 
+def linked(tid: str) -> ThreadSummary | None:
+    """The thread ``tid`` (opened by a link, or not listed) when this user owns it or may read everyone's."""
+    try:
+        found = _session.store().get_thread(tid)
+    except Exception:
+        return None
+    if found is None:
+        return None
+    own = found.summary.session_id == _session.session_id()
+    return found.summary if own or _login.sees_everyone() else None
+
+
 with st.sidebar:
     st.markdown("**Conversations**")
     st.button("New conversation", key="chat_new", icon=":material/add_comment:",
               on_click=pick_thread, args=(None,), disabled=thread_id is None)
-    all_sessions = st.toggle("All sessions", key="chat_all_threads",
-                             help="List every session's conversations; those of other sessions "
-                                  "open read-only.")
+    # Everyone's conversations: without login the one local user, with login the admins only.
+    all_sessions = _login.sees_everyone() and st.toggle(
+        _login.all_label(), key="chat_all_threads",
+        help="List everyone's conversations; those of others open read-only.")
+    every_kb = st.toggle("Every knowledge base", key="chat_all_kbs",
+                         help="List the conversations of every knowledge base, not only the selected "
+                              "one's; opening one selects its knowledge base.")
     threads = load_threads(all_sessions)
     mine = _session.session_id()
     for t in threads:
+        if not (every_kb or t.knowledge_base in (kb_name, "")):
+            continue
         other = "" if t.session_id == mine else " · read-only"
-        st.button(f"{safe(t.title) or 'Untitled'} ({t.turns}){other}", key=f"chat_t_{t.id}",
+        where = f" · {safe(t.knowledge_base)}" if every_kb and t.knowledge_base else ""
+        st.button(f"{safe(t.title) or 'Untitled'} ({t.turns}){where}{other}", key=f"chat_t_{t.id}",
                   type="primary" if t.id == thread_id else "tertiary",
-                  on_click=pick_thread, args=(t.id,))
+                  on_click=pick_thread, args=(t.id, t.knowledge_base))
     current = next((t for t in threads if t.id == thread_id), None)
-    if thread_id and current is None:  # deleted elsewhere, or of another session
+    if thread_id and current is None:
+        current = linked(thread_id)
+    if current is not None and current.knowledge_base not in (kb_name, ""):
+        current = None  # another knowledge base was selected: its conversations are not this one's
+    if thread_id and current is None:  # deleted elsewhere, not this user's, or of another knowledge base
         pick_thread(None)
         thread_id = None
     read_only = current is not None and current.session_id != mine
@@ -75,6 +105,7 @@ with st.sidebar:
                             help="Rewrite a follow-up ('How is it trained?') into a standalone "
                                  "question with the conversation's earlier turns "
                                  "(contextualize_question).")
+    _links.to_link(thread_id, chosen["preset"])  # a refresh or a shared link reopens both
 
 try:
     options = Options(**{k: v for k, v in chosen.items() if k != "preset"},
@@ -84,7 +115,6 @@ except ValidationError as exc:
     st.stop()
 
 st.title("Chat")
-kb_name = _session.current_kb_name()
 with _session.stop_on_store_error(kb_name):
     kb = _session.knowledge_base(kb_name)
     n_chunks = kb.count()
@@ -178,7 +208,7 @@ if question := st.chat_input("Ask about your documents", disabled=read_only):
         if saved:  # now a turn of the thread, which shows it (and its count in the sidebar) after a rerun
             messages[-1]["in_thread"] = True
             messages.append({"role": "assistant", "content": run.answer, "run_id": run.id, "in_thread": True})
-            st.session_state["chat_thread"] = saved
+            st.session_state[_links.THREAD] = saved
             if thread is not None:  # a later turn keeps its status box, as it had while it ran
                 st.session_state["chat_just_asked"] = run.id
             if problem:

@@ -6,7 +6,7 @@ latency, LLM calls and tokens).
 
 import streamlit as st
 
-from app_pages import _session, _tables
+from app_pages import _login, _session, _tables
 from app_pages._safe import safe
 from rag.config import preset_label, preset_of
 from rag.trace import charts as figures
@@ -16,9 +16,9 @@ from rag.trace.pricing import format_cost
 st.title("Insights")
 prices = _session.prices()
 
-all_sessions = st.toggle("All sessions", key="ins_w_all",
-                         help="Include runs made by other browser sessions, earlier sessions "
-                              "and the command line.")
+all_sessions = _login.sees_everyone() and st.toggle(  # with login on, for the admins only
+    _login.all_label(), key="ins_w_all",
+    help="Include runs made by others (other browser sessions or users, and the command line).")
 session_runs = _session.runs().values()
 try:
     runs = _session.store().load_with(session_runs, _session.session_id(),

@@ -6,7 +6,7 @@ delete runs from the history.
 
 import streamlit as st
 
-from app_pages import _replay, _session, _tables, _ui
+from app_pages import _login, _replay, _session, _tables, _ui
 from app_pages._safe import safe
 from rag.history import RunOwnedElsewhere, RunStore, merge_summaries
 from rag.models import Run
@@ -43,9 +43,11 @@ query = c1.text_input("Filter by question", key="trace_w_filter",
                       placeholder="words in the question") or None
 kinds = c2.multiselect("Ending", list(story.STOP_KINDS), format_func=lambda k: story.STOP_KINDS[k],
                        key="trace_w_kinds", placeholder="any ending") or None
-all_sessions = c3.toggle("All sessions", key="trace_w_all",
-                         help="Also list runs made by other browser sessions, earlier sessions "
-                              "and the command line. They open read-only.")
+# Everyone's runs: without login the one local user, with login the admins only.
+all_sessions = _login.sees_everyone() and c3.toggle(
+    _login.all_label(), key="trace_w_all",
+    help="Also list runs made by others (other browser sessions or users, and the command line). They "
+         "open read-only.")
 listed = None
 if store is not None:
     try:

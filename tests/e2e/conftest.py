@@ -81,16 +81,20 @@ def papers_copy(papers_dir, tmp_path, monkeypatch):
 
 
 class Server:
-    """`streamlit run app.py` on a free port over ``data_dir``; stop() ends only this process."""
+    """`streamlit run app.py` on ``port`` (default: a free one) over ``data_dir``, with Streamlit's ``args``.
 
-    def __init__(self, data_dir: Path, log: Path) -> None:
-        self.port = free_port()
+    stop() ends only this process.
+    """
+
+    def __init__(self, data_dir: Path, log: Path, *, port: int | None = None,
+                 args: tuple[str, ...] = ()) -> None:
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = open(log, "a")  # noqa: SIM115 (the server writes to it until stop() closes it)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(self.port),
              "--server.address", "127.0.0.1", "--server.headless", "true",
-             "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
+             "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false", *args],
             cwd=ROOT, env={**os.environ, "RAG_DATA_DIR": str(data_dir)},
             stdout=self.log, stderr=subprocess.STDOUT)
         try:

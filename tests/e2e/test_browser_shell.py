@@ -45,8 +45,9 @@ def test_pages_load_by_address_without_deploy_or_outside_requests(server, browse
     # The root opens the Chat page at /chat; every page by its link, none with a Deploy button.
     page.goto(server.url)
     app_shown(page, "Chat")
-    # /chat, with the selected knowledge base in the address (?kb=default) so a refresh keeps it
-    page.wait_for_url(re.compile(re.escape(f"{server.url}/chat") + r"(\?kb=default)?$"))
+    # /chat, with the selected knowledge base and preset in the address (?kb=default&preset=full) so a
+    # refresh keeps them
+    page.wait_for_url(re.compile(re.escape(f"{server.url}/chat") + r"(\?kb=default(&preset=full)?)?$"))
     for title in PAGES:
         page.locator("[data-testid=stSidebarNav]").get_by_text(title, exact=True).click()
         app_shown(page, title)
