@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 
 from rag.answer_types import MISSING, SPAN_TYPES, describe, expected_type, holds
+from rag.engines.aliases import expand
 from rag.engines.base import Answer, AnswerGrade, GroundingCheck
 from rag.engines.extraction import EXTRACTIVE_LABEL, KEY_PASSAGES
 from rag.engines.lexical import (
@@ -118,12 +119,13 @@ class CheckingMixin(LexicalCore):
         if not weights:
             return AnswerGrade(useful=bool(answer.citations),
                                reasoning="The question has no content words; judged by citations.")
-        present = set(terms(text))
+        short = self.aliases(question, [answer.text])  # and those grading and generation found
+        seq = expand(terms(text), short)
+        present = set(seq)
         cov, matched, missing = self.coverage(weights, present)
         problems = []
         if not answer.citations:
             problems.append("it cites no evidence")
-        seq = terms(text)
         lacking = [c for c in constraints(question) if not c.held_in(seq)]
         if lacking:
             problems.append(f"it misses the question's {_constraint_words(lacking)}")
@@ -136,7 +138,7 @@ class CheckingMixin(LexicalCore):
                 holds(lead, kind, question, self.common_word, predicate) is None:
             missing_type = kind
             problems.append(f"the question {MISSING[kind]}")
-        lead_cov = self.coverage(weights, set(terms(lead)))[0] if lead else 0.0
+        lead_cov = self.coverage(weights, set(expand(terms(lead), short)))[0] if lead else 0.0
         if kind in SPAN_TYPES and cov >= USEFUL_AT and lead and not self.acceptable(question, lead, kind,
                                                              assembled=bool(TABLE_ROW.match(lead))):
             problems.append(f"its lead passage covers only {_pct(lead_cov)} of the question's IDF-weighted "

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rag.answer_types import SPAN_TYPES, expected_type, holds, is_authorship, persons
+from rag.engines.aliases import expand
 from rag.engines.base import Answer, AnswerCitation
 from rag.engines.lexical import Constraint, LexicalCore, _names, _quotable, _same_text, constraints
 from rag.engines.tables import table_rows
@@ -133,11 +134,12 @@ class ExtractionMixin(LexicalCore):
         q_pairs = set(zip(q_seq, q_seq[1:], strict=False))
         name_terms = {t for c in constraints(question) if c.kind != "number" for t in c.terms}
         authors = is_authorship(question)
+        short = self.aliases(question, (c.text for c in chunks))
         out: list[_Passage] = []
         for rank, chunk in enumerate(chunks):
             # a sentence is read in the context of its passage: the names the chunk holds
             # ("RAG" in a chunk about RAG) count as held; numbers must be in the sentence
-            context = frozenset(t for t in terms(chunk.text) if t in name_terms)
+            context = frozenset(t for t in expand(terms(chunk.text), short) if t in name_terms)
             about = frozenset(terms(f"{chunk.source} {chunk.title}"))
             sents = sentences(chunk.text)
             for pos, raw in enumerate(sents):
@@ -146,10 +148,10 @@ class ExtractionMixin(LexicalCore):
                 if not self._readable(sent) or cut_off or _boilerplate(sent) or _tabular(sent):
                     continue  # chunk edges cut sentences in two; boilerplate answers nothing;
                     # table lines glued into a "sentence" are read as rows instead
-                seq = terms(sent)
+                seq = expand(terms(sent), short)
                 pairs = q_pairs & set(zip(seq, seq[1:], strict=False))
                 bonus = sum(weights[a][1] + weights[b][1] for a, b in pairs) / 2
-                out.append(_Passage(rank, pos, sent, frozenset(seq), bonus, len(seq), sent,
+                out.append(_Passage(rank, pos, sent, frozenset(seq), bonus, len(terms(sent)), sent,
                                     context, about))
             if authors and chunk.page == 1 and chunk.index == 0 and chunk.origin == "kb":
                 # front matter: the author line, read as the list of names it holds

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rag.answer_types import describe, expected_type, holds
+from rag.engines.aliases import expand
 from rag.engines.base import RelevanceGrade
 from rag.engines.lexical import (
     Constraint,
@@ -157,13 +158,14 @@ class GradingMixin(LexicalCore):
         asks = self.predicate(question) if kind in TYPED_RELEVANCE and not partial else None
         con_stems = {t for c in cons for t in c.terms}
         threshold = relevance_threshold(len(weights), partial)
+        short = self.aliases(question, (c.text for c in chunks))
         grades = []
         for chunk in chunks:
             if not weights:
                 grades.append(RelevanceGrade(relevant=False, score="low", reasoning=(
                     "The question has no content words to match (only stop words).")))
                 continue
-            seq = terms(chunk.text)
+            seq = expand(terms(chunk.text), short)  # "PCC's revenues" reads as Precision Castparts'
             cov, matched, missing = self.window_coverage(weights, seq)
             held, lacking = self.constraints_held(cons, seq)
             cons_ok = self.constraints_ok(cons, held, partial)

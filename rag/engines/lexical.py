@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence, Set
+from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass
 
 from rag.answer_types import cue_words, name_list
+from rag.engines.aliases import AliasMemo, definitions, expand, for_question
 from rag.store.bm25 import LexicalStats
 from rag.text import QUESTION_WORDS, STOPWORDS, number_tokens, sentences, stem, terms, words
 
@@ -220,6 +221,18 @@ class LexicalCore:
     def __init__(self, stats: LexicalStats) -> None:
         """Keep ``stats``, the corpus statistics every judgment weighs terms by."""
         self.stats = stats
+        self.alias_memo = AliasMemo()
+
+    def aliases(self, question: str, texts: Iterable[str] = ()) -> dict[str, tuple[str, ...]]:
+        """The short forms ``texts`` define for the question's names (:mod:`rag.engines.aliases`).
+
+        Remembered per question, so a later judgment of the same question (the answer check) reads them too.
+        """
+        names = [c.terms for c in constraints(question) if c.kind == "entity"]
+        found = for_question(definitions(texts), names) if names else {}
+        if found:
+            self.alias_memo.add(question, found)
+        return {**self.alias_memo.get(question), **found}
 
     def weighted_terms(self, text: str, *, question: bool = True) -> dict[str, tuple[str, float]]:
         """Stem -> (surface word, idf) for the content words of ``text``, in order.
@@ -275,4 +288,5 @@ class LexicalCore:
             return True
         if kind == "person" and name_list(text, question, self.common_word):
             return True
-        return self.coverage(weights, set(terms(text)))[0] >= LEAD_USEFUL_AT
+        present = set(expand(terms(text), self.alias_memo.get(question)))
+        return self.coverage(weights, present)[0] >= LEAD_USEFUL_AT

@@ -121,3 +121,38 @@ def test_with_no_relevant_chunk_full_answers_from_partly_relevant_ones_with_a_ca
     assert done.to == FINALIZE_WITH_CAVEAT
     # grading off (Naive): no partly relevant chunks to fall back on
     assert routing.partly_relevant(ambiguous, preset_options("naive")) is None
+
+
+def test_a_short_form_a_document_defines_reads_as_the_full_name():
+    from rag.engines.aliases import definitions, expand, for_question
+    from rag.text import terms
+
+    texts = ["Precision Castparts Corp. (“PCC”), based in Lake Oswego, Oregon, manufactures parts.",
+             "Berkshire Hathaway Energy Company (“BHE”) is a holding company.",
+             "We propose the Dense Passage Retriever (DPR) for open-domain QA.",
+             "The results (TBD) are pending."]  # initials that do not spell the name are no short form
+    found = definitions(texts)
+    assert found == {"pcc": tuple(terms("Precision Castparts")),
+                     "bhe": tuple(terms("Berkshire Hathaway Energy")),
+                     "dpr": tuple(terms("Dense Passage Retriever"))}
+    asked = for_question(found, [tuple(terms("Precision Castparts"))])
+    assert list(asked) == ["pcc"]
+    assert expand(terms("PCC’s revenues"), asked)[:3] == ["pcc", *terms("Precision Castparts")]
+
+
+def test_grading_generation_and_the_check_read_a_short_form_as_its_name():
+    texts = {"def": "Precision Castparts Corp. (“PCC”), based in Lake Oswego, Oregon, manufactures complex "
+                    "metal components and products.",
+             "use": "PCC’s revenues were $10.4 billion in 2024, an increase of 12.0% compared to 2023."}
+    engine = LocalEngine(LexicalStats.from_texts(list(texts.values()) + [FILLER] * 30))
+    q = "What were Precision Castparts' revenues in 2024?"
+    chunks = [Chunk(id=k, text=v, source="10k.pdf", page=i + 1) for i, (k, v) in enumerate(texts.items())]
+    grades = engine.grade(q, chunks)
+    assert grades[1].relevant, grades[1].reasoning  # the chunk that says only "PCC"
+    answer = engine.generate(q, chunks, critique=True)
+    assert "10.4 billion" in answer.text.splitlines()[1]
+    check = engine.grade_answer(q, answer)
+    assert check.useful and check.answer_span and "10.4" in check.answer_span, check.reasoning
+    # without the defining chunk, nothing says what PCC is
+    alone = LocalEngine(LexicalStats.from_texts(list(texts.values()) + [FILLER] * 30))
+    assert not alone.grade(q, chunks[1:])[0].relevant
