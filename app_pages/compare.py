@@ -26,8 +26,9 @@ from rag.trace.story import grounded_verdict, useful_verdict
 
 DEFAULT_PRESETS = ["naive", "crag", "full"]
 VERDICT_COLOURS = {"grounded": "green", "useful": "green", "not checked": "gray"}
+# Our own constant style of the first step where a re-run differs from its run (a string under it would
+# be drawn: Streamlit's magic writes a page's bare literals).
 DIFFERS_CSS = "background-color: rgba(255, 189, 69, 0.35); font-weight: bold"
-"""Our own constant style of the first step where a re-run differs from its run."""
 
 st.title("Compare")
 _samples.notice()
