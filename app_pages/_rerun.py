@@ -38,7 +38,8 @@ def rerun_popover(run: Run, step: int, *, key: str) -> None:
                    for name, (label, help_text) in TOGGLE_LABELS.items()}
         top_k = st.number_input("top_k", 1, 50, o.top_k, step=1, key=f"{p}top_k",
                                 help="Chunks retrieved per query.")
-        mode = st.selectbox("Retrieval mode", MODES, index=MODES.index(o.retrieval), key=f"{p}mode")
+        mode = st.radio("Retrieval mode", MODES, index=MODES.index(o.retrieval), key=f"{p}mode",
+                        horizontal=True)
         deadline = st.number_input("Deadline (s)", 1.0, 3600.0,
                                    float(o.deadline_s or _session.settings().run_deadline_s), step=5.0,
                                    key=f"{p}deadline", help="The time budget of the re-run, in seconds.")

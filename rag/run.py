@@ -160,20 +160,22 @@ def finish_run(run: Run, context: RunContext, events: list[TraceEvent], final: d
 
 
 def run_live(question: str, context: RunContext, options: Options | None = None, *,
-             history: Sequence[Turn] = (), tick_s: float = 0.25) -> Iterator[tuple[str, Any]]:
+             history: Sequence[Turn] = (), thread_id: str | None = None,
+             tick_s: float = 0.25) -> Iterator[tuple[str, Any]]:
     """Run ``question`` in a worker thread and yield its progress in the caller's thread.
 
     Yields ``("tick", elapsed_s)`` at least every ``tick_s`` seconds while the run goes on (elapsed
     seconds since the start, for a live clock), ``("event", TraceEvent)`` as each node finishes,
     ``("token", text)`` as the answer streams, and last ``("run", Run)``. A UI that may only be
-    updated from its own thread (Streamlit) shows all of it from this loop. Raises what
+    updated from its own thread (Streamlit) shows all of it from this loop. ``thread_id`` is the
+    conversation's (see :func:`run_question`). Raises what
     :func:`run_question` raises (ValueError for an empty question).
     """
     items: queue.Queue[tuple[str, Any]] = queue.Queue()
 
     def work() -> None:
         try:
-            items.put(("run", run_question(question, context, options, history=history,
+            items.put(("run", run_question(question, context, options, history=history, thread_id=thread_id,
                                            on_event=lambda e: items.put(("event", e)),
                                            on_token=lambda t: items.put(("token", t)))))
         except BaseException as exc:  # handed to the caller's thread, raised there

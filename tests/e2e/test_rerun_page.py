@@ -37,7 +37,7 @@ def test_rerun_from_a_step_opens_the_child_beside_its_parent_in_compare(papers_c
     p = f"trace_rr_{parent.id}_"
     assert at.number_input(key=f"{p}top_k").value == 6
     assert at.toggle(key=f"{p}grading").value is True
-    assert at.selectbox(key=f"{p}mode").value == parent.options.retrieval
+    assert at.radio(key=f"{p}mode").value == parent.options.retrieval
     at.number_input(key=f"{p}top_k").set_value(9)
     at.button(key=f"{p}go_{step}").click().run()
     assert not at.exception, at.exception
