@@ -11,6 +11,7 @@ from collections import Counter
 
 import pytest
 
+from rag.bench.checkpoints import format_checkpoint_cost, run_checkpoint_cost
 from rag.config import Settings, preset_options
 from rag.graph.build import build_graph
 from rag.history import RunStore
@@ -167,3 +168,14 @@ def test_the_checkpointer_is_opened_once_per_database(tmp_path):
         open_checkpointer(Settings.from_env({"RAG_DATABASE_URL": "postgresql://u:s3cret@127.0.0.1:1/x"},
                                             data_dir=tmp_path / "c"))
     assert "s3cret" not in str(caught.value)
+
+
+def test_bench_checkpoints_measures_time_and_bytes_per_run():
+    cost = run_checkpoint_cost(questions=2, repeats=1, preset="full")
+    assert cost.runs == 2 and cost.steps >= 3
+    assert cost.checkpoints == cost.steps + 2  # the input, START's step, one per node
+    assert cost.bytes_per_run > cost.bytes_per_checkpoint > 0
+    assert cost.run_ms_with > 0 and cost.run_ms_without > 0 and cost.saver_ms > 0
+    assert "checkpoints per run" in format_checkpoint_cost(cost)
+    with pytest.raises(ValueError, match="unknown preset"):
+        run_checkpoint_cost(preset="fastest")
