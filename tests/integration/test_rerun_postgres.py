@@ -64,3 +64,9 @@ def test_checkpoints_in_postgres_are_shared_and_rerun(database_url, papers_kb, t
     saver = open_checkpointer(Settings.from_env(env, data_dir=tmp_path / "three"))
     assert len(list(run_checkpoints(saver, parent.thread_id, parent.id))) == len(parent.events) + 2
     assert list(run_checkpoints(saver, child.thread_id, child.id))
+
+    # turns of one conversation, asked on either replica, share its thread and each starts clean
+    first = run_question(QUESTION, one, preset_options("naive"), thread_id="pg-conversation")
+    second = run_question(QUESTION, other, preset_options("naive"), thread_id="pg-conversation")
+    assert second.path == first.path == ["retrieve", "generate", "finalize"]
+    assert [e.step for e in second.events] == [1, 2, 3] and second.answer == first.answer
