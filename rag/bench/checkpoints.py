@@ -1,10 +1,12 @@
 """``python -m rag bench checkpoints``: what saving a checkpoint after every step costs a run.
 
 The sample documents (``docs/``, offline hashing embeddings) in a temporary knowledge base; each question
-runs on the offline engine without a checkpointer and with the SQLite one, alternately (so load drifts hit
-both alike). Reported: the run's own wall time (p50, ms) with and without checkpoints, the time spent
-inside the saver's ``put`` and ``put_writes`` per run (ms; LangGraph writes them from a background thread,
-so the wall-time difference is what a user waits), checkpoints per run and their size in bytes.
+runs without a checkpointer and with the SQLite one, alternately (so load drifts hit both alike), on the
+offline engine, or with ``delay_ms`` on the LLM engine against ``bench latency``'s local model server that
+waits that long per call (a run then takes seconds, as on a real model). Reported: the run's own wall time
+(p50, ms) with and without checkpoints, the time spent inside the saver's ``put`` and ``put_writes`` per
+run (ms; LangGraph writes them from a background thread, so the wall-time difference is what a user
+waits), checkpoints per run and their size in bytes.
 """
 
 from __future__ import annotations
@@ -16,11 +18,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from rag.bench.latency import BENCH_QUESTIONS
+from rag.bench.latency import BENCH_QUESTIONS, DelayedChatServer
 from rag.config import PRESETS, Settings, preset_options
+from rag.engines.llm import GradeCache, LLMEngine
+from rag.engines.local import LocalEngine
+from rag.graph.context import RunContext
+from rag.graph.prefetch import RETRIEVAL_CACHE
 from rag.history.checkpoints import CHECKPOINTS_NAME, checkpoint_bytes, run_checkpoints, sqlite_saver
 from rag.run import make_context, run_question
 from rag.samples import load_samples
+from rag.store.bm25 import lexical_stats
 from rag.store.chroma import open_knowledge_base
 
 
@@ -29,6 +36,8 @@ class CheckpointCost:
     """The figures of ``bench checkpoints`` (times in ms, p50 over every run; sizes per run)."""
 
     preset: str
+    engine: str
+    """``local``, or ``openai`` against the delayed local server."""
     runs: int
     """Runs each way (with and without checkpoints)."""
     steps: float
@@ -64,10 +73,11 @@ class _Timer:
         return timed
 
 
-def run_checkpoint_cost(questions: int = 8, repeats: int = 3, preset: str = "full",
+def run_checkpoint_cost(questions: int = 8, repeats: int = 3, preset: str = "full", delay_ms: float = 0,
                         on_progress: Callable[[int, int], None] | None = None) -> CheckpointCost:
     """Measure checkpointing on ``questions`` of BENCH_QUESTIONS, ``repeats`` times, under ``preset``.
 
+    ``delay_ms`` > 0: on the LLM engine against a local server waiting that long per call; 0: offline.
     Raises ValueError for an unknown preset or fewer than 1 question or repeat.
     """
     if questions < 1 or repeats < 1:
@@ -75,24 +85,38 @@ def run_checkpoint_cost(questions: int = 8, repeats: int = 3, preset: str = "ful
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}")
     asked = [BENCH_QUESTIONS[i % len(BENCH_QUESTIONS)] for i in range(questions)]
-    with tempfile.TemporaryDirectory(prefix="retrace-checkpoints-") as tmp:
-        settings = Settings.from_env({"RAG_EMBEDDING_MODEL": "hashing"}, data_dir=Path(tmp))
+    with tempfile.TemporaryDirectory(prefix="retrace-checkpoints-") as tmp, \
+            DelayedChatServer(max(delay_ms, 0)) as server:
+        env = {"RAG_EMBEDDING_MODEL": "hashing"}
+        if delay_ms > 0:
+            env.update(OPENAI_API_KEY="sk-bench-local", OPENAI_BASE_URL=server.base_url)
+        settings = Settings.from_env(env, data_dir=Path(tmp))
         kb = open_knowledge_base(settings, "bench-checkpoints")
         load_samples(kb)
         saver = sqlite_saver(Path(tmp) / CHECKPOINTS_NAME)  # its own, not the process's shared one
         timer = _Timer(saver)
-        plain = make_context(settings, kb, checkpoints=False)
-        saved = replace(plain, checkpointer=saver)
+        stats = lexical_stats(kb)
+
+        def context(checkpointer=None) -> RunContext:
+            """A fresh engine per run (an empty grade cache): neither way profits from the other's calls."""
+            engine = (LLMEngine(settings, LocalEngine(stats), cache=GradeCache(),
+                                timeout_s=settings.llm_timeout_s, max_retries=settings.llm_max_retries)
+                      if delay_ms > 0 else None)
+            made = make_context(settings, kb, engine=engine, checkpoints=False)
+            return replace(made, checkpointer=checkpointer)
+
         options = preset_options(preset)
-        run_question(asked[0], saved, options)  # warm-up: imports, the BM25 index, the tables
-        run_question(asked[0], plain, options)
+        run_question(asked[0], context(saver), options)  # warm-up: imports, the BM25 index, the tables
+        run_question(asked[0], context(), options)
         without, with_, spent, steps, counts, sizes = [], [], [], [], [], []
         total, done = repeats * len(asked), 0
         for _ in range(repeats):
             for question in asked:
-                without.append(run_question(question, plain, options).duration_ms)
+                RETRIEVAL_CACHE.clear()  # neither way profits from the other's retrievals
+                without.append(run_question(question, context(), options).duration_ms)
                 before = timer.spent
-                run = run_question(question, saved, options)
+                RETRIEVAL_CACHE.clear()
+                run = run_question(question, context(saver), options)
                 with_.append(run.duration_ms)
                 spent.append(timer.spent - before)
                 steps.append(len(run.events))
@@ -103,7 +127,8 @@ def run_checkpoint_cost(questions: int = 8, repeats: int = 3, preset: str = "ful
                     on_progress(done, total)
         saver.conn.close()
     p50 = statistics.median
-    return CheckpointCost(preset=preset, runs=len(with_), steps=round(statistics.fmean(steps), 1),
+    return CheckpointCost(preset=preset, engine=run.engine, runs=len(with_),
+                          steps=round(statistics.fmean(steps), 1),
                           run_ms_without=round(p50(without), 1), run_ms_with=round(p50(with_), 1),
                           overhead_ms=round(p50(with_) - p50(without), 1), saver_ms=round(p50(spent), 1),
                           checkpoints=round(statistics.fmean(counts), 1),
@@ -113,7 +138,7 @@ def run_checkpoint_cost(questions: int = 8, repeats: int = 3, preset: str = "ful
 
 def format_checkpoint_cost(c: CheckpointCost) -> str:
     """The figures as a few lines of text."""
-    return (f"preset {c.preset}, {c.runs} runs each way, {c.steps:g} steps per run (offline engine)\n"
+    return (f"preset {c.preset}, {c.runs} runs each way, {c.steps:g} steps per run ({c.engine} engine)\n"
             f"run p50: {c.run_ms_without:g} ms without checkpoints, {c.run_ms_with:g} ms with "
             f"(+{c.overhead_ms:g} ms)\n"
             f"inside the saver: {c.saver_ms:g} ms per run (p50)\n"

@@ -208,7 +208,8 @@ def cmd_bench_checkpoints(args: argparse.Namespace) -> int:
     """
     with progress_bar("checkpoints", None) as bar:
         bar.unit = "run"
-        cost = run_checkpoint_cost(args.questions, args.repeats, args.preset, on_progress=progress(bar))
+        cost = run_checkpoint_cost(args.questions, args.repeats, args.preset, args.delay_ms,
+                                   on_progress=progress(bar))
     emit(args, asdict(cost), format_checkpoint_cost(cost))
     return 0
 
@@ -296,6 +297,9 @@ def register(commands, shared: SharedArgs) -> None:
     p.add_argument("--questions", type=int, default=8, help="questions (default 8)")
     p.add_argument("--repeats", type=int, default=3, help="runs of each question each way (default 3)")
     p.add_argument("--preset", default="full", help="the preset to run (default full)")
+    p.add_argument("--delay-ms", type=float, default=0,
+                   help="run on the LLM engine against a local server waiting this long per call "
+                        "(default 0: the offline engine)")
     p.set_defaults(func=cmd_bench_checkpoints)
 
     add_ingest_parsers(bsub, shared)
