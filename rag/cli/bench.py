@@ -37,7 +37,7 @@ from rag.eval import grader_accuracy
 from rag.store.chroma import KnowledgeBase, open_knowledge_base
 
 POSITION = 50
-HELP = "benchmarks on real data (qa, retrieval, ingest, scale, grader, latency, checkpoints)"
+HELP = "benchmarks on real data (qa, retrieval, ingest, scale, grader, latency)"
 
 def _corpus_collection(corpus: Path, prefix: str) -> str:
     digest = hashlib.sha256(corpus.read_bytes()).hexdigest()[:8]
