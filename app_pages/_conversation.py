@@ -102,7 +102,8 @@ def regenerate(thread: Thread, turn: int, options: Options, kb: KnowledgeBase) -
     try:
         status = st.status(f"Regenerating with {preset_label(preset_of(options))}…", expanded=True)
         run = run_question(question, make_context(_session.session_settings(), kb), options,
-                           history=earlier, on_event=lambda e: _show(status, _ui.event_line(e)))
+                           history=earlier, thread_id=thread.id,
+                           on_event=lambda e: _show(status, _ui.event_line(e)))
         status.update(label=safe(run.stop_reason) or "Done",
                       state="error" if run.error else "complete", expanded=False)
         _session.runs()[run.id] = run
@@ -117,11 +118,13 @@ def _show(box: DeltaGenerator, markdown: str) -> None:
     box.markdown(markdown)
 
 
-def ask(question: str, kb: KnowledgeBase, options: Options, *, history: Sequence[Turn]) -> Run | None:
+def ask(question: str, kb: KnowledgeBase, options: Options, *, history: Sequence[Turn],
+        thread_id: str | None = None) -> Run | None:
     """Run ``question`` live: its steps in a status box, then the box collapsed under how the run ended.
 
     The answer streams in below, marked unverified until the checks have run.
 
+    ``thread_id``: the conversation it is a turn of (its LangGraph thread; None: a thread of its own).
     Returns the run, or None when it could not be run (and says why in red).
     """
     try:
@@ -134,7 +137,7 @@ def ask(question: str, kb: KnowledgeBase, options: Options, *, history: Sequence
         note = f"\n\n*verifying: {' and '.join(checks)}…*" if checks else ""
         run: Run | None = None
         started = time.monotonic()
-        for kind, item in run_live(question, context, options, history=history):
+        for kind, item in run_live(question, context, options, history=history, thread_id=thread_id):
             if kind == "event":
                 status.markdown(_ui.event_line(item))
             elif kind == "token":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import streamlit as st
 
 from app_pages._safe import safe
@@ -50,22 +52,29 @@ FRAME_S = replays.FRAME_MS / 1000
 """How long Play shows each step, in seconds (as the HTML export's Play)."""
 
 
-def replay(run: Run, steps: list[story.Step], prices: dict, *, key: str, node_key: str) -> None:
+StepAction = Callable[[Run, int], None]
+"""Draws a control under the replay's current step: ``(run, step)``, the step 1-based."""
+
+
+def replay(run: Run, steps: list[story.Step], prices: dict, *, key: str, node_key: str,
+           step_action: StepAction | None = None) -> None:
     """Play / Pause, a step slider, the flow replayed up to that step, that step in full, and node details.
 
     The slider (``{key}_w_step_{run id}``) is the one step control; Play moves it one step every
     :data:`FRAME_S` seconds, from the start (or from where it stands), to the last step, and the flow rings
     the current step's node. A click on a box selects it in :func:`node_details` (keyed ``node_key``).
-    One fragment: a step of the replay redraws only this part of the page.
+    One fragment: a step of the replay redraws only this part of the page. ``step_action`` draws a control
+    under each step shown (the Trace page's Re-run from here).
     """
     playing = st.session_state.get(f"{key}_playing") == run.id
     st.fragment(_section, run_every=FRAME_S if playing else None)(run, steps, prices, key=key,
-                                                                   node_key=node_key)
+                                                                   node_key=node_key, step_action=step_action)
 
 
-def _section(run: Run, steps: list[story.Step], prices: dict, *, key: str, node_key: str) -> None:
+def _section(run: Run, steps: list[story.Step], prices: dict, *, key: str, node_key: str,
+             step_action: StepAction | None) -> None:
     _player(run, len(steps), key=key)
-    _flow(run, steps, prices, key=key, node_key=node_key)
+    _flow(run, steps, prices, key=key, node_key=node_key, step_action=step_action)
     node_details(run, steps, prices, key=node_key)
 
 
@@ -97,7 +106,8 @@ def _player(run: Run, n: int, *, key: str) -> None:
                    f"{FRAME_S:g} s, from the start (or from the step shown) to the end.")
 
 
-def _flow(run: Run, steps: list[story.Step], prices: dict, *, key: str, node_key: str) -> None:
+def _flow(run: Run, steps: list[story.Step], prices: dict, *, key: str, node_key: str,
+          step_action: StepAction | None = None) -> None:
     events = {ev.step: ev for ev in run.events}
     n = step = len(steps)
     if n:
@@ -129,6 +139,8 @@ def _flow(run: Run, steps: list[story.Step], prices: dict, *, key: str, node_key
     with st.container(border=True):
         if step:
             step_card(steps[step - 1], events[steps[step - 1].step], n, run, prices)
+            if step_action is not None:
+                step_action(run, steps[step - 1].step)
         else:
             st.markdown(f"**Step 0 of {n}** — the run has not started. Press Play, or move the slider.")
 

@@ -159,6 +159,8 @@ def step_card(s: story.Step, event: TraceEvent, n: int, run: Run, prices: dict) 
     e = safe
     st.markdown(f"**Step {s.step} of {n} · {e(s.label)}** — {e(s.decided)}")
     st.markdown(f"→ **{e(s.next)}**: {e(s.why)}" if s.next else f"■ {e(s.why)}")
+    if s.step <= run.reused_steps:
+        st.caption(f"Reused from run {e(run.parent_run_id)}: not executed again in this run.")
     d = event.detail
     if isinstance(d, GradeDetail):
         lines = []

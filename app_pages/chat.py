@@ -199,7 +199,8 @@ if question := st.chat_input("Ask about your documents", disabled=read_only):
     with st.chat_message("user"):
         st.markdown(safe(question, multiline=True))
     with st.chat_message("assistant"):
-        run = _conversation.ask(question, kb, options, history=thread.history() if thread else [])
+        run = _conversation.ask(question, kb, options, history=thread.history() if thread else [],
+                                thread_id=thread_id)
     if run is None:
         messages.append({"role": "assistant", "content": "Not run.", "run_id": None})
     else:

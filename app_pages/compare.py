@@ -1,5 +1,6 @@
 """Compare page: one question under 2 to 4 pipelines at once, answers and paths side by side."""
 
+import pandas as pd
 import streamlit as st
 
 from app_pages import _pipeline, _samples, _session, _tables, _ui
@@ -19,11 +20,15 @@ from rag.run import make_context, run_comparison
 from rag.store.chroma import StoreError
 from rag.trace import charts as figures
 from rag.trace import diff as changed
+from rag.trace import fork
 from rag.trace.export import comparison_html, comparison_json
 from rag.trace.story import grounded_verdict, useful_verdict
 
 DEFAULT_PRESETS = ["naive", "crag", "full"]
 VERDICT_COLOURS = {"grounded": "green", "useful": "green", "not checked": "gray"}
+# Our own constant style of the first step where a re-run differs from its run (a string under it would
+# be drawn: Streamlit's magic writes a page's bare literals).
+DIFFERS_CSS = "background-color: rgba(255, 189, 69, 0.35); font-weight: bold"
 
 st.title("Compare")
 _samples.notice()
@@ -124,6 +129,22 @@ st.dataframe(changed.metric_rows(cmp, prices), hide_index=True, width="stretch",
     "tokens": _tables.count_column("Tokens"),
     "cost": st.column_config.TextColumn("Cost"),
     "latency_ms": _tables.ms_column("Latency")})
+
+if (forked := fork.pair(cmp.runs)) is not None:
+    parent, child = forked
+    first = fork.first_difference(parent, child)
+    st.subheader("The re-run beside its run")
+    st.caption(f"Re-run of run {safe(parent.id)} from {safe(child.from_node)}: steps 1 to "
+               f"{child.reused_steps} were reused from run {safe(parent.id)}, not executed again. "
+               + (f"The first step where they differ is step {first}." if first
+                  else "No step differs."))
+    rows = fork.step_rows(parent, child)
+    table = pd.DataFrame([{"step": r["step"], "run": r["parent"], "re-run": r["child"],
+                           "": "reused" if r["reused"] else ("◀ first difference" if r["differs"] else "")}
+                          for r in rows])
+    # The first differing row stands out; the cells stay plain text (a dataframe renders no markdown).
+    st.dataframe(table.style.apply(lambda row: [DIFFERS_CSS if row.step == first else ""] * len(row), axis=1),
+                 hide_index=True, width="stretch", key="cmp_fork_steps")
 
 st.subheader("What self-correction changed")
 base = cmp.labels[changed.baseline(cmp)]

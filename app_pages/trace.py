@@ -6,7 +6,7 @@ delete runs from the history.
 
 import streamlit as st
 
-from app_pages import _login, _replay, _session, _tables, _ui
+from app_pages import _login, _replay, _rerun, _session, _tables, _ui
 from app_pages._safe import safe
 from rag.history import RunOwnedElsewhere, RunStore, merge_summaries
 from rag.models import Run
@@ -128,7 +128,11 @@ else:
 # -- replay, and node details (a click on the flow, or a pick) -----------------------------
 st.subheader("Replay")
 steps = story.steps(run)
-_replay.replay(run, steps, prices, key="trace", node_key="trace_w_node")  # with node details
+_replay.replay(run, steps, prices, key="trace", node_key="trace_w_node",  # with node details
+               step_action=lambda r, step: _rerun.rerun_popover(r, step, key="trace"))
+if run.parent_run_id:
+    st.caption(f"A re-run of run {safe(run.parent_run_id)} from {safe(run.from_node)}: steps 1 to "
+               f"{run.reused_steps} were reused from run {safe(run.parent_run_id)}, not executed again.")
 
 # -- the path unrolled ---------------------------------------------------------------------
 st.subheader("Path, unrolled by attempt")

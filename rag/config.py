@@ -37,7 +37,11 @@ class Settings(BaseSettings):
                                       populate_by_name=True)
 
     data_dir: Path = Field(Path("data"), validation_alias="RAG_DATA_DIR")
-    """Everything persistent lives here: ``chroma/``, ``runs.sqlite`` and ``semantic_cache.sqlite``."""
+    """Everything persistent lives here: ``chroma/``, ``runs.sqlite``, ``checkpoints.sqlite`` and
+    ``semantic_cache.sqlite``."""
+    database_url: str = Field("", validation_alias="RAG_DATABASE_URL", repr=False)
+    """A PostgreSQL URL (``postgresql://user@host:5432/retrace``) for what replicas share (the graph's
+    checkpoints); empty: SQLite files in ``data_dir``. Never shown: it may hold a password."""
     chroma_host: str | None = Field(None, validation_alias="CHROMA_HOST")
     """When set, use a Chroma server (``chroma run``) instead of the embedded store."""
     chroma_port: int = Field(8000, validation_alias="CHROMA_PORT")
@@ -87,8 +91,9 @@ class Settings(BaseSettings):
         Reads RAG_DATA_DIR, CHROMA_HOST, CHROMA_PORT, RAG_MAX_UPLOAD_MB, OPENAI_API_KEY,
         OPENAI_BASE_URL, RAG_GRADER_MODEL, RAG_GENERATOR_MODEL, RAG_EMBEDDING_MODEL,
         TAVILY_API_KEY, TAVILY_API_BASE_URL, RAG_LLM_TIMEOUT_S, RAG_LLM_MAX_RETRIES,
-        RAG_RUN_DEADLINE_S, RAG_SEMANTIC_CACHE_THRESHOLD. An override of None is ignored. Raises ValueError
-        (one line naming the variable) on a malformed number, a deadline <= 0 or a threshold outside [0, 1].
+        RAG_RUN_DEADLINE_S, RAG_SEMANTIC_CACHE_THRESHOLD, RAG_DATABASE_URL. An override of None is ignored.
+        Raises ValueError (one line naming the variable) on a malformed number, a deadline <= 0 or a
+        threshold outside [0, 1].
         """
         given = {k: v for k, v in overrides.items() if v is not None}
         env_file = os.environ.get("RAG_ENV_FILE", ".env") or None

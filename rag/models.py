@@ -216,6 +216,16 @@ class Run(BaseModel):
     """Set when the run was stopped by an error; the answer then says so."""
     error_node: str | None = None
     """The node that raised the error (the route target of the last event)."""
+    thread_id: str = ""
+    """The LangGraph thread its checkpoints are in (a conversation's id, else the run's own); empty when
+    no checkpoint was saved (such a run cannot be re-run from a step)."""
+    parent_run_id: str | None = None
+    """For a re-run from a step (:func:`rag.rerun.rerun_from`): the run it was forked from."""
+    from_node: str | None = None
+    """For a re-run: the node it re-ran from (step ``reused_steps + 1``)."""
+    reused_steps: int = 0
+    """For a re-run: how many of its first events were reused from the parent run, not executed again
+    (their calls and tokens are not in this run's totals)."""
 
     @property
     def rewrites(self) -> int:
@@ -230,7 +240,9 @@ class Run(BaseModel):
                 "path": self.path, "events": [e.model_dump() for e in self.events],
                 "stop_reason": self.stop_reason, "llm_calls": self.llm_calls,
                 "engine": self.engine, "duration_ms": self.duration_ms,
-                "standalone_question": self.standalone_question or self.question}
+                "standalone_question": self.standalone_question or self.question,
+                **({"parent_run_id": self.parent_run_id, "from_node": self.from_node,
+                    "reused_steps": self.reused_steps} if self.parent_run_id else {})}
 
 
 class Comparison(BaseModel):

@@ -4,7 +4,8 @@ A local OpenAI-compatible server (the standard library's threading HTTP server o
 waits ``delay_ms`` before each chat reply and answers like a cooperative model: every chunk relevant,
 one-hop plans, grounded and useful answers, the knowledge base as the route. Each preset runs the same
 questions over a small knowledge base (the sample documents under ``docs/``, offline hashing embeddings)
-with a fresh grade cache and retrieval cache per run, so no preset profits from another's calls. Reported
+with a fresh grade cache and retrieval cache per run, so no preset profits from another's calls, and no
+checkpoints (``bench checkpoints`` measures those). Reported
 per preset: p50 and p95 wall time (ms), p50 time to the first answer token (ms) and mean LLM calls, each
 also as a ratio to Naive RAG measured in the same run.
 """
@@ -236,7 +237,7 @@ def run_latency(delay_ms: float = 300, questions: int = 5, repeats: int = 3,
                 first: list[float] = []
                 before = server.calls
                 started = time.perf_counter()
-                run = run_question(question, make_context(settings, kb, engine=engine),
+                run = run_question(question, make_context(settings, kb, engine=engine, checkpoints=False),
                                    preset_options(preset),
                                    on_token=lambda _t: None if first else first.append(time.perf_counter()))
                 wall = (time.perf_counter() - started) * 1000

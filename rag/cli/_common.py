@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rag.config import DEFAULT_COLLECTION, Options, Settings
+from rag.config import DEFAULT_COLLECTION, PRESETS, Options, Settings
 from rag.history import CLI_SESSION, RunStore
 from rag.models import Comparison, Run
 from rag.secrets import scrub
@@ -113,6 +113,40 @@ def top_k_overrides(top_k: int | None) -> dict:
     if top_k is None:
         return {}
     return {"top_k": top_k, "min_relevant": min(top_k, Options.model_fields["min_relevant"].default)}
+
+
+_SWITCHES = (("no_grading", "grading"), ("no_rewrite", "rewriting"), ("no_web", "web_fallback"),
+             ("no_grounding", "grounding_check"), ("no_answer_check", "answer_check"),
+             ("no_decomposition", "decomposition"), ("no_routing", "routing"))
+"""``--no-X`` flag (as an args attribute) -> the Options toggle it turns off."""
+
+
+def option_overrides(args: argparse.Namespace) -> dict:
+    """The Options the arguments of :func:`add_option_args` change.
+
+    The switches turned off, ``--top-k``, ``--deadline``, and ``--retrieval`` where the command has it.
+    """
+    overrides: dict = {key: False for flag, key in _SWITCHES if getattr(args, flag)}
+    overrides.update(top_k_overrides(args.top_k))
+    if args.no_history:
+        overrides["use_history"] = False
+    if args.deadline is not None:
+        overrides["deadline_s"] = args.deadline
+    if getattr(args, "retrieval", None):
+        overrides["retrieval"] = args.retrieval
+    return overrides
+
+
+def add_option_args(p: argparse.ArgumentParser, *, preset_default: str | None = "full") -> None:
+    """Add the run options of ``ask`` to ``p``: ``--preset``, ``--top-k``, ``--no-X``, ``--deadline``."""
+    p.add_argument("--preset", choices=list(PRESETS), default=preset_default)
+    p.add_argument("--top-k", type=option_type("top_k"), help="chunks per query (default: the preset's, 6)")
+    p.add_argument("--no-history", action="store_true",
+                   help="do not use the thread's earlier turns (no contextualize_question)")
+    for flag in ("grading", "rewrite", "web", "grounding", "answer-check", "decomposition", "routing"):
+        p.add_argument(f"--no-{flag}", action="store_true")
+    p.add_argument("--deadline", type=option_type("deadline_s"), metavar="S",
+                   help="time budget of the run in seconds (default: RAG_RUN_DEADLINE_S, 60)")
 
 
 def settings_of(args: argparse.Namespace) -> Settings:

@@ -11,8 +11,8 @@ import argparse
 import json
 import sys
 
-from rag.cli._common import SharedArgs, option_type, save_cli_run, settings_of, top_k_overrides
-from rag.config import PRESETS, Options, preset_options
+from rag.cli._common import SharedArgs, add_option_args, option_overrides, save_cli_run, settings_of
+from rag.config import Options, preset_options
 from rag.history import CLI_SESSION, RunStore
 from rag.models import Run, TraceEvent
 from rag.run import make_context, run_question
@@ -22,10 +22,6 @@ from rag.terminal import printable
 POSITION = 20
 HELP = "ask a question through the graph"
 
-_SWITCHES = (("no_grading", "grading"), ("no_rewrite", "rewriting"), ("no_web", "web_fallback"),
-             ("no_grounding", "grounding_check"), ("no_answer_check", "answer_check"),
-             ("no_decomposition", "decomposition"), ("no_routing", "routing"))
-"""``--no-X`` flag (as an args attribute) -> the Options toggle it turns off."""
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
@@ -48,14 +44,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
         thread = store.create_thread(CLI_SESSION, knowledge_base=kb.name, thread_id=args.thread)
         history = store.thread_history(thread.id)
 
-    def show(event: TraceEvent) -> None:
-        if not args.json:
-            nxt = f" -> {event.route.to}" if event.route else ""
-            print(f"  {event.step:>2}. {event.node:<20} {printable(event.summary + nxt)}", file=sys.stderr,
-                  flush=True)
-
     run = run_question(args.question, make_context(settings, kb), options, history=history or (),
-                       on_event=show)
+                       thread_id=args.thread, on_event=None if args.json else show_step)
     if store is not None:
         turn = store.add_turn(args.thread, CLI_SESSION, run)
         if not args.json:
@@ -68,22 +58,23 @@ def cmd_ask(args: argparse.Namespace) -> int:
             out["thread_id"] = args.thread
         print(json.dumps(out, indent=2, default=str))
     else:
-        _print_answer(run)
+        print_answer(run)
     return 2 if run.error else 0
+
+
+def show_step(event: TraceEvent) -> None:
+    """Print one step as it finishes, on stderr: its number, node, summary and where it went next."""
+    nxt = f" -> {event.route.to}" if event.route else ""
+    print(f"  {event.step:>2}. {event.node:<20} {printable(event.summary + nxt)}", file=sys.stderr,
+          flush=True)
 
 
 def _options(args: argparse.Namespace) -> Options:
     """The run's Options: the preset, less the switches turned off, with ``--top-k``."""
-    overrides: dict = {key: False for flag, key in _SWITCHES if getattr(args, flag)}
-    overrides.update(top_k_overrides(args.top_k))
-    if args.no_history:
-        overrides["use_history"] = False
-    if args.deadline is not None:
-        overrides["deadline_s"] = args.deadline
-    return preset_options(args.preset, **overrides)
+    return preset_options(args.preset, **option_overrides(args))
 
 
-def _print_answer(run: Run) -> None:
+def print_answer(run: Run) -> None:
     """The answer as text: what the question was understood as, the answer, its sources, the path.
 
     Strings from data (the answer quotes chunks; file names, web titles and URLs) have their control
@@ -105,14 +96,7 @@ def register(commands, shared: SharedArgs) -> None:
     p = commands.add_parser("ask", help=HELP,
                             parents=[shared.data_dir, shared.collection, shared.json])
     p.add_argument("question")
-    p.add_argument("--preset", choices=list(PRESETS), default="full")
-    p.add_argument("--top-k", type=option_type("top_k"), help="chunks per query (default: the preset's, 6)")
     p.add_argument("--thread", metavar="ID",
                    help="ask as the next turn of conversation ID (created if new; see 'threads list')")
-    p.add_argument("--no-history", action="store_true",
-                   help="do not use the thread's earlier turns (no contextualize_question)")
-    for flag in ("grading", "rewrite", "web", "grounding", "answer-check", "decomposition", "routing"):
-        p.add_argument(f"--no-{flag}", action="store_true")
-    p.add_argument("--deadline", type=option_type("deadline_s"), metavar="S",
-                   help="time budget of the run in seconds (default: RAG_RUN_DEADLINE_S, 60)")
+    add_option_args(p)
     p.set_defaults(func=cmd_ask)

@@ -1,4 +1,4 @@
-"""``python -m rag bench qa|retrieval|ingest|scale|grader|latency|cache``.
+"""``python -m rag bench qa|retrieval|ingest|scale|grader|latency|cache|checkpoints``.
 
 Run the benchmarks of :mod:`rag.bench`
 with a progress bar on stderr, then print a table (or JSON with ``--json``, the table then on
@@ -13,6 +13,7 @@ import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
+from rag.bench.checkpoints import format_checkpoint_cost, run_checkpoint_cost
 from rag.bench.data import (
     SHARED_DATA_ENV,
     format_table,
@@ -170,6 +171,24 @@ def cmd_bench_latency(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- bench checkpoints -----------------------------------------------------------------------
+def cmd_bench_checkpoints(args: argparse.Namespace) -> int:
+    """``bench checkpoints``: a run's wall time with and without checkpoints, and their size.
+
+    Prints the figures of :func:`rag.bench.checkpoints.run_checkpoint_cost` (JSON with ``--json``).
+    Returns 0.
+
+    Raises:
+        ValueError: an unknown preset, or fewer than 1 question or repeat.
+    """
+    with progress_bar("checkpoints", None) as bar:
+        bar.unit = "run"
+        cost = run_checkpoint_cost(args.questions, args.repeats, args.preset, args.delay_ms,
+                                   on_progress=progress(bar))
+    emit(args, asdict(cost), format_checkpoint_cost(cost))
+    return 0
+
+
 # -- bench retrieval -------------------------------------------------------------------------
 def cmd_bench_retrieval(args: argparse.Namespace) -> int:
     """``bench retrieval``: recall@k of each mode alone; the first is the baseline. Returns 0."""
@@ -250,6 +269,16 @@ def register(commands, shared: SharedArgs) -> None:
                    help="comma-separated presets; naive always runs first as the baseline")
     p.add_argument("--data-dir", help="where the sample knowledge base is built (default: a temp dir)")
     p.set_defaults(func=cmd_bench_latency)
+
+    p = bsub.add_parser("checkpoints", help="a run's time with and without checkpoints, and their size",
+                        parents=[shared.json])
+    p.add_argument("--questions", type=int, default=8, help="questions (default 8)")
+    p.add_argument("--repeats", type=int, default=3, help="runs of each question each way (default 3)")
+    p.add_argument("--preset", default="full", help="the preset to run (default full)")
+    p.add_argument("--delay-ms", type=float, default=0,
+                   help="run on the LLM engine against a local server waiting this long per call "
+                        "(default 0: the offline engine)")
+    p.set_defaults(func=cmd_bench_checkpoints)
 
     add_ingest_parsers(bsub, shared)
     add_cache_parser(bsub, shared)

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from rag.cli._common import SharedArgs, settings_of
+from rag.cli._common import SharedArgs, add_option_args, bounded, settings_of
 from rag.history import RunStore
 from rag.terminal import printable
 from rag.trace.export import comparison_html, comparison_json, run_html, run_json
@@ -26,13 +26,19 @@ HELP = "list and export saved runs"
 def cmd_runs_list(args: argparse.Namespace) -> int:
     """Print the saved runs, newest first.
 
-    Id, local time, preset, ending, steps and question
-    (or, with ``--json``, one array of history rows). Returns 0.
+    Id, local time, preset, ending, steps and question, and for a re-run the run and node it forked from
+    (or, with ``--json``, one array of history rows, each with ``parent_run_id`` and ``from_node``,
+    null unless it is a re-run). Returns 0.
     """
-    rows = RunStore.for_settings(settings_of(args)).list(args.session, query=args.query,
-                                                         limit=args.limit)
+    store = RunStore.for_settings(settings_of(args))
+    rows = store.list(args.session, query=args.query, limit=args.limit)
+    forks = {}
+    for r in rows:  # the run's own data says where it forked from
+        run = store.get(r.id)
+        forks[r.id] = (run.parent_run_id, run.from_node) if run is not None else (None, None)
     if args.json:
-        print(json.dumps([r.to_dict() for r in rows], indent=2))
+        print(json.dumps([{**r.to_dict(), "parent_run_id": forks[r.id][0], "from_node": forks[r.id][1]}
+                          for r in rows], indent=2))
         return 0
     if not rows:
         print("no runs saved yet", file=sys.stderr)
@@ -41,7 +47,8 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.created_at))
         question = r.question if len(r.question) <= 70 else r.question[:69] + "…"
         print(f"{r.id}  {when}  {r.preset:<8} {STOP_KINDS.get(r.stop_kind, r.stop_kind):<21} "
-              f"{r.steps:>2} steps  {printable(question)}")
+              f"{r.steps:>2} steps  {printable(question)}"
+              + (f"  (re-run of {forks[r.id][0]} from {forks[r.id][1]})" if forks[r.id][0] else ""))
     return 0
 
 
@@ -75,8 +82,15 @@ def cmd_runs_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_runs_rerun(args: argparse.Namespace) -> int:
+    """``runs rerun``: :func:`rag.cli._rerun.cmd_runs_rerun` (imported here: ``runs list`` stays light)."""
+    from rag.cli._rerun import cmd_runs_rerun as rerun
+
+    return rerun(args)
+
+
 def register(commands, shared: SharedArgs) -> None:
-    """Add ``runs list`` and ``runs export`` to the top-level subparsers ``commands``."""
+    """Add ``runs list``, ``runs export`` and ``runs rerun`` to the top-level subparsers ``commands``."""
     runs = commands.add_parser("runs", help=HELP)
     runs_sub = runs.add_subparsers(dest="runs_command", required=True)
 
@@ -93,3 +107,15 @@ def register(commands, shared: SharedArgs) -> None:
     p.add_argument("--format", choices=["json", "html"], default="html")
     p.add_argument("--out", required=True, help="the file to write")
     p.set_defaults(func=cmd_runs_export)
+
+    p = runs_sub.add_parser("rerun", help="re-run a saved run from one of its steps, with changed options",
+                            parents=[shared.data_dir, shared.json])
+    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("--from", dest="from_node", metavar="NODE", required=True,
+                   help="the step to re-run from (a node name: retrieve, grade_documents, generate, ...); "
+                        "the steps before it are reused")
+    p.add_argument("--attempt", type=bounded(int, ge=1), default=1,
+                   help="which visit to NODE, when the run made several (default: the first)")
+    add_option_args(p, preset_default=None)
+    p.add_argument("--retrieval", choices=["dense", "bm25", "hybrid"], help="retrieval mode")
+    p.set_defaults(func=cmd_runs_rerun)

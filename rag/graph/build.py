@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
@@ -38,17 +39,20 @@ def _builder() -> StateGraph[GraphState, RunContext, InputState, GraphState]:
     return builder
 
 
-@lru_cache(maxsize=1)
-def build_graph() -> CompiledStateGraph[GraphState, RunContext, InputState, GraphState]:
-    """The compiled graph, built once per process on first call.
+@lru_cache(maxsize=8)
+def build_graph(checkpointer: BaseCheckpointSaver | None = None,
+                ) -> CompiledStateGraph[GraphState, RunContext, InputState, GraphState]:
+    """The compiled graph, built once per process and checkpointer on first call.
 
-    (compiled graphs are stateless and safe to share).
+    (compiled graphs are stateless and safe to share). With a ``checkpointer``
+    (:func:`rag.history.checkpoints.open_checkpointer`) a checkpoint is saved after every step, and every
+    call passes ``config={"configurable": {"thread_id": ...}}``.
 
     Invoke with ``{"question": q, "history": turns, "route": routing.decide_start(options, turns)}``,
     ``context=RunContext(..., options=options)`` and
     ``config={"recursion_limit": options.recursion_limit()}``.
     """
-    return _builder().compile()
+    return _builder().compile(checkpointer=checkpointer)
 
 
 def graph_edges() -> list[tuple[str, str]]:

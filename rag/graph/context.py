@@ -44,6 +44,16 @@ class RunContext:
     """The default time budget of a run in seconds (Settings.run_deadline_s); Options.deadline_s wins."""
     deadline: float | None = None
     """``time.monotonic()`` by which the run must end; set by run_question for each run."""
+    live: dict[str, Any] = field(default_factory=dict)
+    """What one run hands from node to node that cannot be saved in a checkpoint, so it stays out of the
+    graph state: ``prefetch`` (:class:`rag.graph.prefetch.Prefetch`, route_question's own round, which
+    decompose_query reuses) and ``speculation`` (:class:`rag.graph.prefetch.Speculation`, an answer being
+    generated in a background thread while grading runs). A fresh dict for every run (run_question); a
+    re-run from a checkpoint starts without them, and the nodes then do the work themselves."""
+    checkpointer: Any | None = None
+    """Where the graph saves a checkpoint after every step
+    (:func:`rag.history.checkpoints.open_checkpointer`), or None for none (a run without checkpoints cannot
+    be re-run from a step)."""
 
     def budget_s(self) -> float:
         """This run's time budget in seconds."""

@@ -83,7 +83,7 @@ def decompose_query(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     o = ctx.options
     question = state["question"]
     mode = routing.current_mode(state, o)
-    pre = state.get("prefetch")
+    pre = ctx.live.pop("prefetch", None)  # used once, here
     metas: list[CallMeta]
     if isinstance(pre, Prefetch) and pre.question == question and pre.mode == mode and pre.plan is not None:
         overlapped = True
@@ -101,7 +101,7 @@ def decompose_query(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     detail = DecomposeDetail(kind=plan.kind, sub_questions=subs, reasoning=plan.reasoning,
                              first_hop=[ChunkView.of(c) for c in first_hop], overlapped=overlapped)
     return record(state, runtime, "decompose_query", started, summary, detail,
-                  {"sub_queries": subs, "prefetch": None}, metas, routing.decide_after_decompose)
+                  {"sub_queries": subs}, metas, routing.decide_after_decompose)
 
 
 def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
@@ -194,6 +194,7 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     graded: dict[str, RelevanceGrade] = {}
     partial = bool(state.get("sub_queries"))  # each passage may answer only its hop
     speculation, dropped = speculate_while_grading(state, runtime.context, chunks)
+    runtime.context.live["speculation"] = speculation
     for q, group in by_query.items():
         graded.update({c.id: g for c, g in
                        zip(group, runtime.context.engine.grade(q, group, partial=partial), strict=False)})
@@ -231,7 +232,7 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                               fallback=g.meta.fallback) for c, g in zip(chunks, grades, strict=False)])
     return record(state, runtime, "grade_documents", started,
                    f"{n_rel} of {len(chunks)} chunks relevant; {len(documents)} in evidence",
-                   detail, {"verdicts": verdicts, "documents": documents, "speculation": speculation,
+                   detail, {"verdicts": verdicts, "documents": documents,
                             "grade_rounds": attempt, "ambiguous": ambiguous,
                             "fresh_first": False},
                    [*(g.meta for g in grades), *dropped], routing.decide_after_grading)
@@ -351,7 +352,7 @@ def generate(state: GraphState, runtime: Runtime[RunContext]) -> dict:
         runtime.stream_writer({"kind": "token", "text": text})
 
     # The answer text streams to the UI (custom stream mode) while the checks still wait.
-    spec = state.get("speculation")
+    spec = runtime.context.live.pop("speculation", None)
     answer: Answer | None = None
     spent: list[CallMeta] = []
     if isinstance(spec, Speculation):
@@ -382,5 +383,5 @@ def generate(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                    detail, {"answer": answer.text, "citations": citations, "weak_evidence": weak,
                             "ambiguous_evidence": from_ambiguous,
                             "generations": state.get("generations", 0) + 1,
-                            "answered_with": [c.id for c in documents], "speculation": None},
+                            "answered_with": [c.id for c in documents]},
                    [answer.meta, *spent], routing.decide_after_generate)

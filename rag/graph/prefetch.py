@@ -216,7 +216,7 @@ def speculate_while_grading(state: Mapping[str, Any], ctx: RunContext,
     o = ctx.options
     question = state["question"]
     guess = speculative_evidence(state.get("documents", []), chunks, o.top_k)
-    spec = state.get("speculation")
+    spec = ctx.live.get("speculation")
     if isinstance(spec, Speculation) and spec.accepts(question, guess):
         return spec, []
     dropped = [spec.discarded_meta()] if isinstance(spec, Speculation) else []

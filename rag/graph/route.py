@@ -158,8 +158,8 @@ def route_question(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                          prefetched=usable is not None)
     update: dict = {"datasource": result.datasource, "web_available": web_available, "retrieval_mode": mode,
                     "route_reasoning": result.reasoning, "missing_terms": detail.missing_terms,
-                    "one_hop": one_hop, "prefetch": usable,
-                    "speculation": usable.speculation if usable is not None else None}
+                    "one_hop": one_hop}
+    ctx.live.update(prefetch=usable, speculation=usable.speculation if usable is not None else None)
     return record(state, runtime, "route_question", started, f"Route: {where}", detail, update, metas,
                   routing.decide_after_route)
 

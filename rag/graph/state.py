@@ -44,12 +44,6 @@ class GraphState(InputState, total=False):
     """True once a switch_retriever correction ran."""
     last_strategy: str
     """The strategy of the last rewrite_query (``switch_retriever``, ``expand_terms``, …)."""
-    prefetch: Any
-    """What route_question did in its own round (:class:`rag.graph.prefetch.Prefetch`): the first hop,
-    its plan, and a speculative answer; decompose_query and generate reuse what still holds."""
-    speculation: Any
-    """An answer generated while grading ran (:class:`rag.graph.prefetch.Speculation`); generate uses it
-    when grading kept exactly the evidence it was generated from."""
     answer_grade: Any
     """grade_answer's verdict made in the same round as check_grounding
     (:class:`rag.graph.checks.ConcurrentCheck`)."""
