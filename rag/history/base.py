@@ -11,7 +11,6 @@ for the command line). Any session can read anything; only its own session may c
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,21 +19,20 @@ from typing import Any
 from sqlalchemy import (
     Column,
     Connection,
-    Engine,
     Float,
     Index,
     Integer,
     MetaData,
     Table,
     Text,
-    create_engine,
     inspect,
     select,
     text,
 )
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
+
+from rag.db import engine_for, shown
 
 DB_NAME = "runs.sqlite"
 CLI_SESSION = "cli"
@@ -95,54 +93,6 @@ _MIGRATIONS = (
     # them gets them on open (their rows hold NULL), so old histories stay readable.
     ("runs", "feedback", "INTEGER"),
 )
-
-_engines: dict[str, Engine] = {}
-_engines_lock = threading.Lock()
-
-
-def database_url(location: Path | str) -> str:
-    """The SQLAlchemy URL of ``location``: a database URL as given, or a SQLite file's path.
-
-    ``postgresql://`` and ``postgres://`` URLs get the psycopg 3 driver (``postgresql+psycopg://``).
-    """
-    text_ = str(location)
-    if "://" not in text_:
-        return f"sqlite:///{Path(text_).resolve()}"
-    for scheme in ("postgresql://", "postgres://"):
-        if text_.startswith(scheme):
-            return "postgresql+psycopg://" + text_[len(scheme):]
-    return text_
-
-
-def shown(location: Path | str) -> str:
-    """``location`` as messages may show it: a URL without its password."""
-    if "://" not in str(location):
-        return str(location)
-    try:
-        return make_url(str(location)).render_as_string(hide_password=True)
-    except ArgumentError:
-        return "the database RAG_DATABASE_URL names"
-
-
-def engine_for(location: Path | str) -> Engine:
-    """The engine (connection pool) of ``location``, made once per process and URL.
-
-    Raises OSError for a URL SQLAlchemy cannot use (unknown scheme, driver not installed).
-    """
-    url = database_url(location)
-    with _engines_lock:
-        engine = _engines.get(url)
-        if engine is None:
-            try:
-                if url.startswith("sqlite"):
-                    engine = create_engine(url, connect_args={"timeout": 15, "check_same_thread": False})
-                else:
-                    engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
-            except (ArgumentError, ImportError) as exc:
-                raise OSError(f"cannot use the database {shown(location)}: {exc}") from None
-            _engines[url] = engine
-    return engine
-
 
 def upsert(conn: Connection, table: Table, values: dict, keys: tuple[str, ...],
            update: tuple[str, ...]) -> None:
