@@ -15,7 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from rag.bench.data import read_jsonl
+from rag.bench.replica import replica_delay
+from rag.bench.scale import fill_store
+from rag.config import Settings
+from rag.store.bm25 import lexical_index
+from rag.store.chroma import open_knowledge_base
+from tests.conftest import DATA, ROOT
 from tests.integration.test_chroma_server_loss import ChromaServer
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
@@ -84,3 +90,22 @@ def test_two_replicas_share_everything(chroma, database_url, tmp_path):
     # nothing of it lives in the replicas' own folders
     for data in (tmp_path / "replica-a", tmp_path / "replica-b"):
         assert not (data / "runs.sqlite").exists() and not (data / "bm25").exists()
+
+
+def test_bench_replica_delay_times_a_keyword_hit_on_another_process(chroma, database_url, tmp_path):
+    """The measure ``bench scale`` reports (figures checked for shape, never for speed)."""
+    settings = Settings.from_env({}, data_dir=tmp_path / "here", chroma_host="127.0.0.1",
+                                 chroma_port=chroma.port, database_url=database_url)
+    corpus = read_jsonl(DATA / "hotpotqa" / "corpus.jsonl")[:200]
+    kb = open_knowledge_base(settings, "scale")
+    fill_store(kb, corpus, 200)
+    result = replica_delay(settings, "scale", corpus, tries=2)
+    assert result["shared_index"] and result["tries"] == 2 and result["chunks"] == 200
+    assert len(result["rows"]) == 2
+    for row in result["rows"]:
+        assert row["polls"] >= 1 and row["query_ms"] > 0 and row["ingest_ms"] > 0
+        assert row["from_start_ms"] == pytest.approx(row["delay_ms"] + row["ingest_ms"], abs=0.3)
+    assert result["delay_ms_max"] == max(r["delay_ms"] for r in result["rows"])
+    assert kb.count() == 200 and len(lexical_index(kb).ids) == 200  # the documents added were deleted
+    with pytest.raises(ValueError, match="CHROMA_HOST"):
+        replica_delay(settings.with_(chroma_host=None), "scale", corpus)
