@@ -293,7 +293,9 @@ class KeywordIndex:
                                    self.ix).scalars())
 
     def _totals(self, db: Connection) -> tuple[int, int]:
-        return int(self._meta(db, "chunks") or 0), int(self._meta(db, "length") or 0)
+        got = dict(db.execute(sql("SELECT key, value FROM keyword_meta WHERE ix = :ix "
+                                  "AND key IN ('chunks', 'length')"), self.ix).all())
+        return int(got.get("chunks") or 0), int(got.get("length") or 0)
 
     @property
     def stats(self) -> LexicalStats:
