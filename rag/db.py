@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine
+from sqlalchemy import Connection, Engine, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
@@ -60,3 +60,13 @@ def engine_for(location: Path | str) -> Engine:
                 raise OSError(f"cannot use the database {shown(location)}: {exc}") from None
             _engines[url] = engine
     return engine
+
+
+def schema_lock(conn: Connection) -> None:
+    """On PostgreSQL, hold (until the transaction ends) the lock under which tables are created.
+
+    Two replicas starting at once on an empty database would otherwise both create the same table, and
+    one would fail. Nothing on SQLite (its writers are serialised already).
+    """
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(20202020)"))

@@ -32,7 +32,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
-from rag.db import engine_for, shown
+from rag.db import engine_for, schema_lock, shown
 
 DB_NAME = "runs.sqlite"
 CLI_SESSION = "cli"
@@ -159,6 +159,7 @@ class Database:
         self.engine = engine_for(path)
         try:
             with self.engine.begin() as conn:
+                schema_lock(conn)
                 METADATA.create_all(conn, checkfirst=True)
                 _migrate(conn)
         except SQLAlchemyError as exc:

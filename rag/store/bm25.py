@@ -293,7 +293,7 @@ class KeywordIndex:
                                    self.ix).scalars())
 
     def _totals(self, db: Connection) -> tuple[int, int]:
-        got = dict(db.execute(sql("SELECT key, value FROM keyword_meta WHERE ix = :ix "
+        got: dict[str, str] = dict(db.execute(sql("SELECT key, value FROM keyword_meta WHERE ix = :ix "
                                   "AND key IN ('chunks', 'length')"), self.ix).all())
         return int(got.get("chunks") or 0), int(got.get("length") or 0)
 

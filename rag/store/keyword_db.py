@@ -39,7 +39,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.pool import StaticPool
 
-from rag.db import engine_for
+from rag.db import engine_for, schema_lock
 
 META = MetaData()
 TABLES = (
@@ -125,6 +125,7 @@ class KeywordStore:
         digest = hashlib.blake2b(f"keyword:{self.ix}".encode(), digest_size=8).digest()
         self._lock_key = int.from_bytes(digest, "big", signed=True)
         with self.write() as conn:
+            schema_lock(conn)
             if not self.shared:
                 have = set(inspect(conn).get_table_names())
                 for name in _LEGACY_TABLES:
