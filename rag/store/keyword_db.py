@@ -13,7 +13,6 @@ lock on the index. Reads take no lock.
 from __future__ import annotations
 
 import hashlib
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -61,6 +60,9 @@ length and terms; postings: per term, int32 (row, term frequency, chunk length) 
 column looked up with ``IN (...)``: PostgreSQL 15 does not use a list on the second column of an index, and
 ``ix`` alone selects the whole index (measured: 0.3 s per lookup of 500 terms at 2,000 chunks)."""
 
+_READ = "retrace_read"
+"""Execution option of a SQLite connection that only reads: no ``BEGIN`` (the driver runs in autocommit)."""
+
 _LEGACY_TABLES = ("meta", "docs", "chunks", "postings", "terms_vocab", "keywords")
 """The tables of the keyword file before format 6 (dropped; the index is rebuilt from the store)."""
 
@@ -90,14 +92,10 @@ def _sqlite_engine(url: str, **kwargs) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
-        if conn.get_execution_options().get("isolation_level") != "AUTOCOMMIT":
+        if not conn.get_execution_options().get(_READ):  # reads run each statement on its own
             conn.exec_driver_sql("BEGIN IMMEDIATE")  # a writer takes the lock first: no deadlock on upgrade
 
     return engine
-
-
-_files: dict[str, Engine] = {}
-_files_lock = threading.Lock()
 
 
 class KeywordStore:
@@ -113,14 +111,9 @@ class KeywordStore:
         self.ix = ix if self.shared else ""
         if url is not None:
             self.engine = engine_for(url)
-        elif path is None:
-            self.engine = _sqlite_engine("sqlite://", poolclass=StaticPool)
-        else:
-            file = str(Path(path).resolve())
-            with _files_lock:
-                if file not in _files:
-                    _files[file] = _sqlite_engine(f"sqlite:///{file}")
-                self.engine = _files[file]
+        else:  # one connection per index object, as before (a deleted and remade file is reopened)
+            self.engine = _sqlite_engine("sqlite://" if path is None else f"sqlite:///{Path(path).resolve()}",
+                                         poolclass=StaticPool)
         self.postgres = self.engine.dialect.name == "postgresql"
         digest = hashlib.blake2b(f"keyword:{self.ix}".encode(), digest_size=8).digest()
         self._lock_key = int.from_bytes(digest, "big", signed=True)
@@ -144,10 +137,11 @@ class KeywordStore:
     @contextmanager
     def read(self) -> Iterator[Connection]:
         """A connection for reads, each statement on its own (no transaction, no lock)."""
-        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        options = {"isolation_level": "AUTOCOMMIT"} if self.postgres else {_READ: True}
+        with self.engine.connect().execution_options(**options) as conn:
             yield conn
 
     def close(self) -> None:
-        """Release an in-memory store (files and shared databases stay open for the process)."""
-        if not self.shared and self.engine.url.database in (None, "", ":memory:"):
+        """Close a local store's connection (a shared database's pool stays open for the process)."""
+        if not self.shared:
             self.engine.dispose()
