@@ -100,7 +100,7 @@ def _replica_table(replica: dict | None, tries: int) -> str:
     if replica is None:
         return ("\n\nKeyword search across replicas: not measured (it needs a Chroma server: set "
                 "CHROMA_HOST, and RAG_DATABASE_URL for the shared keyword index)")
-    where = "the shared keyword index (RAG_DATABASE_URL)" if replica["shared_index"] else \
+    where = "one keyword index shared through RAG_DATABASE_URL" if replica["shared_index"] else \
         "each replica's own keyword file, caught up from Chroma"
     return (f"\n\nKeyword search across replicas ({where}), {replica['chunks']} chunks: a document added "
             "here,\nfound by another process's keyword search after (ms from the end of the ingest call; "
