@@ -23,7 +23,7 @@ from chromadb.api import ClientAPI
 from app_pages import _login
 from app_pages._safe import safe
 from rag.config import DEFAULT_COLLECTION, Settings
-from rag.history import DB_NAME, RunStore
+from rag.history import RunStore, location
 from rag.models import Run
 from rag.store import kbs
 from rag.store.chroma import KnowledgeBase, StoreError, make_client, open_knowledge_base
@@ -319,11 +319,11 @@ def _store(path: str) -> RunStore:
 
 
 def store() -> RunStore:
-    """The run store at ``data_dir/runs.sqlite``.
+    """The run store: the database ``RAG_DATABASE_URL`` names, else ``data_dir/runs.sqlite``.
 
-    Raises OSError/sqlite3.Error when the data directory cannot hold it.
+    Raises OSError when it cannot be opened.
     """
-    return _store(str(Path(settings().data_dir) / DB_NAME))
+    return _store(location(settings()))
 
 
 def keep(run: Run, *, comparison_id: str | None = None) -> str | None:

@@ -39,12 +39,14 @@ class Settings(BaseSettings):
     data_dir: Path = Field(Path("data"), validation_alias="RAG_DATA_DIR")
     """Everything persistent lives here: ``chroma/``, ``runs.sqlite``, ``checkpoints.sqlite`` and
     ``semantic_cache.sqlite``."""
-    database_url: str = Field("", validation_alias="RAG_DATABASE_URL", repr=False)
-    """A PostgreSQL URL (``postgresql://user@host:5432/retrace``) for what replicas share (the graph's
-    checkpoints); empty: SQLite files in ``data_dir``. Never shown: it may hold a password."""
     chroma_host: str | None = Field(None, validation_alias="CHROMA_HOST")
     """When set, use a Chroma server (``chroma run``) instead of the embedded store."""
     chroma_port: int = Field(8000, validation_alias="CHROMA_PORT")
+    database_url: str | None = Field(None, validation_alias="RAG_DATABASE_URL", repr=False)
+    """When set (``postgresql://user@host:5432/retrace``), runs, conversations, feedback, comparisons, the
+    graph's checkpoints and the keyword index live in that database, shared by every replica; unset: SQLite
+    files in ``data_dir``.
+    Not shown by ``repr`` (it may hold a password)."""
     max_upload_mb: float = Field(DEFAULT_MAX_UPLOAD_MB, validation_alias="RAG_MAX_UPLOAD_MB")
     """Files larger than this (in MB, 10^6 bytes) are refused before parsing."""
     openai_api_key: str | None = Field(None, validation_alias="OPENAI_API_KEY", repr=False)
@@ -88,7 +90,7 @@ class Settings(BaseSettings):
         ``dotenv``: read the ``.env`` file too (default: only when ``env`` is None, so that a given
         mapping is all that is read). The file is ``./.env``, or the one RAG_ENV_FILE names (empty: none).
 
-        Reads RAG_DATA_DIR, CHROMA_HOST, CHROMA_PORT, RAG_MAX_UPLOAD_MB, OPENAI_API_KEY,
+        Reads RAG_DATA_DIR, CHROMA_HOST, CHROMA_PORT, RAG_DATABASE_URL, RAG_MAX_UPLOAD_MB, OPENAI_API_KEY,
         OPENAI_BASE_URL, RAG_GRADER_MODEL, RAG_GENERATOR_MODEL, RAG_EMBEDDING_MODEL,
         TAVILY_API_KEY, TAVILY_API_BASE_URL, RAG_LLM_TIMEOUT_S, RAG_LLM_MAX_RETRIES,
         RAG_RUN_DEADLINE_S, RAG_SEMANTIC_CACHE_THRESHOLD, RAG_DATABASE_URL. An override of None is ignored.

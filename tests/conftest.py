@@ -54,7 +54,7 @@ def _offline_env(tmp_path_factory):
     """No test may reach a real service: drop keys, keep the default data dir out of the repo."""
     saved = dict(os.environ)
     for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TAVILY_API_KEY", "TAVILY_API_BASE_URL",
-                "CHROMA_HOST", "CHROMA_PORT"):
+                "CHROMA_HOST", "CHROMA_PORT", "RAG_DATABASE_URL"):
         os.environ.pop(key, None)
     os.environ["RAG_DATA_DIR"] = str(tmp_path_factory.mktemp("default-data"))
     os.environ["ANONYMIZED_TELEMETRY"] = "False"
@@ -62,6 +62,28 @@ def _offline_env(tmp_path_factory):
     yield
     os.environ.clear()
     os.environ.update(saved)
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A throwaway PostgreSQL 15 on 127.0.0.1 (tests/pg.py), shared by the session.
+
+    Skipped, saying why, where the server is not installed.
+    """
+    from tests.pg import PostgresServer, unavailable
+
+    reason = unavailable()
+    if reason:
+        pytest.skip(reason)
+    server = PostgresServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def database_url(postgres):
+    """The URL of a new, empty database on the throwaway PostgreSQL (``RAG_DATABASE_URL``'s form)."""
+    return postgres.create_database()
 
 
 @pytest.fixture

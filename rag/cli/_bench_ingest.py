@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rag.bench.data import SHARED_DATA_ENV, format_table, read_jsonl, shared_data_dir
 from rag.bench.ingest import bench_ingest
+from rag.bench.replica import replica_delay
 from rag.bench.scale import bench_scale, fill_store
 from rag.cli._bench_tables import bench_settings, emit, format_ingest, progress, progress_bar
 from rag.cli._common import SharedArgs
@@ -63,14 +64,23 @@ def cmd_bench_scale(args: argparse.Namespace) -> int:
         result = bench_scale(kb, texts, k=args.k, reopen=lambda: open_knowledge_base(settings, name),
                              corpus=read_jsonl(corpus), on_progress=progress(bar))
     result["fill"] = fill
+    if args.replica_tries and settings.chroma_host:
+        with progress_bar("replica delay", args.replica_tries) as bar:
+            result["replica"] = replica_delay(settings, name, read_jsonl(corpus), tries=args.replica_tries,
+                                              on_progress=progress(bar))
     rows = [{"mode": m, **v} for m, v in result["modes"].items()]
     table = format_table(rows, [("mode", "mode"), ("latency_ms_p50", "p50 ms"),
                                 ("latency_ms_p95", "p95 ms"), ("latency_ms_mean", "mean ms"),
                                 ("p50_vs_dense", "p50 vs dense")])
-    table += (f"\n{result['chunks']} chunks, k={result['k']}, {result['queries']} queries per mode; "
-              f"keyword index built from the whole store in {result['bm25_build_s']} s (once), opened "
-              f"after a restart in {result.get('bm25_load_s')} s "
-              f"({result.get('bm25_build_vs_load')}x faster)")
+    if result.get("bm25_shared"):
+        table += (f"\n{result['chunks']} chunks, k={result['k']}, {result['queries']} queries per mode; "
+                  f"keyword index in the shared database (never rebuilt): checked in {result['bm25_build_s']}"
+                  f" s, opened by a new process in {result.get('bm25_load_s')} s")
+    else:
+        table += (f"\n{result['chunks']} chunks, k={result['k']}, {result['queries']} queries per mode; "
+                  f"keyword index built from the whole store in {result['bm25_build_s']} s (once), opened "
+                  f"after a restart in {result.get('bm25_load_s')} s "
+                  f"({result.get('bm25_build_vs_load')}x faster)")
     if result.get("after_change"):
         table += ("\n\nThe first question after adding or deleting one document (20 chunks), beside "
                   "the same mode's\nmedian and slowest question above:\n")
@@ -79,8 +89,26 @@ def cmd_bench_scale(args: argparse.Namespace) -> int:
             ("first_ms", "first question ms"), ("p50_ms", "p50 ms"), ("max_ms", "max ms"),
             ("extra_ms", "extra vs p50 ms"), ("extra_vs_max_ms", "extra vs max ms"),
             ("first_vs_p50", "first vs p50")])
+    table += _replica_table(result.get("replica"), args.replica_tries)
     emit(args, result, table)
     return 0
+
+
+def _replica_table(replica: dict | None, tries: int) -> str:
+    if not tries:
+        return ""
+    if replica is None:
+        return ("\n\nKeyword search across replicas: not measured (it needs a Chroma server: set "
+                "CHROMA_HOST, and RAG_DATABASE_URL for the shared keyword index)")
+    where = "one keyword index shared through RAG_DATABASE_URL" if replica["shared_index"] else \
+        "each replica's own keyword file, caught up from Chroma"
+    return (f"\n\nKeyword search across replicas ({where}), {replica['chunks']} chunks: a document added "
+            "here,\nfound by another process's keyword search after (ms from the end of the ingest call; "
+            "negative: before it returned):\n"
+            + format_table(replica["rows"], [("ingest_ms", "ingest ms"), ("delay_ms", "delay ms"),
+                                             ("from_start_ms", "from start ms"), ("polls", "searches"),
+                                             ("query_ms", "search p50 ms")])
+            + f"\ndelay p50 {replica['delay_ms_p50']} ms, max {replica['delay_ms_max']} ms")
 
 
 def add_ingest_parsers(bsub, shared: SharedArgs) -> None:
@@ -112,4 +140,8 @@ def add_ingest_parsers(bsub, shared: SharedArgs) -> None:
                                      f"in {shared_hotpotqa})")
     p.add_argument("--queries-limit", type=int, default=200, help="queries per mode (default 200)")
     p.add_argument("--k", type=int, default=6)
+    p.add_argument("--replica-tries", type=int, default=5,
+                   help="documents added while another process searches for them, to time keyword search "
+                        "across replicas (needs CHROMA_HOST; RAG_DATABASE_URL shares the index; 0 skips; "
+                        "default 5)")
     p.set_defaults(func=cmd_bench_scale)

@@ -1,4 +1,7 @@
-"""The run history: runs, comparisons and threads in SQLite at ``data_dir/runs.sqlite``."""
+"""The run history: runs, comparisons and threads.
+
+In SQLite at ``data_dir/runs.sqlite``, or in the database ``RAG_DATABASE_URL`` names (shared by replicas).
+"""
 
 from rag.history.base import CLI_SESSION, CUSTOM, DB_NAME, RunOwnedElsewhere
 from rag.history.runs import (
@@ -7,10 +10,11 @@ from rag.history.runs import (
     ComparisonSummary,
     RunStore,
     RunSummary,
+    location,
     merge_summaries,
 )
 from rag.history.threads import TITLE_CHARS, Thread, ThreadNotFound, ThreadSummary, ThreadTurn, thread_title
 
 __all__ = ["CLI_SESSION", "CUSTOM", "DB_NAME", "FEEDBACK_DOWN", "FEEDBACK_UP", "TITLE_CHARS",
            "ComparisonSummary", "RunOwnedElsewhere", "RunStore", "RunSummary", "Thread", "ThreadNotFound",
-           "ThreadSummary", "ThreadTurn", "merge_summaries", "thread_title"]
+           "ThreadSummary", "ThreadTurn", "location", "merge_summaries", "thread_title"]

@@ -1,4 +1,6 @@
-"""Run history: every Run (and every comparison) persisted in SQLite at ``data_dir/runs.sqlite``.
+"""Run history: every Run (and every comparison) persisted in the history database.
+
+That is SQLite at ``data_dir/runs.sqlite``, or the database ``RAG_DATABASE_URL`` names (shared by replicas).
 
 Each run belongs to the session that made it (a random id per browser session, ``cli`` for the
 command line). Any session can read any run; only its own session may overwrite or delete it.
@@ -14,12 +16,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from sqlalchemy import delete, func, select, update
+
 from rag.config import preset_of
-from rag.history.base import DB_NAME, RunOwnedElsewhere, owned
+from rag.history.base import COMPARISONS, DB_NAME, RUNS, RunOwnedElsewhere, owned, upsert
 from rag.history.threads import ThreadStore
 from rag.models import Comparison, Run
 from rag.trace.story import stop_kind
 
+_SUMMARY_FIELDS = ("id", "session_id", "created_at", "question", "engine", "stop_kind", "preset",
+                   "knowledge_base", "comparison_id", "steps", "llm_calls", "duration_ms")
 _COLUMNS = ("session_id", "created_at", "question", "engine", "stop_kind", "preset", "knowledge_base",
             "comparison_id", "steps", "llm_calls", "duration_ms", "data")
 FEEDBACK_UP, FEEDBACK_DOWN = 1, 0
@@ -89,16 +95,22 @@ class ComparisonSummary:
 
 
 class RunStore(ThreadStore):
-    """Runs in SQLite at ``path`` (created with its directory on first use).
+    """Runs in the history at ``path``.
 
-    Safe to share across threads: every call opens its own connection. Raises OSError when the file cannot be
-    created or is not a run history.
+    A SQLite file (created with its directory on first use) or a database URL
+    (``postgresql://user@host:5432/retrace``).
+
+    Safe to share across threads: every call takes its own connection. Raises OSError when the file cannot be
+    created or is not a run history, or the database cannot be reached.
     """
 
     @classmethod
     def for_settings(cls, settings) -> RunStore:
-        """The store under ``settings.data_dir``. Raises OSError if it cannot be created."""
-        return cls(Path(settings.data_dir) / DB_NAME)
+        """The store of ``settings``: ``settings.database_url`` when set, else ``data_dir/runs.sqlite``.
+
+        Raises OSError if it cannot be opened.
+        """
+        return cls(location(settings))
 
     # ----------------------------------------------------------------- runs
 
@@ -110,31 +122,28 @@ class RunStore(ThreadStore):
         """
         if not session_id:
             raise ValueError("a run must be saved with a session id")
+        values = {"id": run.id, "session_id": session_id, "created_at": run.created_at,
+                  "question": run.question, "engine": run.engine, "stop_kind": stop_kind(run),
+                  "preset": preset_of(run.options), "knowledge_base": run.knowledge_base,
+                  "comparison_id": comparison_id, "steps": len(run.events), "llm_calls": run.llm_calls,
+                  "duration_ms": run.duration_ms, "data": run.model_dump_json()}
         with self._db() as db:
-            row = db.execute("SELECT session_id FROM runs WHERE id = ?", (run.id,)).fetchone()
-            if row is not None and row["session_id"] != session_id:
+            owner = db.execute(select(RUNS.c.session_id).where(RUNS.c.id == run.id)).scalar()
+            if owner is not None and owner != session_id:
                 raise RunOwnedElsewhere(f"run {run.id} belongs to another session")
-            # An upsert, not INSERT OR REPLACE: saving a run again keeps its feedback.
-            db.execute(
-                "INSERT INTO runs (id, session_id, created_at, question, engine, "
-                "stop_kind, preset, knowledge_base, comparison_id, steps, llm_calls, duration_ms, "
-                "data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
-                + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS),
-                (run.id, session_id, run.created_at, run.question, run.engine, stop_kind(run),
-                 preset_of(run.options), run.knowledge_base, comparison_id, len(run.events),
-                 run.llm_calls, run.duration_ms, run.model_dump_json()))
+            # An upsert, not a replace: saving a run again keeps its feedback.
+            upsert(db, RUNS, values, ("id",), _COLUMNS)
 
     def get(self, run_id: str) -> Run | None:
         """The run ``run_id`` (from any session), or None."""
         with self._db() as db:
-            row = db.execute("SELECT data FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return Run.model_validate_json(row["data"]) if row else None
+            data = db.execute(select(RUNS.c.data).where(RUNS.c.id == run_id)).scalar()
+        return Run.model_validate_json(data) if data is not None else None
 
     def owner(self, run_id: str) -> str | None:
         """The session id that owns ``run_id``, or None when there is no such run."""
         with self._db() as db:
-            row = db.execute("SELECT session_id FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return row["session_id"] if row else None
+            return db.execute(select(RUNS.c.session_id).where(RUNS.c.id == run_id)).scalar()
 
     def list(self, session_id: str | None = None, *, query: str | None = None,
              stop_kinds: Sequence[str] | None = None, limit: int = 200) -> builtins.list[RunSummary]:
@@ -143,33 +152,27 @@ class RunStore(ThreadStore):
         Of ``session_id`` only, or of every session when None; whose question contains ``query``
         (case-insensitive); ending in one of ``stop_kinds``.
         """
-        where, args = [], []
+        sql = select(*(RUNS.c[f] for f in _SUMMARY_FIELDS))
         if session_id is not None:
-            where.append("session_id = ?")
-            args.append(session_id)
+            sql = sql.where(RUNS.c.session_id == session_id)
         if query:
-            escaped = query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            where.append("question LIKE ? ESCAPE '\\'")
-            args.append(f"%{escaped}%")
+            sql = sql.where(func.lower(RUNS.c.question).contains(query.lower(), autoescape=True))
         if stop_kinds:
-            where.append(f"stop_kind IN ({', '.join('?' * len(stop_kinds))})")
-            args += list(stop_kinds)
-        sql = ("SELECT id, session_id, created_at, question, engine, stop_kind, preset, "
-               "knowledge_base, comparison_id, steps, llm_calls, duration_ms FROM runs"
-               + (f" WHERE {' AND '.join(where)}" if where else "")
-               + " ORDER BY created_at DESC, rowid DESC LIMIT ?")
+            sql = sql.where(RUNS.c.stop_kind.in_(builtins.list(stop_kinds)))
+        sql = sql.order_by(RUNS.c.created_at.desc(), RUNS.c.id.desc()).limit(max(0, int(limit)))
         with self._db() as db:
-            rows = db.execute(sql, (*args, max(0, int(limit)))).fetchall()
-        return [RunSummary(**dict(r)) for r in rows]
+            rows = db.execute(sql).all()
+        return [RunSummary(**r._mapping) for r in rows]
 
     def load(self, session_id: str | None = None, *, limit: int = 5000) -> builtins.list[Run]:
         """Whole runs, newest first (of one session, or all when None), for Insights."""
-        sql = "SELECT data FROM runs" + (" WHERE session_id = ?" if session_id is not None
-                                         else "") + " ORDER BY created_at DESC LIMIT ?"
-        args = ((session_id,) if session_id is not None else ()) + (max(0, int(limit)),)
+        sql = select(RUNS.c.data)
+        if session_id is not None:
+            sql = sql.where(RUNS.c.session_id == session_id)
+        sql = sql.order_by(RUNS.c.created_at.desc(), RUNS.c.id.desc()).limit(max(0, int(limit)))
         with self._db() as db:
-            rows = db.execute(sql, args).fetchall()
-        return [Run.model_validate_json(r["data"]) for r in rows]
+            rows = db.execute(sql).scalars().all()
+        return [Run.model_validate_json(data) for data in rows]
 
     def history(self, session_runs: Iterable[Run], session_id: str, *,
                 all_sessions: bool = False, query: str | None = None,
@@ -179,7 +182,7 @@ class RunStore(ThreadStore):
 
         The saved runs of ``session_id`` (of every session when ``all_sessions``), plus the
         runs of ``session_runs`` (the session's in-memory runs) not saved, filtered alike: see
-        :func:`merge_summaries`. Raises sqlite3.Error when the history cannot be read.
+        :func:`merge_summaries`. Raises OSError when the history cannot be read.
         """
         saved = self.list(None if all_sessions else session_id, query=query,
                           stop_kinds=stop_kinds, limit=limit)
@@ -191,7 +194,7 @@ class RunStore(ThreadStore):
         """Whole runs.
 
         The saved ones (of ``session_id``, or of every session when ``all_sessions``) newest first, then those
-        of ``session_runs`` not saved, in their order; each run once. Raises sqlite3.Error when the history
+        of ``session_runs`` not saved, in their order; each run once. Raises OSError when the history
         cannot be read.
         """
         saved = self.load(None if all_sessions else session_id)
@@ -206,16 +209,16 @@ class RunStore(ThreadStore):
         with self._db() as db:
             if not owned(db, "runs", run_id, session_id, "delete"):
                 return False
-            db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+            db.execute(delete(RUNS).where(RUNS.c.id == run_id))
         return True
 
     def count(self, session_id: str | None = None) -> int:
         """How many runs are saved (of ``session_id``, or of every session when None)."""
+        sql = select(func.count()).select_from(RUNS)
+        if session_id is not None:
+            sql = sql.where(RUNS.c.session_id == session_id)
         with self._db() as db:
-            if session_id is None:
-                return db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
-            return db.execute("SELECT COUNT(*) FROM runs WHERE session_id = ?",
-                              (session_id,)).fetchone()[0]
+            return int(db.execute(sql).scalar() or 0)
 
     # ----------------------------------------------------------------- feedback
 
@@ -230,22 +233,21 @@ class RunStore(ThreadStore):
         with self._db() as db:
             if not owned(db, "runs", run_id, session_id, "rate"):
                 return False
-            db.execute("UPDATE runs SET feedback = ? WHERE id = ?", (value, run_id))
+            db.execute(update(RUNS).where(RUNS.c.id == run_id).values(feedback=value))
         return True
 
     def feedback(self, run_ids: Iterable[str] | None = None) -> dict[str, int]:
         """Run id -> feedback (1 up, 0 down) of the rated runs among ``run_ids`` (every run when None)."""
+        sql = select(RUNS.c.id, RUNS.c.feedback).where(RUNS.c.feedback.is_not(None))
         with self._db() as db:
             if run_ids is None:
-                rows = db.execute("SELECT id, feedback FROM runs WHERE feedback IS NOT NULL").fetchall()
+                rows = db.execute(sql).all()
             else:
                 ids = builtins.list(dict.fromkeys(run_ids))
                 rows = []
                 for i in range(0, len(ids), 500):  # SQLite's bound-parameter limit
-                    part = ids[i:i + 500]
-                    rows += db.execute(f"SELECT id, feedback FROM runs WHERE feedback IS NOT NULL "
-                                       f"AND id IN ({', '.join('?' * len(part))})", part).fetchall()
-        return {r["id"]: int(r["feedback"]) for r in rows}
+                    rows += db.execute(sql.where(RUNS.c.id.in_(ids[i:i + 500]))).all()
+        return {r.id: int(r.feedback) for r in rows}
 
     # ----------------------------------------------------------------- comparisons
 
@@ -257,40 +259,48 @@ class RunStore(ThreadStore):
         if not session_id:
             raise ValueError("a comparison must be saved with a session id")
         with self._db() as db:
-            row = db.execute("SELECT session_id FROM comparisons WHERE id = ?",
-                             (cmp.id,)).fetchone()
-            if row is not None and row["session_id"] != session_id:
+            owner = db.execute(select(COMPARISONS.c.session_id)
+                               .where(COMPARISONS.c.id == cmp.id)).scalar()
+            if owner is not None and owner != session_id:
                 raise RunOwnedElsewhere(f"comparison {cmp.id} belongs to another session")
         for run in cmp.runs:
             self.save(run, session_id, comparison_id=cmp.id)
+        values = {"id": cmp.id, "session_id": session_id, "created_at": cmp.created_at,
+                  "question": cmp.question, "run_ids": json.dumps([r.id for r in cmp.runs]),
+                  "labels": json.dumps(cmp.labels)}
         with self._db() as db:
-            db.execute("INSERT OR REPLACE INTO comparisons (id, session_id, created_at, question, "
-                       "run_ids, labels) VALUES (?, ?, ?, ?, ?, ?)",
-                       (cmp.id, session_id, cmp.created_at, cmp.question,
-                        json.dumps([r.id for r in cmp.runs]), json.dumps(cmp.labels)))
+            upsert(db, COMPARISONS, values, ("id",), tuple(k for k in values if k != "id"))
 
     def get_comparison(self, cmp_id: str) -> Comparison | None:
         """The comparison ``cmp_id`` with the runs of it that still exist, or None."""
         with self._db() as db:
-            row = db.execute("SELECT * FROM comparisons WHERE id = ?", (cmp_id,)).fetchone()
+            row = db.execute(select(COMPARISONS).where(COMPARISONS.c.id == cmp_id)).first()
         if row is None:
             return None
         pairs = [(label, self.get(rid)) for rid, label in
-                 zip(json.loads(row["run_ids"]), json.loads(row["labels"]), strict=False)]
+                 zip(json.loads(row.run_ids), json.loads(row.labels), strict=False)]
         pairs = [(label, run) for label, run in pairs if run is not None]
-        return Comparison(id=row["id"], question=row["question"], created_at=row["created_at"],
+        return Comparison(id=row.id, question=row.question, created_at=row.created_at,
                           labels=[p[0] for p in pairs], runs=[p[1] for p in pairs])
 
     def list_comparisons(self, session_id: str | None = None, *,
                          limit: int = 100) -> builtins.list[ComparisonSummary]:
         """Comparisons newest first, of ``session_id`` or of every session when None."""
-        sql = "SELECT * FROM comparisons" + (" WHERE session_id = ?" if session_id is not None
-                                              else "") + " ORDER BY created_at DESC LIMIT ?"
-        args = ((session_id,) if session_id is not None else ()) + (max(0, int(limit)),)
+        sql = select(COMPARISONS)
+        if session_id is not None:
+            sql = sql.where(COMPARISONS.c.session_id == session_id)
+        sql = sql.order_by(COMPARISONS.c.created_at.desc()).limit(max(0, int(limit)))
         with self._db() as db:
-            rows = db.execute(sql, args).fetchall()
-        return [ComparisonSummary(id=r["id"], session_id=r["session_id"],
-                                  created_at=r["created_at"], question=r["question"],
-                                  run_ids=json.loads(r["run_ids"]), labels=json.loads(r["labels"]))
+            rows = db.execute(sql).all()
+        return [ComparisonSummary(id=r.id, session_id=r.session_id, created_at=r.created_at,
+                                  question=r.question, run_ids=json.loads(r.run_ids),
+                                  labels=json.loads(r.labels))
                 for r in rows]
 
+
+def location(settings) -> str:
+    """Where the history of ``settings`` lives, as :class:`RunStore` takes it.
+
+    ``settings.database_url`` when set, else the path of ``data_dir/runs.sqlite`` (a string).
+    """
+    return getattr(settings, "database_url", None) or str(Path(settings.data_dir) / DB_NAME)

@@ -7,7 +7,9 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from rag.history.base import Database, RunOwnedElsewhere, owned
+from sqlalchemy import Connection, case, delete, func, select, update
+
+from rag.history.base import RUNS, THREAD_RUNS, THREADS, Database, RunOwnedElsewhere, owned, upsert
 from rag.models import Run, Turn
 
 TITLE_CHARS = 80
@@ -101,38 +103,38 @@ class ThreadStore(Database):
         tid = thread_id or uuid.uuid4().hex
         now = time.time()
         with self._db() as db:
-            row = db.execute("SELECT session_id FROM threads WHERE id = ?", (tid,)).fetchone()
-            if row is not None:
-                if row["session_id"] != session_id:
-                    raise RunOwnedElsewhere(f"thread {tid} belongs to another session")
-            else:
-                db.execute("INSERT INTO threads (id, session_id, title, knowledge_base, "
-                           "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-                           (tid, session_id, thread_title(title) if title else "",
-                            knowledge_base, now, now))
-        summary = self._thread_summary(tid)
-        assert summary is not None
-        return summary
+            upsert(db, THREADS, {"id": tid, "session_id": session_id,
+                                 "title": thread_title(title) if title else "",
+                                 "knowledge_base": knowledge_base, "created_at": now, "updated_at": now},
+                   ("id",), ())
+            if db.execute(select(THREADS.c.session_id).where(THREADS.c.id == tid)).scalar() != session_id:
+                raise RunOwnedElsewhere(f"thread {tid} belongs to another session")
+            summary = self._summaries(db, THREADS.c.id == tid, 1)
+        return summary[0]
+
+    @staticmethod
+    def _summaries(db: Connection, where, limit: int) -> builtins.list[ThreadSummary]:
+        turns = (select(func.count(THREAD_RUNS.c.turn.distinct()))
+                 .where(THREAD_RUNS.c.thread_id == THREADS.c.id).scalar_subquery().label("turns"))
+        sql = select(THREADS, turns)
+        if where is not None:
+            sql = sql.where(where)
+        sql = sql.order_by(THREADS.c.updated_at.desc(), THREADS.c.id.desc()).limit(max(0, int(limit)))
+        return [ThreadSummary(**r._mapping) for r in db.execute(sql).all()]
 
     def _thread_summary(self, thread_id: str) -> ThreadSummary | None:
         with self._db() as db:
-            row = db.execute(
-                "SELECT t.*, (SELECT COUNT(DISTINCT turn) FROM thread_runs r WHERE r.thread_id = t.id)"
-                " AS turns FROM threads t WHERE t.id = ?", (thread_id,)).fetchone()
-        return ThreadSummary(**dict(row)) if row else None
+            found = self._summaries(db, THREADS.c.id == thread_id, 1)
+        return found[0] if found else None
 
     def list_threads(self, session_id: str | None, *, limit: int = 200) -> builtins.list[ThreadSummary]:
         """Threads most recently updated first.
 
         Those of ``session_id``, or of every session when None (the read-only "All sessions" view).
         """
-        sql = ("SELECT t.*, (SELECT COUNT(DISTINCT turn) FROM thread_runs r WHERE r.thread_id = t.id)"
-               " AS turns FROM threads t" + (" WHERE t.session_id = ?" if session_id is not None else "")
-               + " ORDER BY t.updated_at DESC, t.rowid DESC LIMIT ?")
-        args = ((session_id,) if session_id is not None else ()) + (max(0, int(limit)),)
         with self._db() as db:
-            rows = db.execute(sql, args).fetchall()
-        return [ThreadSummary(**dict(r)) for r in rows]
+            return self._summaries(db, None if session_id is None else THREADS.c.session_id == session_id,
+                                   limit)
 
     def get_thread(self, thread_id: str) -> Thread | None:
         """The thread ``thread_id`` (from any session) with its turns and their runs, or None.
@@ -143,12 +145,14 @@ class ThreadStore(Database):
         if summary is None:
             return None
         with self._db() as db:
-            rows = db.execute("SELECT r.turn, runs.data FROM thread_runs r JOIN runs ON runs.id = r.run_id"
-                              " WHERE r.thread_id = ? ORDER BY r.turn, r.created_at, r.rowid",
-                              (thread_id,)).fetchall()
+            rows = db.execute(select(THREAD_RUNS.c.turn, RUNS.c.data)
+                              .join(RUNS, RUNS.c.id == THREAD_RUNS.c.run_id)
+                              .where(THREAD_RUNS.c.thread_id == thread_id)
+                              .order_by(THREAD_RUNS.c.turn, THREAD_RUNS.c.created_at,
+                                        THREAD_RUNS.c.run_id)).all()
         turns: dict[int, builtins.list[Run]] = {}
         for row in rows:
-            turns.setdefault(row["turn"], []).append(Run.model_validate_json(row["data"]))
+            turns.setdefault(row.turn, []).append(Run.model_validate_json(row.data))
         return Thread(summary=summary,
                       turns=[ThreadTurn(turn=n, runs=runs) for n, runs in sorted(turns.items())])
 
@@ -163,7 +167,7 @@ class ThreadStore(Database):
         with self._db() as db:
             if not owned(db, "threads", thread_id, session_id, "rename"):
                 return False
-            db.execute("UPDATE threads SET title = ? WHERE id = ?", (thread_title(title), thread_id))
+            db.execute(update(THREADS).where(THREADS.c.id == thread_id).values(title=thread_title(title)))
         return True
 
     def delete_thread(self, thread_id: str, session_id: str, *, with_runs: bool = False) -> bool:
@@ -175,14 +179,12 @@ class ThreadStore(Database):
         with self._db() as db:
             if not owned(db, "threads", thread_id, session_id, "delete"):
                 return False
-            run_ids = [r[0] for r in db.execute("SELECT run_id FROM thread_runs WHERE thread_id = ?",
-                                                (thread_id,)).fetchall()]
-            db.execute("DELETE FROM thread_runs WHERE thread_id = ?", (thread_id,))
-            db.execute("DELETE FROM threads WHERE id = ?", (thread_id,))
+            run_ids = db.execute(select(THREAD_RUNS.c.run_id)
+                                 .where(THREAD_RUNS.c.thread_id == thread_id)).scalars().all()
+            db.execute(delete(THREAD_RUNS).where(THREAD_RUNS.c.thread_id == thread_id))
+            db.execute(delete(THREADS).where(THREADS.c.id == thread_id))
             if with_runs and run_ids:
-                marks = ", ".join("?" * len(run_ids))
-                db.execute(f"DELETE FROM runs WHERE session_id = ? AND id IN ({marks})",
-                           (session_id, *run_ids))
+                db.execute(delete(RUNS).where(RUNS.c.session_id == session_id, RUNS.c.id.in_(run_ids)))
         return True
 
     def add_turn(self, thread_id: str, session_id: str, run: Run, *, turn: int | None = None) -> int:
@@ -198,19 +200,23 @@ class ThreadStore(Database):
                 raise ThreadNotFound(f"no thread {thread_id}")
         self.save(run, session_id)
         with self._db() as db:
-            last = db.execute("SELECT MAX(turn) FROM thread_runs WHERE thread_id = ?",
-                              (thread_id,)).fetchone()[0] or 0
+            # Taking the thread's row first serialises two replicas adding a turn to one thread.
+            db.execute(update(THREADS).where(THREADS.c.id == thread_id)
+                       .values(updated_at=THREADS.c.updated_at))
+            last = db.execute(select(func.max(THREAD_RUNS.c.turn))
+                              .where(THREAD_RUNS.c.thread_id == thread_id)).scalar() or 0
             if turn is None:
                 turn = last + 1
             elif not 1 <= turn <= last:
                 raise ValueError(f"thread {thread_id} has no turn {turn} (it has {last})")
             now = time.time()
-            db.execute("INSERT OR REPLACE INTO thread_runs (thread_id, turn, run_id, created_at) "
-                       "VALUES (?, ?, ?, ?)", (thread_id, turn, run.id, now))
-            db.execute("UPDATE threads SET updated_at = ?, "
-                       "title = CASE WHEN title = '' THEN ? ELSE title END, "
-                       "knowledge_base = CASE WHEN knowledge_base = '' THEN ? ELSE knowledge_base END "
-                       "WHERE id = ?", (now, thread_title(run.question), run.knowledge_base, thread_id))
+            upsert(db, THREAD_RUNS, {"thread_id": thread_id, "turn": turn, "run_id": run.id,
+                                     "created_at": now}, ("thread_id", "run_id"), ("turn", "created_at"))
+            db.execute(update(THREADS).where(THREADS.c.id == thread_id).values(
+                updated_at=now,
+                title=case((THREADS.c.title == "", thread_title(run.question)), else_=THREADS.c.title),
+                knowledge_base=case((THREADS.c.knowledge_base == "", run.knowledge_base),
+                                    else_=THREADS.c.knowledge_base)))
         return turn
 
     def thread_history(self, thread_id: str) -> builtins.list[Turn]:

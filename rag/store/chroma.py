@@ -74,17 +74,22 @@ class KnowledgeBase:
     The collection's metadata records the embedding model that built it (``embedding``) and a
     ``revision`` counter raised on every change, so caches derived from its contents
     (lexical statistics) know when to rebuild. ``data_dir`` is where such derived indexes
-    persist (the BM25 index under ``bm25/<name>/``); None keeps them in memory only.
+    persist (the BM25 index under ``bm25/<name>/``, or in the ``database_url`` database when set); None
+    keeps them in memory only.
     Every method raises StoreUnavailable when the Chroma server cannot be reached.
     """
 
     def __init__(self, client: ClientAPI, name: str, embedding_function: EmbeddingFunction,
-                 *, data_dir: Path | None = None) -> None:
-        """Open the knowledge base ``name`` (created on first write). Raises ValueError for a bad name."""
+                 *, data_dir: Path | None = None, database_url: str | None = None) -> None:
+        """Open the knowledge base ``name`` (created on first write). Raises ValueError for a bad name.
+
+        ``database_url`` (``RAG_DATABASE_URL``) holds its keyword index, shared with other replicas.
+        """
         self.client = client
         self.name = validate_collection_name(name)
         self.embedding_function = embedding_function
         self.data_dir = data_dir
+        self.database_url = database_url
         self._collection: Any = None
         self._complete_cache: tuple | None = None
         self._documents_cache: tuple | None = None
@@ -382,4 +387,4 @@ def open_knowledge_base(settings: Settings, name: str = DEFAULT_COLLECTION,
         recorded = recorded_embedding(client, validate_collection_name(name))
         ef = (embedding_function_for(recorded[0], settings, base_url=recorded[1], kb_name=name)
               if recorded else make_embedding_function(settings))
-    return KnowledgeBase(client, name, ef, data_dir=settings.data_dir)
+    return KnowledgeBase(client, name, ef, data_dir=settings.data_dir, database_url=settings.database_url)

@@ -11,8 +11,44 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import numpy as np
+
 from rag.models import Chunk
 from rag.text import terms
+
+K1, B = 1.5, 0.75
+"""BM25 parameters, bm25s' defaults (Lucene variant)."""
+
+
+def unpack_postings(blob: bytes | None) -> np.ndarray:
+    """A posting list blob as a (3, n) int32 view: chunk rows, term frequencies, chunk lengths."""
+    if not blob:
+        return np.zeros((3, 0), dtype=np.int32)
+    return np.frombuffer(blob, dtype=np.int32).reshape(-1, 3).T
+
+
+def bm25_top(postings: list[np.ndarray], weights: list[int], n: int, avgdl: float, k: int
+             ) -> tuple[list[int], np.ndarray]:
+    """The ``k`` best chunk rows by Lucene BM25 over the posting lists of a question's terms.
+
+    ``postings`` holds one (3, m) int32 array per term (chunk rows, term frequencies, chunk lengths) and
+    ``weights`` how often the question repeats that term; ``n`` is the number of chunks, ``avgdl`` their
+    mean length in terms. Returns ``(rows best first, scores indexed by row)``: only rows scoring > 0, ties
+    in row order.
+    """
+    lists = [p for p in postings if p.shape[1]]
+    if not lists:
+        return [], np.zeros(0)
+    acc = np.zeros(max(int(p[0].max()) for p in lists) + 1, dtype=np.float64)
+    for weight, (rows, tf, dl) in zip(weights, postings, strict=True):
+        if len(rows):
+            idf = math.log(1.0 + (n - len(rows) + 0.5) / (len(rows) + 0.5))
+            acc[rows] += weight * idf * tf / (tf + K1 * (1 - B + B * dl / avgdl))
+    best = np.flatnonzero(acc > 0)
+    if len(best) > k:
+        cut = np.partition(acc[best], len(best) - k)[len(best) - k]
+        best = best[acc[best] >= cut]  # the k best, with any ties at the cut
+    return sorted(best.tolist(), key=lambda r: (-acc[r], r))[:k], acc
 
 
 @dataclass(frozen=True)

@@ -182,9 +182,9 @@ def raw_keyword_index(data_dir: Path) -> dict:
     con = sqlite3.connect(data_dir / "bm25" / "default" / "keyword.sqlite")
     try:
         return {
-            "docs": sorted(r[0] for r in con.execute("SELECT doc_sha FROM docs")),
-            "chunks": con.execute("SELECT count(*) FROM chunks").fetchone()[0],
-            "terms": con.execute("SELECT count(*) FROM postings").fetchone()[0],
+            "docs": sorted(r[0] for r in con.execute("SELECT doc_sha FROM keyword_docs")),
+            "chunks": con.execute("SELECT count(*) FROM keyword_chunks").fetchone()[0],
+            "terms": con.execute("SELECT count(*) FROM keyword_postings").fetchone()[0],
         }
     finally:
         con.close()

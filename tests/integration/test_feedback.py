@@ -8,8 +8,8 @@ import pytest
 
 from rag.config import preset_options
 from rag.history import FEEDBACK_DOWN, FEEDBACK_UP, RunOwnedElsewhere, RunStore
-from rag.history.base import _SCHEMA
 from rag.trace.insights import feedback_by_pipeline
+from tests.legacy_history import SCHEMA_V1 as _SCHEMA
 
 
 def test_feedback_is_saved_with_the_run_kept_on_resave_and_owned(tmp_path, runs):

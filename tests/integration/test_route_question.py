@@ -205,7 +205,7 @@ def test_full_on_the_llm_overlaps_decomposition_and_runs_the_checks_in_one_round
     assert fake.kinds().count("RelevanceGrade") == len(by["grade_documents"].detail.verdicts)
     # both checks took 0.4 s and ran together: their bars overlap, one round of wall time
     check, useful = by["check_grounding"], by["grade_answer"]
-    # (an overlap, not a time limit: speed is measured in benchmarks, and a loaded machine stretches both bars)
+    # (an overlap, not a time limit: speed is measured in benchmarks; load stretches both bars)
     assert useful.detail.concurrent and useful.started_at < check.started_at + check.duration_ms / 1000
     assert run.llm_calls == sum(e.llm_calls for e in run.events) == len(fake.kinds())
 
