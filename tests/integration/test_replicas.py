@@ -91,6 +91,19 @@ def test_two_replicas_share_everything(chroma, database_url, tmp_path):
     for data in (tmp_path / "replica-a", tmp_path / "replica-b"):
         assert not (data / "runs.sqlite").exists() and not (data / "bm25").exists()
 
+    # a run asked on one replica is re-run from a step on the other (the checkpoints are shared), and the
+    # child is listed with its parent on both
+    parent = json.loads(a("ask", "How old are zircon crystals?", "--preset", "full", "--json").stdout)
+    assert "grade_documents" in parent["path"], parent["path"]
+    child = json.loads(b("runs", "rerun", parent["run_id"], "--from", "grade_documents", "--top-k", "8",
+                         "--json").stdout)
+    assert child["parent_run_id"] == parent["run_id"] and child["from_node"] == "grade_documents"
+    assert child["run_id"] != parent["run_id"] and child["answer"]
+    for cli in (a, b):
+        listed = {r["id"]: r for r in json.loads(cli("runs", "list", "--json").stdout)}
+        assert listed[child["run_id"]]["parent_run_id"] == parent["run_id"]
+        assert "re-run of" in cli("runs", "list").stdout
+
 
 def test_bench_replica_delay_times_a_keyword_hit_on_another_process(chroma, database_url, tmp_path):
     """The measure ``bench scale`` reports (figures checked for shape, never for speed)."""
