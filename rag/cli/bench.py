@@ -32,7 +32,7 @@ from rag.config import PRESETS, preset_options
 from rag.eval import grader_accuracy
 
 POSITION = 50
-HELP = "benchmarks on real data (qa, retrieval, ingest, scale, grader, latency, cache)"
+HELP = "benchmarks on real data (qa, retrieval, ingest, scale, grader, latency, cache, checkpoints)"
 
 # -- bench qa --------------------------------------------------------------------------------
 def _qa_presets(args: argparse.Namespace) -> tuple[list[str], list[str]]:

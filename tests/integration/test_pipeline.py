@@ -194,7 +194,8 @@ def test_cli_has_every_command_group_and_shared_arguments(cli):
         ("runs", "list and export saved runs"),
         ("compare", "run one question under 2 to 4 pipelines at once"),
         ("eval", "run a JSONL question set through each preset (answered, abstained, hits)"),
-        ("bench", "benchmarks on real data (qa, retrieval, ingest, scale, grader, latency)")]
+        ("bench", "benchmarks on real data (qa, retrieval, ingest, scale, grader, latency, cache, "
+                  "checkpoints)")]
     assert build_parser().format_help() == build_parser(build=[]).format_help()
     out = cli("--help")
     assert out.returncode == 0 and "{ingest,kb,ask,threads,runs,compare,eval,bench}" in out.stdout
