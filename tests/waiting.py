@@ -94,3 +94,13 @@ def wait_exited(pids: Iterable[int], timeout_s: float) -> set[int]:
     finally:
         for fd in fds:
             os.close(fd)
+
+
+def stop_process(proc: subprocess.Popen, timeout_s: float = 15) -> None:
+    """Terminate ``proc``, wait up to ``timeout_s`` for it, then kill it and reap it."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -20,7 +20,7 @@ import streamlit as st
 
 from rag.config import Settings
 from tests.conftest import LEWIS, ROOT, SELF_RAG
-from tests.waiting import ProcessExited, http_ok, wait_for
+from tests.waiting import ProcessExited, http_ok, stop_process, wait_for
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
@@ -107,11 +107,7 @@ class Server:
             raise
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        stop_process(self.proc)
         self.log.close()
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.e2e.conftest import free_port
-from tests.waiting import http_ok, wait_for
+from tests.waiting import http_ok, stop_process, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -79,12 +79,7 @@ class Started:
         return {line.split(" ", 1)[1] for line in self.record.read_text().splitlines()}
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc)
 
 
 def listening(port: int) -> list[str]:
