@@ -31,6 +31,10 @@ class Chunk(BaseModel):
     title: str = ""
     ocr: bool = False
     """True when the chunk's page was read by OCR (its text may hold recognition errors)."""
+    head: str = ""
+    """The opening words of its document (a paper's title and authors, a filing's registrant), for a
+    chunk of a knowledge base past its document's first; empty otherwise. What the chunk is about when its
+    own text leaves it implied (:func:`rag.graph.evidence.with_heads`)."""
 
     def label(self) -> str:
         """Human label: ``file.pdf p.3`` or the URL."""

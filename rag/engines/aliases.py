@@ -29,7 +29,8 @@ Aliases = Mapping[str, tuple[str, ...]]
 
 
 @cache
-def _legal_terms() -> frozenset[str]:
+def legal_terms() -> frozenset[str]:
+    """The index terms of the words of a legal form (:data:`_LEGAL`: "Inc", "Corp", "Group", …)."""
     return frozenset(t for word in _LEGAL for t in terms(word))
 
 
@@ -47,7 +48,7 @@ def definitions(texts: Iterable[str]) -> dict[str, tuple[str, ...]]:
                   if _initials_match(m.group(1), m.group(2))]
         for name, short in found:
             short_terms = terms(short)
-            full = tuple(t for t in terms(name) if t not in _legal_terms())
+            full = tuple(t for t in terms(name) if t not in legal_terms())
             if len(short_terms) == 1 and full and short_terms[0] not in full:
                 out.setdefault(short_terms[0], full)
     return out

@@ -120,7 +120,9 @@ class CheckingMixin(LexicalCore):
             return AnswerGrade(useful=bool(answer.citations),
                                reasoning="The question has no content words; judged by citations.")
         short = self.aliases(question, [answer.text])  # and those grading and generation found
-        seq = expand(terms(text), short)
+        # the names the cited chunks' documents are about (their heads), as grading and generation read them
+        by_head = self.cited_head_names(question, [c.chunk_id for c in answer.citations])
+        seq = expand(terms(text), short) + sorted(by_head)
         present = set(seq)
         cov, matched, missing = self.coverage(weights, present)
         problems = []
@@ -138,9 +140,12 @@ class CheckingMixin(LexicalCore):
                 holds(lead, kind, question, self.common_word, predicate) is None:
             missing_type = kind
             problems.append(f"the question {MISSING[kind]}")
-        lead_cov = self.coverage(weights, set(expand(terms(lead), short)))[0] if lead else 0.0
-        if kind in SPAN_TYPES and cov >= USEFUL_AT and lead and not self.acceptable(question, lead, kind,
-                                                             assembled=bool(TABLE_ROW.match(lead))):
+        by_ids = {c.n: c.chunk_id for c in answer.citations}
+        lead_head = self.cited_head_names(question, [by_ids[n] for n in (claims[0][1] if claims else [])
+                                                     if n in by_ids])
+        lead_cov = self.coverage(weights, set(expand(terms(lead), short)) | lead_head)[0] if lead else 0.0
+        if kind in SPAN_TYPES and cov >= USEFUL_AT and lead and not self.acceptable(
+                question, lead, kind, assembled=bool(TABLE_ROW.match(lead)), held=lead_head):
             problems.append(f"its lead passage covers only {_pct(lead_cov)} of the question's IDF-weighted "
                             f"terms (the lead must cover {_pct(LEAD_USEFUL_AT)})")
         if cov < USEFUL_AT:

@@ -75,11 +75,33 @@ def _refers_inside(question: str, at: int) -> bool:
     noun of the question's own.
     """
     before = question[:at]
+    if re.match(r"(?:its|their)\b", question[at:], re.I) and _has_subject(before):
+        return True  # "How many hubs does BNSF have across its system?", "does it sell its products"
     if re.match(r"(?:they|them|their|theirs)\b", question[at:], re.I) and re.search(
             r"\b[a-z]{3,}s\b.*\b(?:when|if|because|while|as|that|which|who|whether|so)\s+$", before):
         return True  # "How do language models behave when they …": a plural noun of its own
     joins = [m.start() for m in re.finditer(r"\s(?:and|but|or)\s|[,;:]", before, re.I)]
     return bool(joins) and bool(topics(before[:joins[-1]]))
+
+
+_SUBJECT = re.compile(r"\b(?:does|do|did|is|are|was|were|has|have|had|can|could|will|would)\s+"
+                      r"(?:it|they|(?:the\s+)?[A-Z][\w&.'’-]*(?:\s+(?:of\s+)?[A-Z][\w&.'’-]*)*)\s+[a-z]")
+"""An auxiliary, then its subject (a pronoun or a name), then the verb: "does BNSF have", "does it sell"."""
+
+
+def _has_subject(before: str) -> bool:
+    """Whether the question up to a possessive names its own subject, which the possessive then means.
+
+    "What does HCL stand for in its business?" asks what a term means: the term is no owner.
+    """
+    return bool(_SUBJECT.search(before)) and not re.search(r"\bstand\s+for\b|\bmean\b", before, re.I)
+
+
+_AGENT_VERB = re.compile(r"\s+(?:use|used|train|trained|propose|proposed|evaluate|evaluated|build|built|find|"
+                         r"found|report|reported|introduce|introduced|prompt|prompted|compare|compared|test|"
+                         r"tested|choose|chose|fine-tune|fine-tuned|run|ran|measure|measured|create|created|"
+                         r"collect|collected|apply|applied|split|experiment|employ|employed)\b", re.I)
+"""Verbs whose subject "they" is a paper's authors: "Which retriever do they use?"."""
 
 
 def _plural_focus(question: str, owner: str | None) -> str | None:
@@ -88,6 +110,11 @@ def _plural_focus(question: str, owner: str | None) -> str | None:
     What the question counts ("how many employees" -> "BNSF's employees"), or a plural it names in the
     possessive ("FLARE's authors", "the authors of FLARE").
     """
+    m = re.search(r"\b([A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*['’]s?\s+authors)\b|\b(the\s+authors\s+of\s+"
+                  r"(?:the\s+)?[A-Z][^?,]*?)(?=\s+(?:use|used|train|split|propose|evaluate|find|report|"
+                  r"prompt|build|from)\b|[?,]|$)", question)
+    if m:
+        return m.group(1) or m.group(2)  # "they" after "… do Self-RAG's authors train on?"
     m = _HOW_MANY.search(question)
     if m and m.group(1).lower() not in ("years", "times"):
         noun = m.group(1)
@@ -124,6 +151,21 @@ def _replacement(ref: str, name: str, named: str, plural: str) -> str:
             return name  # already "the X paper"
         return f"the {name} {ref.split()[-1]}"
     return named  # "the company", "the firm", "these companies"
+
+
+def _contrasted(prev: str, earlier: Sequence[str]) -> str | None:
+    """The name of ``prev`` (the previous question) that an elliptical follow-up replaces, or None.
+
+    The name the previous question brought in (not asked about in ``earlier`` turns), the last of those in
+    the sentence ("About Berkshire: where is Louis headquartered?" then "And Jazwares?": Louis); when every
+    name was asked about before, its first possessor or name, as the conversation's subject.
+    """
+    names = list(dict.fromkeys(owners(prev) + topics(prev)))
+    if not names:
+        return None
+    said = " ".join(earlier).lower()
+    new = [n for n in names if n.lower() not in said and re.search(r"[^\W\d]", n)]  # a year is no name
+    return max(new, key=lambda n: prev.find(n)) if new else names[0]
 
 
 class ContextualizeMixin(LexicalCore):
@@ -211,10 +253,15 @@ class ContextualizeMixin(LexicalCore):
         plural = _plural_focus(before, name) or name
         named = f"the {name}" if re.search(rf"\bthe\s+{re.escape(name)}\b(?!['’]|\s+[a-z])", before) else name
 
+        authors = f"the authors of {named}" if name.endswith(" paper") else None
+
         def swap(m: re.Match) -> str:
             if _refers_inside(asked, m.start()):
                 return m.group(0)
-            return _replacement(m.group(0).lower(), name, named, plural)
+            ref = m.group(0).lower()
+            if ref == "they" and authors and "authors" not in plural and _AGENT_VERB.match(asked[m.end():]):
+                return authors  # "Which dump do they use?" after a question about a paper
+            return _replacement(ref, name, named, plural)
 
         text = _PLURAL_REF.sub(swap, _SINGULAR_REF.sub(swap, asked))
         text = _same_year(text, before)
@@ -226,8 +273,7 @@ class ContextualizeMixin(LexicalCore):
                        done: list[str]) -> StandaloneQuestion:
         """The previous question with the slot ``fragment`` names replaced (see the module docstring)."""
         prev = previous.strip().rstrip("?.! ")
-        names = owners(prev) + topics(prev)
-        owner = names[0] if names else None
+        owner = _contrasted(prev, [t.understood() for t in history[:-1]])
         resolved, _, _ = self._resolve(fragment, history)
         frag = resolved.strip().rstrip("?.! ")
         out, how = fill_slot(frag, prev, owner) or (None, "")

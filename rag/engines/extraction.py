@@ -53,6 +53,8 @@ class _Passage:
     about: frozenset[str] = frozenset()
     """The terms of its chunk's source and title: what the passage is about, often left implied
     ("She served as Chief of Protocol" in the passage titled "Shirley Temple")."""
+    head: frozenset[str] = frozenset()
+    """The question's name terms its chunk's document head holds (:meth:`LexicalCore.head_names`)."""
 
 
 _BOILERPLATE = re.compile(
@@ -145,6 +147,8 @@ class ExtractionMixin(LexicalCore):
             # a sentence is read in the context of its passage: the names the chunk holds
             # ("RAG" in a chunk about RAG) count as held; numbers must be in the sentence
             context = frozenset(t for t in expand(terms(chunk.text), short) if t in name_terms)
+            head = self.head_names(question, chunk)
+            context |= head
             about = frozenset(terms(f"{chunk.source} {chunk.title}"))
             sents = sentences(chunk.text)
             for pos, raw in enumerate(sents):
@@ -157,7 +161,7 @@ class ExtractionMixin(LexicalCore):
                 pairs = q_pairs & set(zip(seq, seq[1:], strict=False))
                 bonus = sum(weights[a][1] + weights[b][1] for a, b in pairs) / 2
                 out.append(_Passage(rank, pos, sent, frozenset(seq), bonus, len(terms(sent)), sent,
-                                    context, about))
+                                    context, about, head))
             if authors and chunk.page == 1 and chunk.index == 0 and chunk.origin == "kb":
                 # front matter: the author line, read as the list of names it holds
                 names = persons(chunk.text[:FRONT_MATTER_CHARS], question, self.common_word)
@@ -165,14 +169,15 @@ class ExtractionMixin(LexicalCore):
                     more = " and others" if len(names) > MAX_AUTHORS else ""
                     text = ", ".join(names[:MAX_AUTHORS]) + more
                     held_terms = frozenset(terms(chunk.text[:FRONT_MATTER_CHARS]))  # the title's words
-                    out.append(_Passage(rank, -1, text, held_terms, 0.0, len(names), None, context, about))
+                    out.append(_Passage(rank, -1, text, held_terms, 0.0, len(names), None, context, about,
+                                        head))
             rows = table_rows(chunk.text, question)
             for pos, (text, header_terms) in enumerate(rows):
                 seq = terms(text)
                 pairs = q_pairs & set(zip(seq, seq[1:], strict=False))
                 bonus = sum(weights[a][1] + weights[b][1] for a, b in pairs) / 2
                 out.append(_Passage(rank, 1000 + pos, text, frozenset(seq) | header_terms,
-                                    bonus, len(seq), None, context, about))
+                                    bonus, len(seq), None, context, about, head))
         return out
 
     def _extract(self, question: str, chunks: Sequence[Chunk], *, critique: bool = False) -> Answer:
@@ -228,7 +233,8 @@ class ExtractionMixin(LexicalCore):
 
         def accepted(p: _Passage) -> bool:
             return ((kind is None or fits(p)) and held(p) == 1.0
-                    and self.acceptable(question, p.text, kind, assembled=p.quote is None))
+                    and self.acceptable(question, p.text, kind, assembled=p.quote is None,
+                                        held=p.head))
 
         if kind not in SPAN_TYPES or accepted(lead):
             return lead, chosen
@@ -305,17 +311,18 @@ class ExtractionMixin(LexicalCore):
         weights = self.weighted_terms(question)
         out: list[_Passage] = []
         for rank, chunk in enumerate(chunks):
-            context = frozenset(t for t in terms(chunk.text) if t in weights)
+            head = self.head_names(question, chunk)
+            context = frozenset(t for t in terms(chunk.text) if t in weights) | head
             about = frozenset(terms(f"{chunk.source} {chunk.title}"))
             lines = [" ".join(line.split()) for line in chunk.text.splitlines() if line.strip()]
             for pos, line in enumerate(lines):
                 for text in (line, f"{line} {lines[pos + 1]}" if pos + 1 < len(lines) else ""):
                     text = _quotable(text)
-                    if not 15 <= len(text) <= 300 or _boilerplate(text):
+                    if not 15 <= len(text) <= 300 or _boilerplate(text) or _dangling(text):
                         continue
                     seq = terms(text)
                     out.append(_Passage(rank, 2000 + pos, text, frozenset(seq), 0.0, len(seq), text,
-                                        context, about))
+                                        context, about, head))
         return out
 
     def _typed_candidate(self, question: str, pool: Sequence[_Passage], fits: Callable[[_Passage], bool],
@@ -340,6 +347,18 @@ class ExtractionMixin(LexicalCore):
         return next((_Passage(r, 0, s, frozenset(), 0.0, 0, s) for r, c in enumerate(chunks)
                      for s in map(_quotable, sentences(c.text))
                      if self._readable(s) and not _boilerplate(s)), None)
+
+
+def _dangling(line: str) -> bool:
+    """A line cut out of running text.
+
+    It starts inside a sentence (a lower-case word) or stops inside one (on an article: "the", "a", "an").
+
+    A table row or a signature line does neither; "of predicting factuality using …" and "… answering task,
+    the" are the middle of a sentence a page wrapped.
+    """
+    first, last = line.split()[0], line.split()[-1]
+    return (first[:1].islower() and first.isalpha()) or last.lower() in ("the", "a", "an")
 
 
 def _exact(text: str, names: Sequence[Constraint]) -> int:

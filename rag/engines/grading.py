@@ -82,30 +82,39 @@ def _constraint_note(held: Sequence[Constraint], lacking: Sequence[Constraint], 
 class GradingMixin(LexicalCore):
     """Relevance grading of chunks against a question (see :meth:`grade`)."""
 
-    def window_coverage(self, weights: dict[str, tuple[str, float]], seq: Sequence[str]
-                        ) -> tuple[float, list[str], list[str]]:
+    def window_coverage(self, weights: dict[str, tuple[str, float]], seq: Sequence[str],
+                        held: frozenset[str] = frozenset()) -> tuple[float, list[str], list[str]]:
         """Like :meth:`coverage`.
 
         Over the best window of PROXIMITY_WINDOW consecutive index terms of ``seq`` (a chunk's terms in
-        order).
+        order); the terms in ``held`` (the question's names its document's head holds) count in every window.
         """
         total = sum(w for _, w in weights.values())
         if total <= 0:
             return 0.0, [], []
-        got, found = _best_window(seq, {s: w for s, (_, w) in weights.items()}, PROXIMITY_WINDOW)
+        got, found = _best_window(seq, {s: w for s, (_, w) in weights.items() if s not in held},
+                                  PROXIMITY_WINDOW)
+        given = held & weights.keys()
+        got += sum(weights[s][1] for s in given)
+        found |= given
         missing = sorted((v for s, v in weights.items() if s not in found), key=lambda v: -v[1])
         return got / total, [w for s, (w, _) in weights.items() if s in found], [v[0] for v in missing]
 
     @staticmethod
-    def constraints_held(cons: Sequence[Constraint], seq: Sequence[str]
+    def constraints_held(cons: Sequence[Constraint], seq: Sequence[str], given: frozenset[str] = frozenset()
                          ) -> tuple[list[Constraint], list[Constraint]]:
         """(held, lacking) constraints.
 
         Held when all of them occur within one window of CONSTRAINT_WINDOW terms of ``seq``; otherwise those
-        held anywhere are reported held.
+        held anywhere are reported held. A name whose terms are all ``given`` (its document's head holds it)
+        is held wherever the others are.
         """
         if not cons:
             return [], []
+        by_head = [c for c in cons if given and set(c.terms) <= given]
+        if by_head:
+            held, lacking = GradingMixin.constraints_held([c for c in cons if c not in by_head], seq)
+            return [c for c in cons if c in held or c in by_head], lacking
         held = [c for c in cons if c.held_in(seq)]
         if len(held) > 1 and len(seq) > CONSTRAINT_WINDOW:
             # held somewhere; they must also be close together
@@ -166,8 +175,9 @@ class GradingMixin(LexicalCore):
                     "The question has no content words to match (only stop words).")))
                 continue
             seq = expand(terms(chunk.text), short)  # "PCC's revenues" reads as Precision Castparts'
-            cov, matched, missing = self.window_coverage(weights, seq)
-            held, lacking = self.constraints_held(cons, seq)
+            by_head = self.head_names(question, chunk) if not partial else frozenset()
+            cov, matched, missing = self.window_coverage(weights, seq, by_head)
+            held, lacking = self.constraints_held(cons, seq, by_head)
             cons_ok = self.constraints_ok(cons, held, partial)
             hop_ok = False
             if partial and not cons_ok:

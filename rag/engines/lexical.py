@@ -10,9 +10,10 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass
+from functools import lru_cache
 
 from rag.answer_types import cue_words, name_list
-from rag.engines.aliases import AliasMemo, definitions, expand, for_question
+from rag.engines.aliases import AliasMemo, definitions, expand, for_question, legal_terms
 from rag.store.bm25 import LexicalStats
 from rag.text import QUESTION_WORDS, STOPWORDS, number_tokens, sentences, stem, terms, words
 
@@ -134,6 +135,8 @@ def constraints(question: str) -> list[Constraint]:
         names.append(name)
     for name in names:
         ts = tuple(dict.fromkeys(terms(name)))
+        if len(ts) > 1 and ts[-1] in legal_terms():
+            ts = ts[:-1]  # "MedPro Group" is "MedPro" in "MedPro is based in …": a legal form is no name
         if not ts or ts in seen or set(ts) <= QUESTION_STEMS:
             continue
         seen.add(ts)
@@ -215,6 +218,14 @@ def _quote(items: Sequence[str], limit: int = 6) -> str:
 
 
 
+@lru_cache(maxsize=4096)
+def _names_whole(head: str, name: str) -> bool:
+    """Whether ``head`` names ``name`` (without a possessive ending) as a whole word, ignoring case."""
+    bare = re.sub(r"['’]s?$", "", name.strip())
+    words = r"\s+".join(re.escape(w) for w in bare.split())
+    return bool(words) and re.search(rf"(?<![\w-]){words}(?![\w-])", head, re.I) is not None
+
+
 class LexicalCore:
     """IDF weighting over corpus statistics ``stats`` (document frequencies of the KB)."""
 
@@ -222,6 +233,8 @@ class LexicalCore:
         """Keep ``stats``, the corpus statistics every judgment weighs terms by."""
         self.stats = stats
         self.alias_memo = AliasMemo()
+        self.head_memo = AliasMemo()
+        """Per question: chunk id -> the question's name terms its document head holds (head_names)."""
 
     def aliases(self, question: str, texts: Iterable[str] = ()) -> dict[str, tuple[str, ...]]:
         """The short forms ``texts`` define for the question's names (:mod:`rag.engines.aliases`).
@@ -233,6 +246,29 @@ class LexicalCore:
         if found:
             self.alias_memo.add(question, found)
         return {**self.alias_memo.get(question), **found}
+
+    def head_names(self, question: str, chunk) -> frozenset[str]:
+        """The index terms of the question's names that ``chunk``'s document head holds (``Chunk.head``).
+
+        A chunk of the InstructRetro paper is about InstructRetro even where its text never says so: a name
+        of the question (an entity or a quoted phrase, not a number) held by the head counts as held by every
+        chunk of that document. Remembered per question and chunk id, so the answer check reads the answer's
+        cited chunks the same way. Empty for a chunk without a head.
+        """
+        if not chunk.head:
+            return frozenset()
+        # the name as written, a whole word: a head naming "Berkshire Hathaway Inc." is not about "Berkshire
+        # Hathaway Energy", nor is "SELF-RAG" about "RAG"
+        found = frozenset(t for c in constraints(question)
+                          if c.kind != "number" and _names_whole(chunk.head, c.text) for t in c.terms)
+        if found:
+            self.head_memo.add(question, {chunk.id: tuple(sorted(found))})
+        return found
+
+    def cited_head_names(self, question: str, chunk_ids: Iterable[str]) -> frozenset[str]:
+        """The union of :meth:`head_names` remembered for ``question`` and these chunks (empty when none)."""
+        memo = self.head_memo.get(question)
+        return frozenset(t for cid in chunk_ids for t in memo.get(cid, ()))
 
     def weighted_terms(self, text: str, *, question: bool = True) -> dict[str, tuple[str, float]]:
         """Stem -> (surface word, idf) for the content words of ``text``, in order.
@@ -276,17 +312,19 @@ class LexicalCore:
         cov = sum(w for _, (_, w) in matched) / total
         return cov, [v[0] for _, v in matched], [v[0] for v in missing]
 
-    def acceptable(self, question: str, text: str, kind, *, assembled: bool = False) -> bool:
+    def acceptable(self, question: str, text: str, kind, *, assembled: bool = False,
+                   held: frozenset[str] = frozenset()) -> bool:
         """Whether the answer check would accept ``text`` as an answer's lead passage.
 
         It holds the kind of answer asked for (checked by the caller), and covers LEAD_USEFUL_AT of the
-        question's IDF-weighted terms; an assembled table row (``assembled``: its label and header are the
-        question's) or a list of people's names for a "who" question needs no coverage.
+        question's IDF-weighted terms (``held``: terms its document's head holds, :meth:`head_names`); an
+        assembled table row (``assembled``: its label and header are the question's) or a list of people's
+        names for a "who" question needs no coverage.
         """
         weights = self.weighted_terms(question)
         if assembled or not weights:
             return True
         if kind == "person" and name_list(text, question, self.common_word):
             return True
-        present = set(expand(terms(text), self.alias_memo.get(question)))
+        present = set(expand(terms(text), self.alias_memo.get(question))) | held
         return self.coverage(weights, present)[0] >= LEAD_USEFUL_AT

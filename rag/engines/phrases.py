@@ -118,8 +118,8 @@ def _is_fragment(text: str) -> bool:
         return False
     if re.match(r"^how\s+(?:many|much)\s+[\w-]+(?:\s+[\w-]+)?$", text, re.I):
         return True
-    if _CLAUSE_START.match(text):
-        return False
+    if _CLAUSE_START.match(text) or any(w.lower() in QUESTION_WORDS for w in words[1:3]):
+        return False  # "In which state is it based?" is a question led by its preposition
     return words[0].lower() in _PREPOSITIONS or bool(_YEAR.fullmatch(text)) or \
         (len(words) <= 3 and bool(topics(text)) and " ".join(topics(text)).lower() == text.lower())
 
@@ -196,7 +196,11 @@ def _phrase_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | N
         return None
     spans = list(re.finditer(rf"\b{first}\s+", prev, re.I))
     kind = _word_kind(words[1] if words[1].lower() != "the" or len(words) < 3 else words[2])
-    spans = [sp for sp in spans if _word_kind(_next_word(prev, sp.end())) == kind] or spans
+    same = [sp for sp in spans if _word_kind(_next_word(prev, sp.end())) == kind]
+    if not same and kind == "name" and owner and topics(frag) and owner in prev:
+        # "And of Occidental?" after "What share of the outstanding Kraft Heinz stock did …": the name's slot
+        return _swap_name(prev, owner, _bare(topics(frag)[0])), f"“{owner}” by “{topics(frag)[0]}”"
+    spans = same or spans
     if not spans:
         if owner and topics(frag):
             return _swap_name(prev, owner, _bare(topics(frag)[0])), f"“{owner}” by “{topics(frag)[0]}”"
@@ -224,6 +228,10 @@ def _possessor_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] 
     at = re.search(rf"{re.escape(owner)}['’]s?\s", prev)
     if not at:
         return None
+    noun = frag[named.end():].strip()
+    if noun and prev[at.end():].lower().startswith(noun.lower()):
+        # "And Kern River's system?" after "… does Northern Natural's system consist of": only the owner
+        return _swap_name(prev, owner, named.group(1)), f"“{owner}” by “{named.group(1)}”"
     # "What about Lubrizol's revenues in 2024?" after "What were Precision Castparts' revenues …"
     return prev[:at.start()] + frag, f"“{owner}” by “{named.group(1)}”"
 

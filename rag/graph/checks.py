@@ -44,6 +44,19 @@ def _timed(fn: Callable, *args) -> tuple[Any, Clock, float]:
     return out, clock, clock.elapsed_ms()
 
 
+def answered_from(state: GraphState) -> list:
+    """The chunks the current answer was generated from (``answered_with``), in that order.
+
+    The relevant ``documents`` as a rule, but the partly relevant chunks of CRAG's ambiguous action, or the
+    ungraded chunks of a fast answer when the time budget ran out: the grounding check must read the
+    chunks the answer cites, or every claim of those answers "cites no known source".
+    """
+    pool = {c.id: c for c in [*state.get("retrieved", []), *state.get("ambiguous", []),
+                              *state.get("documents", [])]}
+    ids = state.get("answered_with") or []
+    return [pool[i] for i in ids if i in pool] or list(state.get("documents", []))
+
+
 def check_grounding(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     """Check that each claim of the answer is supported by the chunks it cites (Self-RAG IsSup).
 
@@ -53,7 +66,7 @@ def check_grounding(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     started = Clock.start()
     ctx = runtime.context
     answer = _answer_record(state)
-    documents = state.get("documents", [])
+    documents = answered_from(state)
     concurrent = None
     if ctx.options.answer_check:
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="checks") as pool:

@@ -1,7 +1,9 @@
-"""Evidence helpers of the graph's nodes: merging ranked lists, and a document's front matter."""
+"""Evidence helpers of the graph's nodes: merging ranked lists, a document's front matter and its head."""
 
 from __future__ import annotations
 
+import re
+import threading
 from collections.abc import Sequence
 
 from rag.models import Chunk
@@ -48,3 +50,54 @@ def front_matter(kb, chunks: Sequence[Chunk]) -> list[Chunk]:
                        key=lambda c: c.index)[:FRONT_MATTER_CHUNKS]
         out += [c for c in first if c.id not in have]
     return out
+
+
+HEAD_CHARS = 600
+"""How much of a document's first chunk is its head: a paper's title and author line, a filing's cover page
+up to the registrant's name (the BRK 10-K names it at character 410)."""
+_HEADS: dict[str, str] = {}
+_HEADS_LOCK = threading.Lock()
+MAX_HEADS = 4096
+"""Documents whose heads are remembered per process (a head is fixed by the document's bytes)."""
+
+
+_BODY_STARTS = re.compile(r"\b(?:abstract|introduction)\b", re.I)
+
+
+def head_of(first_text: str) -> str:
+    """A document's head, from the text of its first chunk.
+
+    Up to HEAD_CHARS characters, ending before a paper's "Abstract" (the abstract names what the paper builds
+    on, not what it is).
+    """
+    head = first_text[:HEAD_CHARS]
+    body = _BODY_STARTS.search(head)
+    return " ".join((head[:body.start()] if body else head).split())
+
+
+def with_heads(kb, chunks: Sequence[Chunk]) -> list[Chunk]:
+    """``chunks``, each knowledge-base chunk past its document's first given its document's ``head``.
+
+    The head of the document's first chunk (:func:`head_of`), read once per document and process
+    (by id, ``{doc_sha[:16]}-00000``). "How many chunks does InstructRetro's database hold?" is answered by
+    a chunk of the InstructRetro paper that never names it: the head says what the chunk is about.
+    Web results, first chunks and chunks whose head cannot be read are returned unchanged; a store error
+    leaves the heads empty rather than failing the retrieval.
+    """
+    want = {c.doc_sha for c in chunks if c.origin == "kb" and c.index > 0 and c.doc_sha and not c.head}
+    with _HEADS_LOCK:
+        missing = [sha for sha in want if sha not in _HEADS]
+    if missing and hasattr(kb, "get_chunks"):
+        try:
+            firsts = kb.get_chunks([f"{sha[:16]}-00000" for sha in missing])
+        except Exception:  # noqa: BLE001 - a head is a hint; retrieval must not fail for it
+            firsts = []
+        with _HEADS_LOCK:
+            if len(_HEADS) > MAX_HEADS:
+                _HEADS.clear()
+            for first in firsts:
+                _HEADS[first.doc_sha] = head_of(first.text)
+    with _HEADS_LOCK:
+        heads = {sha: _HEADS[sha] for sha in want if sha in _HEADS}
+    return [c.model_copy(update={"head": heads[c.doc_sha]}) if c.doc_sha in heads and not c.head else c
+            for c in chunks]

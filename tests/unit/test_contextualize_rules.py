@@ -73,7 +73,9 @@ def test_a_paper_named_in_the_latest_turn_is_what_a_reference_means(engine):
     study = [Turn(question="Which two LLMs does the Retrieval meets Long Context Large Language Models "
                            "paper study?")]
     out = engine.contextualize("Which retrievers did they compare?", study).question
-    assert out == "Which retrievers did the Retrieval meets Long Context Large Language Models paper compare?"
+    # "they" doing what authors do (compare, use, train) after a question about a paper: its authors
+    assert out == ("Which retrievers did the authors of the Retrieval meets Long Context Large Language "
+                   "Models paper compare?")
     # a self-contained question about another paper is left alone
     alone = "Which dataset does the Self-RAG paper use?"
     assert engine.contextualize(alone, before).question == alone
