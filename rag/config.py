@@ -44,8 +44,8 @@ class Settings(BaseSettings):
     chroma_port: int = Field(8000, validation_alias="CHROMA_PORT")
     database_url: str | None = Field(None, validation_alias="RAG_DATABASE_URL", repr=False)
     """When set (``postgresql://user@host:5432/retrace``), runs, conversations, feedback, comparisons, the
-    graph's checkpoints and the keyword index live in that database, shared by every replica; unset: SQLite
-    files in ``data_dir``.
+    graph's checkpoints, the keyword index and the semantic cache live in that database, shared by every
+    replica; unset: SQLite files in ``data_dir``.
     Not shown by ``repr`` (it may hold a password)."""
     max_upload_mb: float = Field(DEFAULT_MAX_UPLOAD_MB, validation_alias="RAG_MAX_UPLOAD_MB")
     """Files larger than this (in MB, 10^6 bytes) are refused before parsing."""

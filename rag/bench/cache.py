@@ -25,10 +25,15 @@ from typing import cast
 
 from rag.bench.data import BeirData, corpus_documents, mean, percentile
 from rag.models import Chunk
+from rag.store.cache_storage import SqlCacheStorage
 from rag.store.retrieval import RetrievalMode, retrieve
-from rag.store.semantic_cache import DEFAULT_THRESHOLD, SemanticCache, SqliteCacheStorage
+from rag.store.semantic_cache import DEFAULT_THRESHOLD, CacheStorage, SemanticCache, SqliteCacheStorage
 
 Progress = Callable[[int, int], None] | None
+STORAGES: dict[str, Callable[[Path], CacheStorage]] = {"sqlite3": SqliteCacheStorage,
+                                                     "sqlalchemy": SqlCacheStorage}
+"""The cache storages ``bench cache --storage`` compares, each on a new SQLite file: the standard library's
+(a data directory's default) and the SQLAlchemy one (the shared database's, here on a file)."""
 
 
 def _ids(chunks: Sequence[Chunk]) -> list[str]:
@@ -43,7 +48,8 @@ def _searcher(kb, text: str, k: int, mode: RetrievalMode) -> Callable[[], list[C
 
 def bench_cache(kb, fresh_kb, items: list[dict], data: BeirData, *, k: int = 6,
                 modes: Sequence[str] = ("bm25", "dense", "hybrid"), threshold: float = DEFAULT_THRESHOLD,
-                on_progress: Progress = None) -> dict:
+                on_progress: Progress = None,
+                storage: Callable[[Path], CacheStorage] = SqliteCacheStorage) -> dict:
     """Measure the semantic cache on ``items`` (the paraphrase set) over ``kb`` (holding ``data.corpus``).
 
     ``fresh_kb`` is a second knowledge-base object on the same collection, for the uncached retrievals.
@@ -53,8 +59,8 @@ def bench_cache(kb, fresh_kb, items: list[dict], data: BeirData, *, k: int = 6,
     ``fresh_ms_p50``, ``hit_ms_p50``, ``miss_ms_p50`` (a lookup that missed, then searched and stored),
     ``saved_ms_total`` (over all paraphrases: fresh time less time through the cache; misses count their
     overhead), ``saved_ms_per_hit``, ``others`` and ``false_hits`` (other questions that reused
-    something); ``stale`` is :func:`_stale_check`'s. Durations in ms. Raises ValueError for an unknown
-    mode.
+    something); ``stale`` is :func:`_stale_check`'s. Durations in ms. ``storage`` makes each mode's cache
+    storage from a new SQLite file's path (:data:`STORAGES`). Raises ValueError for an unknown mode.
     """
     mine = {item["question"] for item in items}
     others = [q["text"] for q in data.queries if q["text"] not in mine]
@@ -72,7 +78,7 @@ def bench_cache(kb, fresh_kb, items: list[dict], data: BeirData, *, k: int = 6,
         for mode in modes:
             m = cast(RetrievalMode, mode)
             retrieve(fresh_kb, "warm up", k, m)  # loads the keyword index once, outside the timings
-            cache = SemanticCache(SqliteCacheStorage(Path(tmp) / f"{mode}.sqlite"), threshold)
+            cache = SemanticCache(storage(Path(tmp) / f"{mode}.sqlite"), threshold)
             rows.append(_one_mode(kb, fresh_kb, cache, items, others, k, m, tick))
             stale[mode] = _stale_check(kb, fresh_kb, cache, items, k, m)
     return {"threshold": threshold, "k": k, "modes": rows, "stale": stale}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rag.bench.cache import bench_cache
+from rag.bench.cache import STORAGES, bench_cache
 from rag.bench.data import SHARED_DATA_ENV, format_table, read_jsonl, shared_data_dir
 from rag.cli._bench_tables import bench_settings, emit, index_beir, progress, progress_bar
 from rag.cli._common import SharedArgs
@@ -38,13 +38,14 @@ def cmd_bench_cache(args: argparse.Namespace) -> int:
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     with progress_bar("semantic cache") as bar:
         result = bench_cache(kb, fresh_kb, items, data, k=args.k, modes=modes, threshold=args.threshold,
-                             on_progress=progress(bar))
+                             on_progress=progress(bar), storage=STORAGES[args.storage])
     for row in result["modes"]:
         s = result["stale"][row["mode"]]
         bad = [p["stale"] + p["reused_from_before"] for p in (s["after_add"], s["after_delete"])]
         row["stale"] = f"{bad[0]}/{bad[1]} of {s['after_add']['asked']}"
     table = format_table(result["modes"], COLUMNS)
-    emit(args, result, f"threshold {result['threshold']}, k {result['k']}\n{table}")
+    result["storage"] = args.storage
+    emit(args, result, f"threshold {result['threshold']}, k {result['k']}, storage {args.storage}\n{table}")
     served_stale = any(p["stale"] or p["reused_from_before"]
                        for s in result["stale"].values() for p in s.values())
     return 1 if served_stale else 0
@@ -67,4 +68,7 @@ def add_cache_parser(bsub, shared: SharedArgs) -> None:
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
                    help=f"cosine similarity from which a question reuses (default {DEFAULT_THRESHOLD})")
     p.add_argument("--k", type=int, default=6)
+    p.add_argument("--storage", choices=sorted(STORAGES), default="sqlite3",
+                   help="cache storage, on a temporary SQLite file: sqlite3 (a data directory's, the "
+                        "default) or sqlalchemy (the one RAG_DATABASE_URL uses)")
     p.set_defaults(func=cmd_bench_cache, limit=None)
