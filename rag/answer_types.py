@@ -11,10 +11,10 @@ words, the noun after "which", "stand for"), never a list of topics, so it carri
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
-from rag.answer_lists import enumeration, list_count
-from rag.text import STOPWORDS, has_date, terms, words
+from rag.answer_lists import list_count
+from rag.text import STOPWORDS, terms, words
 
 AnswerType = str
 """One of :data:`TYPES`."""
@@ -50,7 +50,8 @@ _QUANTITY = frozenset(
     "revenue", "revenues", "earnings", "income", "profit", "profits", "loss", "losses", "sales", "cost",
     "costs", "price", "prices", "population", "budget", "salary", "worth", "amount", "total", "net",
     "gross", "assets", "debt", "dividend", "dividends", "float", "expenses", "expense", "liabilities",
-    "equity", "capital", "value", "margin"
+    "equity", "capital", "value", "margin", "number", "rate", "ratio", "percentage", "score", "size",
+    "count", "accuracy"
 ])
 _PERSON_Q = re.compile(r"^(?:who|whom|whose)\b|\bby whom\b|\b(?:which|what) (?:person|people|author|authors|"
                        r"researcher|researchers|executive|officer|ceo|founder)\b|\bwho\s+(?:wrote|"
@@ -70,6 +71,7 @@ CUE_WORDS: dict[str, frozenset[str]] = {
                           "mean"}),
     "person": frozenset({"author", "authors", "wrote", "written", "coauthor", "coauthors", "co", "paper",
                          "papers", "article", "study", "created", "create", "first"}),
+    "number": frozenset({"many", "much"}),
 }
 """Words that only say which type is asked for, never what the answer's passage is about: "stand for"
 is not in the passage that expands an acronym, "authors" is not in a paper's author line. They are left
@@ -124,11 +126,17 @@ def answer_type(question: str) -> str | None:
 
 
 def cue_words(question: str) -> frozenset[str]:
-    """The words of ``question`` that only name its answer type (see :data:`CUE_WORDS`), lower-case."""
+    """The words of ``question`` that only name its answer type (see :data:`CUE_WORDS`), lower-case.
+
+    Also "authors" where the question does not count them: "the Self-RAG authors train on …" is written "we
+    train on …" in the paper itself.
+    """
     kind = expected_type(question)
+    asked = set(words(question.lower()))
+    writers = frozenset({"author", "authors"}) & asked if counted_noun(question) != "author" else frozenset()
     if kind == "person" and not _AUTHORSHIP.search(question):
         return frozenset()
-    return CUE_WORDS.get(kind or "", frozenset()) & set(words(question.lower()))
+    return (CUE_WORDS.get(kind or "", frozenset()) & asked) | writers
 
 
 def about_authors(question: str) -> bool:
@@ -225,10 +233,12 @@ def acronym_of(question: str) -> str | None:
     """The acronym a "what does X stand for" question asks about (its capitalised word), or None."""
     for w in re.findall(r"\b[A-Za-z][A-Za-z0-9-]*\b", question):
         letters = w.replace("-", "")
-        if len(letters) >= 2 and sum(ch.isupper() for ch in letters) >= max(2, len(letters) - 2) \
+        capitals = len(letters) >= 2 and sum(ch.isupper() for ch in letters) >= max(2, len(letters) - 2)
+        if (capitals or any(len(p) >= 2 and p.isupper() for p in w.split("-")[1:])) \
                 and w.lower() not in ("what", "does"):
-            return w
-    return None
+            return w  # "DPR", "REALM", "Self-RAG"
+    m = re.search(r"\b(?:does|do|did)\s+(?:the\s+)?([A-Za-z][\w-]*)\s+(?:stands?|stood)\s+for\b", question)
+    return m.group(1) if m else None  # "What does ip stand for?"
 
 
 _SKIPPABLE = frozenset({"of", "for", "and", "the", "to", "in", "on", "with", "a", "an"})
@@ -276,6 +286,10 @@ def expansion(text: str, acronym: str) -> str | None:
     target = re.sub(r"[^A-Za-z0-9]", "", acronym).lower()
     if len(target) < 2:
         return None
+    for m in re.finditer(rf"(?<![\w-]){re.escape(acronym)}[`'\"”’]?\s*\(([^()]{{3,80}})\)", text, re.I):
+        inner = re.findall(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*", m.group(1))
+        if len(inner) >= 2 and _spelled(inner, 0, target, 0) == len(inner):
+            return m.group(1).strip()  # "`ip` (inner product)": the expansion follows, in any case
     tokens = re.findall(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*", text)
     for i, token in enumerate(tokens):
         if not token[:1].isupper() or token.replace("-", "").lower() == target:
@@ -286,91 +300,20 @@ def expansion(text: str, acronym: str) -> str | None:
     return None
 
 
-_FIGURE = re.compile(r"(?<![\w.])[$€£]?\s?\(?\d[\d,]*(?:\.\d+)?\)?\s?(?:%|percent|million|billion|thousand|"
-                     r"trillion)?|\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
-                     r"fifty|hundred|thousand|million|billion|dozen)\b", re.I)
-_DATE_SPAN = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October|November|"
-                        r"December)\s+\d{1,2},?\s+(?:1[0-9]|20)\d\d\b|\b(?:1[0-9]|20)\d\d\b")
-NEAR_TERMS = 6
-"""Index terms (stop words left out) on each side of a typed span that count as near it."""
-NEAR_AT = 0.5
-"""The share of the question's predicate weight (its terms besides names, years and type cues) that must
-occur near the typed span: "Marc D. Hamburg … Chief Financial Officer" is no answer to "who is the chief
-executive officer", and "41,500 people" none to "how large was the float"."""
+_COUNTED = re.compile(r"\bhow\s+many\s+((?:[\w/-]+\s+){0,3}?)([a-z][\w-]*s)\b(?=\s+(?:do|does|did|is|are|"
+                      r"was|were|has|have|had|will|can|could|would|in|of|on|at|for|from|per|there)\b|\s*[?,]|$)",
+                      re.I)
+"""A "how many" question and the plural noun it counts."""
+def counted_noun(question: str) -> str | None:
+    """The index term of the plural noun a "how many" question counts, or None.
 
-
-_NAMED = re.compile(r"\b(?:[A-Z][A-Za-z0-9&.-]*[A-Z0-9][A-Za-z0-9&.-]*|[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
-"""A capitalised name, or a word with two capitals or a capital and a digit ("BART", "GPT-3")."""
-
-
-def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], bool] | None) -> list[str]:
-    """Every span of ``text`` of type ``kind``, in order (see :func:`holds`)."""
-    if kind == "date":
-        return [m.group(0) for m in _DATE_SPAN.finditer(text)] or \
-            ([text] if has_date(text) else [])
-    if kind == "number":
-        years = re.compile(r"^(?:1[0-9]|20)\d\d$")
-        return [m.group(0).strip() for m in _FIGURE.finditer(text)
-                if not years.match(m.group(0).strip(" $€£()")) and re.search(r"\w", m.group(0))]
-    if kind == "person":
-        return persons(text, question, common)
-    if kind == "acronym":
-        acronym = acronym_of(question)
-        found = expansion(text, acronym) if acronym else None
-        return [found] if found else []
-    asked = set(words(question.lower()))
-    if kind == "place":
-        return [m.group(1) for m in _PLACE_AFTER.finditer(text)
-                if m.group(1).split()[0].lower() not in _NOT_NAME and not _in_question(m.group(1), asked)]
-    out = []  # organisation, or any named thing "which X" asks for: a name or an acronym it does not give
-    for m in _NAMED.finditer(text):
-        name = m.group(0)
-        if _in_question(name, asked) or name.lower() in _NOT_NAME | STOPWORDS:
-            continue
-        if " " not in name and name[1:].islower() and (common is not None and common(name)):
-            continue  # a capitalised corpus word ("Retrieval"), not a name
-        out.append(name)
-    return out
-
-
-def nearness(text: str, span: str, predicate: Mapping[str, float]) -> float:
-    """The share of ``predicate`` (index term -> weight) found within NEAR_TERMS index terms of ``span``.
-
-    In [0, 1], the best over the places ``span`` occurs in ``text``; 1.0 when ``predicate`` is empty, 0.0
-    when ``span`` does not occur in ``text``.
+    "mile" in "how many miles of pipeline …", "pair" in "how many instruction-output pairs …".
     """
-    total = sum(predicate.values())
-    if total <= 0:
-        return 1.0
-    best = 0.0
-    for m in re.finditer(re.escape(span), text):
-        near = set(terms(text[:m.start()])[-NEAR_TERMS:]) | set(terms(span)) | \
-            set(terms(text[m.end():])[:NEAR_TERMS])
-        best = max(best, sum(w for t, w in predicate.items() if t in near) / total)
-    return best
-
-
-def holds(text: str, kind: AnswerType | None, question: str,
-          common: Callable[[str], bool] | None = None,
-          predicate: Mapping[str, float] | None = None) -> str | None:
-    """The span of ``text`` that holds an answer of type ``kind`` to ``question``, or None when none does.
-
-    With ``kind`` None (or ``definition``/``list``, which any on-topic passage may hold) the whole text
-    counts. A year is not the figure a ``number`` question asks for, and a name the question gives is not
-    the ``person``, ``organisation`` or ``place`` it asks for. ``common`` tells corpus words from names
-    (see :func:`persons`). With ``predicate`` (the question's index terms besides its names and years, with
-    their weights), a span counts only when NEAR_AT of that weight is near it (:func:`nearness`).
-    """
-    if kind == "list" and (n := list_count(question)):
-        return enumeration(text, n)
-    if kind is None or kind == "list":
-        return text
-    if kind == "definition":
-        return text if _DEFINES.search(text) else None
-    for span in _spans(text, kind, question, common):
-        if predicate is None or nearness(text, span, predicate) >= NEAR_AT:
-            return span
-    return None
+    m = _COUNTED.search(question)
+    if not m or m.group(2).lower() in ("times", "years"):
+        return None
+    found = terms(m.group(2))
+    return found[-1] if found else None
 
 
 def describe(kind: AnswerType | None) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from rag.answer_types import MISSING, SPAN_TYPES, describe, expected_type, holds
+from rag.answer_spans import holds
+from rag.answer_types import MISSING, SPAN_TYPES, describe, expected_type
 from rag.engines.aliases import expand
 from rag.engines.base import Answer, AnswerGrade, GroundingCheck
 from rag.engines.extraction import EXTRACTIVE_LABEL, KEY_PASSAGES

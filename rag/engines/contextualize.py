@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from rag.answer_spans import holds
+from rag.answer_types import expected_type
 from rag.engines.base import StandaloneQuestion
 from rag.engines.lexical import LexicalCore
 from rag.engines.phrases import (
@@ -37,6 +39,15 @@ _SINGULAR_REF = re.compile(
     r"\b(?:(?:[Tt]he|[Tt]his|[Tt]hat|said)\s+(?:company|firm|business|group|corporation|paper|article|method|model|"
     r"approach|work|system|framework|technique|study|benchmark|dataset|retriever|report|filing)\b"
     r"|[Ii]t['’]s|[Ii]ts|[Ii]t)\b")
+_ASKS_FIRM = re.compile(r"^(?:which|what)\s+(?:[\w'’-]+\s+){0,4}?(?:company|companies|subsidiary|"
+                        r"subsidiaries|business|firm|organi[sz]ation|insurer|operator|railroad|utility)\b",
+                        re.I)
+"""A question asking which company: "it" in the next turn is the company the answer named."""
+_FIRM_REF = re.compile(r"\b(?:[Ii]t['’]s|[Ii]ts|[Ii]t|(?:[Tt]he|[Tt]his|[Tt]hat)\s+(?:company|firm|business|"
+                       r"subsidiary))\b")
+"""The references that may mean the company a previous answer named (not "the paper", "the dataset")."""
+_PERSON_REF = re.compile(r"\b(?:[Hh]e|[Ss]he|[Hh]im|[Hh]is|[Hh]er)\b")
+"""A reference to a person: resolved only to a person the previous turn's answer named."""
 _PLURAL_REF = re.compile(
     r"\b(?:(?:[Tt]hese|[Tt]hose|[Tt]he)\s+(?:models|methods|papers|approaches|systems|companies|authors)\b"
     r"|[Tt]hey|[Tt]hem|[Tt]heir|[Tt]heirs)\b")
@@ -46,6 +57,8 @@ _DOCUMENT_NOUNS = frozenset({"paper", "article", "model", "method", "approach", 
 """Nouns that keep the name they refer to as a modifier: "that paper" -> "the Self-RAG paper"."""
 _PAPER = re.compile(r"\bthe\s+([A-Z][\w.-]*(?:\s+(?:[A-Z][\w.-]*|et\s+al\.|[a-z]{1,5}))*?)\s+paper\b")
 """A paper named by its title or authors: "the Lewis et al. RAG paper", "the Lost in the Middle paper"."""
+_DOCUMENT_NP = re.compile(r"\bthe\s+(?:[a-z][\w-]*\s+){1,4}?(?:paper|survey|benchmark|report|filing|study)\b")
+"""A work named in lower case: "the hallucination mitigation survey", "the annual report"."""
 _HOW_MANY = re.compile(r"\bhow\s+(?:many|much)\s+((?:[a-z-]+\s+){0,2}?[a-z-]+s)\b", re.I)
 _COMMON_QUESTION_AT = 3.0
 """A question with no name of its own whose every content word has a BM25 idf below this (a word in
@@ -54,6 +67,26 @@ about, so it is read as asking about the latest topic."""
 _ANY_REF = re.compile(
     r"\b(?:he|she|him|her|his|hers|it|its|they|them|their|theirs|this|that|these|those|former|latter|same|"
     r"there|then|also|the (?:company|firm|paper|model|method|role|position|business|group|authors?))\b", re.I)
+
+
+def _latest_paper(history: Sequence[Turn]) -> tuple[str, int] | None:
+    """("the X paper", its 1-based turn) for the latest turn that names a paper as "the X paper", or None."""
+    for n in range(len(history), 0, -1):
+        paper = _PAPER.search(history[n - 1].understood())
+        if paper:
+            return f"the {paper.group(1)} paper", n
+    return None
+
+
+def _answer_lead(answer: str) -> str:
+    """The lead passage of an answer: its first line that is no label or caveat, without ``[n]`` markers."""
+    for line in answer.splitlines():
+        line = line.strip()
+        if not line or line.lower().startswith(("caveat:", "extractive answer", "key passages",
+                                                "i could not")):
+            continue
+        return re.sub(r"\s*\[\d+(?:\s*,\s*\d+)*\]", "", line).strip()
+    return ""
 
 
 def self_contained(question: str, standalone: str) -> bool:
@@ -184,6 +217,9 @@ class ContextualizeMixin(LexicalCore):
             paper = _PAPER.search(text)
             if paper and paper.group(1).lower() not in question.lower():
                 return f"the {paper.group(1)} paper", n  # the turn asked about a paper: it is the topic
+            work = _DOCUMENT_NP.search(text)
+            if not names and work and work.group(0).lower() not in question.lower():
+                return work.group(0), n  # "the hallucination mitigation survey": a work named in lower case
             if names:
                 # the conversation's topic: the name most turns ask about, then the possessor, then a name
                 # rather than a word the corpus uses everywhere ("LLM", "Wikipedia"), then the first one
@@ -191,6 +227,48 @@ class ContextualizeMixin(LexicalCore):
                                                  not all(self.common_word(w) for w in t.split()),
                                                  -names.index(t))), n
         return None, None
+
+    def _answered(self, turn: Turn) -> tuple[str, str] | None:
+        """(the name ``turn``'s answer gave, "person" or "organisation") when it asked who or which, or None.
+
+        "Who is the company's CFO?" answered "Marc D. Hamburg …": a "he" in the next turn is Marc D.
+        Hamburg; "Which subsidiary operates the largest pipeline?" answered "Northern Natural …": an "it" is
+        that subsidiary. The name is the span of the asked type in the answer's lead (as the answer check
+        reads it).
+        """
+        asked = turn.understood()
+        kind = expected_type(asked)
+        lead = _answer_lead(turn.answer)
+        if kind not in ("person", "organisation") or not lead or (
+                kind == "organisation" and not _ASKS_FIRM.match(asked)):
+            return None  # "which model", "which university": an "it" after them is rarely the answer
+        span = holds(lead, kind, asked, self.common_word, self.predicate(asked))
+        if not span or len(span.split()) > 6 or span.lower() in asked.lower():
+            return None
+        return span, kind
+
+    @staticmethod
+    def _to_answer(asked: str, answered: tuple[str, str], turn: int
+                   ) -> tuple[str, tuple[str, str] | None, int | None]:
+        """``asked`` with its references replaced by the name the previous turn's answer gave.
+
+        "it", "its", "the company" for a company; "he", "his", "she", "her" for a person.
+        """
+        name, kind = answered
+        first: list[str] = []
+
+        def swap(m: re.Match) -> str:
+            if _refers_inside(asked, m.start()):
+                return m.group(0)
+            ref = m.group(0).lower()
+            first.append(m.group(0))
+            if ref in ("its", "his", "her", "hers") or ref in ("it's", "it’s"):
+                return _possessive(name) if not ref.startswith("it'") and not ref.startswith("it’") \
+                    else f"{name} is"
+            return name
+
+        text = (_PERSON_REF if kind == "person" else _FIRM_REF).sub(swap, asked)
+        return text, ((name, first[0]) if first else None), (turn if first else None)
 
     def _vague(self, question: str) -> bool:
         """No name and only common content words: the question leaves its topic implied."""
@@ -244,9 +322,19 @@ class ContextualizeMixin(LexicalCore):
         if history:
             asked = _head_noun_refs(asked, history[-1].understood())
             asked = _same_year(asked, history[-1].understood())
-        if not refs or not history:
+        if not history:
+            return asked, None, None
+        answered = self._answered(history[-1])
+        if answered is not None:
+            persons_ = [r for r in _PERSON_REF.finditer(asked) if not _refers_inside(asked, r.start())]
+            singular = [r for r in _FIRM_REF.finditer(asked) if not _refers_inside(asked, r.start())]
+            if (answered[1] == "person" and persons_) or (answered[1] == "organisation" and singular):
+                return self._to_answer(asked, answered, len(history))
+        if not refs:
             return asked, None, None
         name, turn = self._antecedent(history, asked)
+        if any(re.fullmatch(r"(?:the|this|that)\s+paper", r.group(0), re.I) for r in refs):
+            name, turn = _latest_paper(history) or (name, turn)  # "the paper" is a paper, not its author
         if name is None or turn is None:
             return asked, None, None
         before = history[turn - 1].understood()

@@ -6,13 +6,14 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from rag.answer_types import SPAN_TYPES, expected_type, holds, is_authorship, persons
+from rag.answer_spans import holds
+from rag.answer_types import SPAN_TYPES, expected_type, is_authorship, persons
 from rag.engines.aliases import expand
 from rag.engines.base import Answer, AnswerCitation
 from rag.engines.lexical import Constraint, LexicalCore, _names, _quotable, _same_text, constraints
 from rag.engines.tables import table_rows
 from rag.models import Chunk, Turn
-from rag.text import sentences, terms
+from rag.text import STOPWORDS, sentences, terms
 
 MAX_ANSWER_SENTENCES = 4
 BRIDGE_FOLLOW = 2.0
@@ -153,7 +154,8 @@ class ExtractionMixin(LexicalCore):
             sents = sentences(chunk.text)
             for pos, raw in enumerate(sents):
                 sent = _quotable(raw)
-                cut_off = sent[:1].islower() or (pos == len(sents) - 1 and sent[-1:] not in ".!?")
+                cut_off = sent[:1].islower() or (pos == len(sents) - 1 and sent[-1:] not in ".!?") or (
+                    sent[-1:].isalpha() and sent.split()[-1].lower() in STOPWORDS)  # "… the dataset are"
                 if not self._readable(sent) or cut_off or _boilerplate(sent) or _tabular(sent):
                     continue  # chunk edges cut sentences in two; boilerplate answers nothing;
                     # table lines glued into a "sentence" are read as rows instead

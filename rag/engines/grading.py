@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rag.answer_types import describe, expected_type, holds
+from rag.answer_spans import holds
+from rag.answer_types import describe, expected_type
 from rag.engines.aliases import expand
 from rag.engines.base import RelevanceGrade
 from rag.engines.lexical import (

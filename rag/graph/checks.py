@@ -53,8 +53,8 @@ def answered_from(state: GraphState) -> list:
     """
     pool = {c.id: c for c in [*state.get("retrieved", []), *state.get("ambiguous", []),
                               *state.get("documents", [])]}
-    ids = state.get("answered_with") or []
-    return [pool[i] for i in ids if i in pool] or list(state.get("documents", []))
+    ids = [*(state.get("answered_with") or []), *(c.chunk_id for c in state.get("citations") or [])]
+    return [pool[i] for i in dict.fromkeys(ids) if i in pool] or list(state.get("documents", []))
 
 
 def check_grounding(state: GraphState, runtime: Runtime[RunContext]) -> dict:

@@ -2,7 +2,8 @@
 
 import pytest
 
-from rag.answer_types import cue_words, expansion, expected_type, holds, is_authorship, persons, search_query
+from rag.answer_spans import holds
+from rag.answer_types import cue_words, expansion, expected_type, is_authorship, persons, search_query
 
 
 @pytest.mark.parametrize(("question", "kind"), [

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag.answer_types import enumeration, expected_type, list_count
+from rag.answer_lists import enumeration, list_count
+from rag.answer_types import expected_type
 from rag.config import preset_options
 from rag.engines.base import Answer, AnswerCitation
 from rag.engines.local import EXTRACTIVE_LABEL, LocalEngine

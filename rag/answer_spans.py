@@ -1,0 +1,152 @@
+"""Answer spans: where in a passage the kind of answer a question asks for is (see :mod:`rag.answer_types`).
+
+:func:`holds` finds the span of a type (a figure with its scale, a date, a person's or any name, a place,
+an acronym's expansion) near the question's other terms; grading, generation and the answer check all read
+a passage through it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+
+from rag.answer_lists import enumeration, list_count
+from rag.answer_types import (
+    _DEFINES,
+    _NOT_NAME,
+    _PLACE_AFTER,
+    AnswerType,
+    _in_question,
+    acronym_of,
+    counted_noun,
+    expansion,
+    persons,
+)
+from rag.text import STOPWORDS, has_date, terms, words
+
+_FIGURE = re.compile(r"(?<![\w.])[$€£]?\s?\(?\d[\d,]*(?:\.\d+)?\)?\s?(?:%|percent|million|billion|thousand|"
+                     r"trillion|[kKMBT]\b)?|\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
+                     r"fifty|hundred|thousand|million|billion|dozen)\b", re.I)
+_DATE_SPAN = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October|November|"
+                        r"December)\s+\d{1,2},?\s+(?:1[0-9]|20)\d\d\b|\b(?:1[0-9]|20)\d\d\b")
+NEAR_TERMS = 6
+"""Index terms (stop words left out) on each side of a typed span that count as near it."""
+NEAR_AT = 0.5
+"""The share of the question's predicate weight (its terms besides names, years and type cues) that must
+occur near the typed span: "Marc D. Hamburg … Chief Financial Officer" is no answer to "who is the chief
+executive officer", and "41,500 people" none to "how large was the float"."""
+
+
+_NAMED = re.compile(r"\b(?:[A-Z][A-Za-z0-9&.-]*[A-Z0-9][A-Za-z0-9&.-]*|[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
+"""A capitalised name, or a word with two capitals or a capital and a digit ("BART", "GPT-3")."""
+
+
+def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], bool] | None) -> list[str]:
+    """Every span of ``text`` of type ``kind``, in order (see :func:`holds`)."""
+    if kind == "date":
+        return [m.group(0) for m in _DATE_SPAN.finditer(text)] or \
+            ([text] if has_date(text) else [])
+    if kind == "number":
+        years = re.compile(r"^(?:1[0-9]|20)\d\d$")
+        counting = bool(re.search(r"\bhow\s+many\b", question, re.I))
+        return [m.group(0).strip() for m in _FIGURE.finditer(text)
+                if not years.match(m.group(0).strip(" $€£()")) and re.search(r"\w", m.group(0))
+                and not _label_number(text, m) and not (counting and re.search(r"%|percent", m.group(0)))]
+    if kind == "person":
+        return persons(text, question, common)
+    if kind == "acronym":
+        acronym = acronym_of(question)
+        found = expansion(text, acronym) if acronym else None
+        return [found] if found else []
+    asked = set(words(question.lower()))
+    if kind == "place":
+        return [m.group(1) for m in _PLACE_AFTER.finditer(text)
+                if m.group(1).split()[0].lower() not in _NOT_NAME and not _in_question(m.group(1), asked)]
+    out = []  # organisation, or any named thing "which X" asks for: a name or an acronym it does not give
+    for m in _NAMED.finditer(text):
+        name = m.group(0)
+        if _in_question(name, asked) or name.lower() in _NOT_NAME | STOPWORDS or \
+                name.split()[0].lower().rstrip(".") in _DOCUMENT_PARTS:
+            continue
+        if " " not in name and name[1:].islower() and (common is not None and common(name)):
+            continue  # a capitalised corpus word ("Retrieval"), not a name
+        out.append(name)
+    return out
+
+
+_DOCUMENT_PARTS = frozenset({"table", "figure", "fig", "section", "appendix", "eq", "equation", "algorithm",
+                             "chapter", "step", "item", "note", "part", "line", "page"})
+"""Words that label a part of a document: "Table 1" names no thing and counts nothing."""
+
+
+def _label_number(text: str, m: re.Match) -> bool:
+    """Whether the figure ``m`` of ``text`` labels a part of the document or numbers a heading.
+
+    "Table 1", "Section 5"; "5 Experiments: …" and "3. In total …" at the start of ``text``.
+    """
+    before = re.findall(r"[A-Za-z]+\.?", text[max(0, m.start() - 12):m.start()])
+    if before and before[-1].lower().rstrip(".") in _DOCUMENT_PARTS:
+        return True
+    heading = re.fullmatch(r"\s*\d{1,2}(?:\.\d{1,2})*\.?\s*", m.group(0))
+    return not text[:m.start()].strip() and bool(heading) and bool(re.match(r"\.?\s*[A-Z]", text[m.end():]))
+
+
+def nearness(text: str, span: str, predicate: Mapping[str, float]) -> float:
+    """The share of ``predicate`` (index term -> weight) found within NEAR_TERMS index terms of ``span``.
+
+    In [0, 1], the best over the places ``span`` occurs in ``text``; 1.0 when ``predicate`` is empty, 0.0
+    when ``span`` does not occur in ``text``.
+    """
+    total = sum(predicate.values())
+    if total <= 0:
+        return 1.0
+    best = 0.0
+    for m in re.finditer(re.escape(span), text):
+        near = set(terms(text[:m.start()])[-NEAR_TERMS:]) | set(terms(span)) | \
+            set(terms(text[m.end():])[:NEAR_TERMS])
+        best = max(best, sum(w for t, w in predicate.items() if t in near) / total)
+    return best
+
+
+COUNTED_NEAR = (6, 4)
+"""Index terms before and after a figure within which the noun a "how many" question counts must occur."""
+
+
+def _counts(text: str, span: str, noun: str) -> bool:
+    """Whether ``noun`` (an index term) occurs within COUNTED_NEAR of ``span`` in ``text``.
+
+    "14,200 miles" counts miles; "five pipeline systems" does not.
+    """
+    before, after = COUNTED_NEAR
+    for m in re.finditer(re.escape(span), text):
+        if noun in terms(span) or noun in terms(text[:m.start()])[-before:] \
+                or noun in terms(text[m.end():])[:after]:
+            return True
+    return False
+
+
+def holds(text: str, kind: AnswerType | None, question: str,
+          common: Callable[[str], bool] | None = None,
+          predicate: Mapping[str, float] | None = None) -> str | None:
+    """The span of ``text`` that holds an answer of type ``kind`` to ``question``, or None when none does.
+
+    With ``kind`` None (or ``definition``/``list``, which any on-topic passage may hold) the whole text
+    counts. A year is not the figure a ``number`` question asks for, and a name the question gives is not
+    the ``person``, ``organisation`` or ``place`` it asks for. ``common`` tells corpus words from names
+    (see :func:`persons`). With ``predicate`` (the question's index terms besides its names and years, with
+    their weights), a span counts only when NEAR_AT of that weight is near it (:func:`nearness`).
+    """
+    if kind == "list" and (n := list_count(question)):
+        return enumeration(text, n)
+    if kind is None or kind == "list":
+        return text
+    if kind == "definition":
+        return text if _DEFINES.search(text) else None
+    # a figure for "how many miles" counts miles (an assembled table row, predicate None, has its unit in its
+    # header)
+    noun = counted_noun(question) if kind == "number" and predicate is not None else None
+    for span in _spans(text, kind, question, common):
+        if (predicate is None or nearness(text, span, predicate) >= NEAR_AT) and \
+                (noun is None or _counts(text, span, noun)):
+            return span
+    return None
