@@ -9,6 +9,7 @@ not a turn. The turn's number is one more than the number of earlier turns its i
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
@@ -124,10 +125,13 @@ def _saved_turn(run_id: str, started: float, last: CheckpointTuple) -> SavedTurn
 
 
 def _scrubbed(records: list[M]) -> list[M]:
-    """Pydantic records with every key removed from their text (the same objects when they held none)."""
-    out = []
-    for r in records:
-        dumped = r.model_dump_json()
-        clean = scrub(dumped)
-        out.append(r if clean == dumped else type(r).model_validate_json(clean))
-    return out
+    """Pydantic records with every key removed from their text (the same list when none held one).
+
+    One scrub for the whole list: a conversation's page reads every turn's events on each draw.
+    """
+    dumped = [r.model_dump_json() for r in records]
+    joined = "[" + ",".join(dumped) + "]"
+    clean = scrub(joined)
+    if clean == joined:
+        return records
+    return [type(r).model_validate(item) for r, item in zip(records, json.loads(clean), strict=True)]

@@ -23,6 +23,7 @@ from rag.run import make_context, run_question
 from rag.store.chroma import open_knowledge_base
 from tests.conftest import ROOT
 from tests.legacy_history import write_legacy_history
+from tests.run_fixtures import KEY
 
 FIRST = "What is Self-RAG?"
 FOLLOW_UP = "How is it trained?"
@@ -194,3 +195,15 @@ def test_an_unfinished_run_keeps_its_row_answer(setup):
         saver.conn.commit()
     [saved] = thread_turns(saver, t)
     assert (saved.turn, saved.question, saved.finished, saved.events) == (1, FIRST, False, [])
+
+
+def test_a_key_typed_into_a_turn_is_not_read_back_from_its_checkpoints(setup):
+    _, ctx, _ = setup
+    saver = ctx.checkpointer
+    run = run_question(f"What is Self-RAG? {KEY}", ctx, preset_options("naive"), thread_id="t-key")
+    [last] = saver.list({"configurable": {"thread_id": "t-key", "checkpoint_ns": ""}}, limit=1)
+    assert KEY in last.checkpoint["channel_values"]["question"]  # the checkpoint holds what was typed
+    [saved] = thread_turns(saver, "t-key")
+    assert KEY not in repr(saved) and "[redacted]" in saved.question
+    assert (saved.question, saved.answer, saved.events) == (run.question, run.answer, run.events)
+    assert any("[redacted]" in e.model_dump_json() for e in saved.events)
