@@ -160,16 +160,15 @@ def ask(question: str, kb: KnowledgeBase, options: Options, *, history: Sequence
     return run
 
 
-def save_turn(run: Run, thread_id: str | None, kb_name: str) -> str | None:
-    """Add ``run`` as the next turn of the thread ``thread_id`` (None: a new thread on ``kb_name``).
+def save_turn(run: Run, thread_id: str, kb_name: str) -> str | None:
+    """Add ``run`` as the next turn of the thread ``thread_id`` (created on ``kb_name`` when new).
 
     Returns the thread's id, or None when it could not be saved (and says why; the answer stays in this
     session).
     """
     try:
         store = _session.store()
-        if thread_id is None:
-            thread_id = store.create_thread(_session.session_id(), knowledge_base=kb_name).id
+        store.create_thread(_session.session_id(), knowledge_base=kb_name, thread_id=thread_id)
         store.add_turn(thread_id, _session.session_id(), run)
     except Exception as exc:
         st.warning(f"The turn could not be saved to the conversation: {safe(exc)}")

@@ -19,11 +19,13 @@ from pathlib import Path
 
 import streamlit as st
 from chromadb.api import ClientAPI
+from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from app_pages import _login
 from app_pages._safe import safe
 from rag.config import DEFAULT_COLLECTION, Settings
 from rag.history import RunStore, location
+from rag.history.checkpoints import open_checkpointer
 from rag.models import Run
 from rag.store import kbs
 from rag.store.chroma import KnowledgeBase, StoreError, make_client, open_knowledge_base
@@ -324,6 +326,14 @@ def store() -> RunStore:
     Raises OSError when it cannot be opened.
     """
     return _store(location(settings()))
+
+
+def checkpoints() -> BaseCheckpointSaver:
+    """The graph's checkpointer, where a conversation's turns are (opened once per process and database).
+
+    Raises OSError when its database cannot be opened.
+    """
+    return open_checkpointer(session_settings())
 
 
 def keep(run: Run, *, comparison_id: str | None = None) -> str | None:

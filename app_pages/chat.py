@@ -1,5 +1,7 @@
 """Chat page: ask questions of the knowledge base and watch the graph decide, live."""
 
+import uuid
+
 import streamlit as st
 from pydantic import ValidationError
 
@@ -96,7 +98,8 @@ with st.sidebar:
                 _session.store().rename_thread(current.id, _session.session_id(), title)
                 st.rerun()
             if c2.button("Delete", key="chat_delete", type="primary"):
-                _session.store().delete_thread(current.id, _session.session_id())
+                _session.store().delete_thread(current.id, _session.session_id(),
+                                               checkpoints=_session.checkpoints())
                 pick_thread(None)
                 st.rerun()
     st.divider()
@@ -166,7 +169,8 @@ def show_run(run: Run, *, turn: int | None = None, rating: int | None = None) ->
 thread = None
 if thread_id:
     try:
-        thread = _session.store().get_thread(thread_id)
+        # its turns from the conversation's checkpoints (those from before them: from the run history)
+        thread = _session.store().get_thread(thread_id, checkpoints=_session.checkpoints())
     except Exception as exc:
         st.warning(f"The conversation could not be read: {safe(exc)}")
 regenerating = st.session_state.pop(_conversation.REGENERATE, None)
@@ -199,13 +203,15 @@ if question := st.chat_input("Ask about your documents", disabled=read_only):
     with st.chat_message("user"):
         st.markdown(safe(question, multiline=True))
     with st.chat_message("assistant"):
+        # a new conversation's id is chosen now, so its first turn's checkpoints are in its thread too
+        asked_in = thread_id or uuid.uuid4().hex
         run = _conversation.ask(question, kb, options, history=thread.history() if thread else [],
-                                thread_id=thread_id)
+                                thread_id=asked_in)
     if run is None:
         messages.append({"role": "assistant", "content": "Not run.", "run_id": None})
     else:
         problem = _session.keep(run)  # in this session and in the run history
-        saved = _conversation.save_turn(run, thread_id, kb_name)
+        saved = _conversation.save_turn(run, asked_in, kb_name)
         if saved:  # now a turn of the thread, which shows it (and its count in the sidebar) after a rerun
             messages[-1]["in_thread"] = True
             messages.append({"role": "assistant", "content": run.answer, "run_id": run.id, "in_thread": True})

@@ -39,12 +39,14 @@ def cmd_ask(args: argparse.Namespace) -> int:
     kb.count()  # raises StoreUnavailable (one line, exit 1) before any step runs
     options = _options(args)
     store = history = None
+    context = make_context(settings, kb)  # OSError (checkpoints): one line, before any step runs
     if args.thread:
         store = RunStore.for_settings(settings)  # OSError: one line, before any step runs
         thread = store.create_thread(CLI_SESSION, knowledge_base=kb.name, thread_id=args.thread)
-        history = store.thread_history(thread.id)
+        # the earlier turns from the thread's checkpoints (those from before them: from the run history)
+        history = store.thread_history(thread.id, checkpoints=context.checkpointer)
 
-    run = run_question(args.question, make_context(settings, kb), options, history=history or (),
+    run = run_question(args.question, context, options, history=history or (),
                        thread_id=args.thread, on_event=None if args.json else show_step)
     if store is not None:
         turn = store.add_turn(args.thread, CLI_SESSION, run)

@@ -2,7 +2,7 @@
 
 Conversations saved in the run history. ``list`` shows the command line's threads (session
 ``cli``), or every session's with ``--all`` (read only); ``delete`` removes only the command
-line's own threads (their runs stay in the run history).
+line's own threads and their checkpoints (their runs stay in the run history).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import asdict
 
 from rag.cli._common import SharedArgs, settings_of
 from rag.history import CLI_SESSION, RunStore
+from rag.history.checkpoints import open_checkpointer
 from rag.terminal import printable
 
 POSITION = 25
@@ -46,7 +47,7 @@ def cmd_threads_list(args: argparse.Namespace) -> int:
 
 
 def cmd_threads_show(args: argparse.Namespace) -> int:
-    """Print a thread's turns.
+    """Print a thread's turns (from its checkpoints; those from before them, from the run history).
 
     Each question, how it was understood, the answer and its run id (or, with ``--json``, one
     object with ``turns``, each with its runs). Returns 0.
@@ -54,7 +55,9 @@ def cmd_threads_show(args: argparse.Namespace) -> int:
     Raises:
         ValueError: no thread has that id.
     """
-    thread = RunStore.for_settings(settings_of(args)).get_thread(args.thread_id)
+    settings = settings_of(args)
+    store = RunStore.for_settings(settings)
+    thread = store.get_thread(args.thread_id, checkpoints=open_checkpointer(settings))
     if thread is None:
         raise ValueError(f"no thread with id {args.thread_id!r} (see python -m rag threads list)")
     if args.json:
@@ -80,13 +83,17 @@ def cmd_threads_show(args: argparse.Namespace) -> int:
 
 
 def cmd_threads_delete(args: argparse.Namespace) -> int:
-    """Delete one of the command line's threads (its runs stay in the run history). Returns 0.
+    """Delete one of the command line's threads and its checkpoints (its runs stay in the run history).
+
+    Returns 0.
 
     Raises:
         ValueError: no thread has that id.
         PermissionError (RunOwnedElsewhere): another session owns it.
     """
-    if not RunStore.for_settings(settings_of(args)).delete_thread(args.thread_id, CLI_SESSION):
+    settings = settings_of(args)
+    if not RunStore.for_settings(settings).delete_thread(args.thread_id, CLI_SESSION,
+                                                         checkpoints=open_checkpointer(settings)):
         raise ValueError(f"no thread with id {args.thread_id!r} (see python -m rag threads list)")
     print(f"deleted thread {args.thread_id}", file=sys.stderr)
     return 0

@@ -7,9 +7,12 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from sqlalchemy import Connection, case, delete, func, select, update
 
+from rag.config import DEFAULT_COLLECTION
 from rag.history.base import RUNS, THREAD_RUNS, THREADS, Database, RunOwnedElsewhere, owned, upsert
+from rag.history.turns import SavedTurn, thread_turns
 from rag.models import Run, Turn
 
 TITLE_CHARS = 80
@@ -136,10 +139,16 @@ class ThreadStore(Database):
             return self._summaries(db, None if session_id is None else THREADS.c.session_id == session_id,
                                    limit)
 
-    def get_thread(self, thread_id: str) -> Thread | None:
+    def get_thread(self, thread_id: str, *, checkpoints: BaseCheckpointSaver | None = None) -> Thread | None:
         """The thread ``thread_id`` (from any session) with its turns and their runs, or None.
 
-        A run deleted from the history since is left out (a turn left with none is dropped).
+        With ``checkpoints`` (the graph's checkpointer), the turns come from the thread's checkpoints
+        (:func:`rag.history.turns.thread_turns`): each turn's question, standalone question, answer,
+        citations and stop reason as the run ended, its run row (when there is one) giving the rest; a run
+        with no row left is rebuilt from its checkpoints. A turn with no checkpoint in the thread (asked
+        before checkpoints were kept, or as a one-off run before it became a conversation) comes from the
+        run history, where a run deleted since is left out (a turn left with none is dropped). Raises
+        OSError when the history is unavailable, and what the saver raises when its database is.
         """
         summary = self._thread_summary(thread_id)
         if summary is None:
@@ -153,8 +162,31 @@ class ThreadStore(Database):
         turns: dict[int, builtins.list[Run]] = {}
         for row in rows:
             turns.setdefault(row.turn, []).append(Run.model_validate_json(row.data))
+        saved = thread_turns(checkpoints, thread_id) if checkpoints is not None else []
+        if saved:
+            turns = self._with_checkpoints(turns, saved, thread_id, summary.knowledge_base)
         return Thread(summary=summary,
                       turns=[ThreadTurn(turn=n, runs=runs) for n, runs in sorted(turns.items())])
+
+    def _with_checkpoints(self, turns: dict[int, builtins.list[Run]], saved: builtins.list[SavedTurn],
+                          thread_id: str, knowledge_base: str) -> dict[int, builtins.list[Run]]:
+        """``turns`` (from the run rows) with each turn the checkpoints hold taken from them."""
+        from_rows = {r.id: r for runs in turns.values() for r in runs}
+        missing = [s.run_id for s in saved if s.run_id not in from_rows]
+        if missing:  # a run not linked to the thread's turns (e.g. its link was not saved): its row, if any
+            with self._db() as db:
+                for data in db.execute(select(RUNS.c.data).where(RUNS.c.id.in_(missing))).scalars():
+                    run = Run.model_validate_json(data)
+                    from_rows[run.id] = run
+        merged = {n: list(runs) for n, runs in turns.items()}
+        for n in {s.turn for s in saved}:
+            ids = {s.run_id for s in saved if s.turn == n}
+            runs = [s.as_run(from_rows.get(s.run_id), thread_id=thread_id,
+                             knowledge_base=knowledge_base or DEFAULT_COLLECTION)
+                    for s in saved if s.turn == n]
+            earlier = [r for r in merged.get(n, []) if r.id not in ids]  # answered before checkpoints
+            merged[n] = sorted([*earlier, *runs], key=lambda r: r.created_at)
+        return merged
 
     def rename_thread(self, thread_id: str, session_id: str, title: str) -> bool:
         """Rename a thread of ``session_id``.
@@ -170,11 +202,15 @@ class ThreadStore(Database):
             db.execute(update(THREADS).where(THREADS.c.id == thread_id).values(title=thread_title(title)))
         return True
 
-    def delete_thread(self, thread_id: str, session_id: str, *, with_runs: bool = False) -> bool:
+    def delete_thread(self, thread_id: str, session_id: str, *, with_runs: bool = False,
+                      checkpoints: BaseCheckpointSaver | None = None) -> bool:
         """Delete a thread of ``session_id`` and its turns.
 
-        Its runs stay in the run history unless ``with_runs``. Returns False when there is no such thread;
-        raises RunOwnedElsewhere when another session owns it.
+        Its runs stay in the run history unless ``with_runs``. With ``checkpoints`` (the graph's
+        checkpointer) the thread's checkpoints are deleted too, and with ``with_runs`` those of its runs
+        asked as one-off questions (their own threads); a run kept then stays readable but can no longer be
+        re-run from a step. Returns False when there is no such thread; raises RunOwnedElsewhere when another
+        session owns it.
         """
         with self._db() as db:
             if not owned(db, "threads", thread_id, session_id, "delete"):
@@ -185,6 +221,9 @@ class ThreadStore(Database):
             db.execute(delete(THREADS).where(THREADS.c.id == thread_id))
             if with_runs and run_ids:
                 db.execute(delete(RUNS).where(RUNS.c.session_id == session_id, RUNS.c.id.in_(run_ids)))
+        if checkpoints is not None:  # after the rows: a failure here leaves no thread that lacks its turns
+            for tid in [thread_id, *(run_ids if with_runs else ())]:
+                checkpoints.delete_thread(tid)
         return True
 
     def add_turn(self, thread_id: str, session_id: str, run: Run, *, turn: int | None = None) -> int:
@@ -219,10 +258,12 @@ class ThreadStore(Database):
                                     else_=THREADS.c.knowledge_base)))
         return turn
 
-    def thread_history(self, thread_id: str) -> builtins.list[Turn]:
-        """The thread's turns as the graph's ``history`` input.
+    def thread_history(self, thread_id: str, *,
+                       checkpoints: BaseCheckpointSaver | None = None) -> builtins.list[Turn]:
+        """The thread's turns as the graph's ``history`` input, or [] when there is no such thread.
 
-        (each turn's current run), or [] when there is no such thread.
+        Each turn's current run, oldest first: from the checkpoints when ``checkpoints`` is given and holds
+        the turn, else from the run history (:meth:`get_thread`).
         """
-        thread = self.get_thread(thread_id)
+        thread = self.get_thread(thread_id, checkpoints=checkpoints)
         return thread.history() if thread else []

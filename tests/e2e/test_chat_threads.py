@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
-from rag.history import RunStore
+from rag.history import RunStore, thread_turns
+from rag.history.checkpoints import CHECKPOINTS_NAME, sqlite_saver
 from tests.conftest import ROOT, SELF_RAG
 from tests.e2e.conftest import plain
 
@@ -43,6 +44,10 @@ def test_a_conversation_is_a_saved_thread_with_history_aware_follow_ups(data_dir
     assert summary.title == "What is Self-RAG?" and summary.turns == 2
     thread = store.get_thread(summary.id)
     assert thread.turns[1].run.standalone_question == "How is Self-RAG trained?"
+    # both turns, the first too, are in the conversation's checkpoints (where the page reads them from)
+    saver = sqlite_saver(data_dir / CHECKPOINTS_NAME)
+    assert [(t.turn, t.run_id) for t in thread_turns(saver, summary.id)] == [
+        (t.turn, t.run.id) for t in thread.turns]
     captions = [plain(c.value) for c in at.caption]
     assert "Understood as: How is Self-RAG trained?" in captions, captions
     # every past answer keeps its collapsed step log
@@ -67,6 +72,7 @@ def test_a_conversation_is_a_saved_thread_with_history_aware_follow_ups(data_dir
     again.button(key="chat_delete").click().run()
     assert not again.exception, again.exception
     assert store.list_threads("alice") == []
+    assert thread_turns(saver, summary.id) == []  # its checkpoints went with it
 
     # chat history off: the follow-up is asked literally
     again.toggle(key="chat_use_history").set_value(False).run()

@@ -19,6 +19,7 @@ from rag.bench.data import read_jsonl
 from rag.bench.replica import replica_delay
 from rag.bench.scale import fill_store
 from rag.config import Settings
+from rag.history import CLI_SESSION, RunStore
 from rag.store.bm25 import lexical_index
 from rag.store.chroma import open_knowledge_base
 from tests.conftest import DATA, ROOT
@@ -103,6 +104,38 @@ def test_two_replicas_share_everything(chroma, database_url, tmp_path):
         listed = {r["id"]: r for r in json.loads(cli("runs", "list", "--json").stdout)}
         assert listed[child["run_id"]]["parent_run_id"] == parent["run_id"]
         assert "re-run of" in cli("runs", "list").stdout
+
+
+def test_a_follow_up_on_another_replica_reads_the_turn_from_the_checkpoints(chroma, database_url, tmp_path):
+    """The earlier turn comes from the shared checkpoints: with its run row deleted, a follow-up resolves."""
+    import psycopg
+
+    a = replica(chroma, database_url, tmp_path / "replica-a")
+    b = replica(chroma, database_url, tmp_path / "replica-b")
+    basalt = tmp_path / "basalt.md"
+    basalt.write_text("# Basalt notes\n\nBasalt is a fine-grained volcanic rock that forms from lava flows "
+                      "rich in magnesium and iron.\n")
+    a("ingest", str(basalt))
+    first = json.loads(a("ask", "What is Basalt?", "--preset", "naive", "--thread", "t-ck", "--json").stdout)
+    assert RunStore(database_url).delete(first["run_id"], CLI_SESSION)  # only the checkpoints hold it now
+
+    follow = json.loads(b("ask", "How is it formed?", "--preset", "naive", "--thread", "t-ck",
+                          "--json").stdout)
+    assert follow["standalone_question"] == "How is Basalt formed?"
+    assert follow["path"][0] == "contextualize_question"
+    shown = json.loads(a("threads", "show", "t-ck", "--json").stdout)
+    assert [(t["turn"], [r["run_id"] for r in t["runs"]]) for t in shown["turns"]] == [
+        (1, [first["run_id"]]), (2, [follow["run_id"]])]
+    assert shown["turns"][0]["runs"][0]["answer"] == first["answer"]
+
+    def checkpoints() -> int:
+        with psycopg.connect(database_url) as conn:
+            row = conn.execute("SELECT count(*) FROM checkpoints WHERE thread_id = 't-ck'").fetchone()
+        return row[0] if row else 0
+
+    assert checkpoints() > 0
+    b("threads", "delete", "t-ck")  # a conversation deleted on either replica takes its checkpoints along
+    assert checkpoints() == 0
 
 
 def test_bench_replica_delay_times_a_keyword_hit_on_another_process(chroma, database_url, tmp_path):
