@@ -18,6 +18,7 @@ from rag.answer_types import (
     AnswerType,
     _in_question,
     acronym_of,
+    affiliation,
     counted_noun,
     expansion,
     persons,
@@ -62,6 +63,8 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
     if kind == "place":
         return [m.group(1) for m in _PLACE_AFTER.finditer(text)
                 if m.group(1).split()[0].lower() not in _NOT_NAME and not _in_question(m.group(1), asked)]
+    if kind == "organisation" and (where := affiliation(question)):
+        return institutions(text, university=where == "university")
     out = []  # organisation, or any named thing "which X" asks for: a name or an acronym it does not give
     for m in _NAMED.finditer(text):
         name = m.group(0)
@@ -77,6 +80,33 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
 _DOCUMENT_PARTS = frozenset({"table", "figure", "fig", "section", "appendix", "eq", "equation", "algorithm",
                              "chapter", "step", "item", "note", "part", "line", "page"})
 """Words that label a part of a document: "Table 1" names no thing and counts nothing."""
+
+
+_INSTITUTION = re.compile(
+    r"(?:[A-Z][\w&'’.-]*\s+){0,5}?(?:University|Institute|College|School|Laborator(?:y|ies)|Labs?|Research|"
+    r"Academy|Cent(?:er|re)|AI|Inc\.?|Corporation|Corp\.?|Technologies)\b"
+    r"(?:\s+(?:of|for)\s+(?:[A-Z][\w&.-]*(?:\s+and)?\s*){1,5})?")
+"""An institution as a front matter names it: "Carnegie Mellon University", "Google Research", "AI21 Labs",
+"University of Washington", "Hong Kong University of Science and Technology"."""
+
+
+def institutions(text: str, *, university: bool = False) -> list[str]:
+    """The institutions ``text`` names (a paper's affiliations), in order.
+
+    With ``university`` only universities, institutes, colleges and schools, universities first.
+
+    Footnote marks glued to a name ("1Google Research", "†University of Washington") are dropped.
+    """
+    plain = re.sub(r"(?<![\w])[\d†‡∗*§♢¶]+(?=[A-Z])", " ", text)
+    out = []
+    for m in _INSTITUTION.finditer(plain):
+        name = " ".join(m.group(0).split()).strip(" ,.;")
+        if university and not re.search(r"\b(?:University|Institute|College|School)\b", name):
+            continue
+        if len(name.split()) >= 2 or name.isupper():
+            out.append(name)
+    # a university question: universities before institutes ("… Institute …, Tongji University")
+    return sorted(dict.fromkeys(out), key=lambda n: university and "University" not in n)
 
 
 def _label_number(text: str, m: re.Match) -> bool:
@@ -145,6 +175,8 @@ def holds(text: str, kind: AnswerType | None, question: str,
     # a figure for "how many miles" counts miles (an assembled table row, predicate None, has its unit in its
     # header)
     noun = counted_noun(question) if kind == "number" and predicate is not None else None
+    if kind == "organisation" and affiliation(question):
+        predicate = None  # an affiliation line holds none of the question's words
     for span in _spans(text, kind, question, common):
         if (predicate is None or nearness(text, span, predicate) >= NEAR_AT) and \
                 (noun is None or _counts(text, span, noun)):

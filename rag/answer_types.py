@@ -136,12 +136,31 @@ def cue_words(question: str) -> frozenset[str]:
     writers = frozenset({"author", "authors"}) & asked if counted_noun(question) != "author" else frozenset()
     if kind == "person" and not _AUTHORSHIP.search(question):
         return frozenset()
+    if affiliation(question) and (m := _AFFILIATION_Q.search(question)):
+        writers |= {m.group(1).lower()}  # "university" names the answer's type, not a word of its passage
     return (CUE_WORDS.get(kind or "", frozenset()) & asked) | writers
 
 
 def about_authors(question: str) -> bool:
     """True when ``question`` asks about a document's authors: who they are, or where they work."""
     return bool(_AUTHORSHIP.search(question))
+
+
+_AFFILIATION_Q = re.compile(r"\b(?:which|what)\s+(compan(?:y|ies)|universit(?:y|ies)|organi[sz]ations?|"
+                            r"institutions?|institutes?|labs?|firms?)\b", re.I)
+
+
+def affiliation(question: str) -> str | None:
+    """``university`` or ``organisation`` when ``question`` asks where a paper's authors work, else None.
+
+    "Which university are the FLARE authors from?", "Which company are the authors of In-Context RALM
+    from?": the answer is an affiliation of the paper's front matter, a line that holds none of the
+    question's words.
+    """
+    m = _AFFILIATION_Q.search(question)
+    if not m or not re.search(r"\b(?:authors?|researchers?|affiliat\w*|they|he|she)\b", question, re.I):
+        return None
+    return "university" if m.group(1).lower().startswith("universit") else "organisation"
 
 
 def is_authorship(question: str) -> bool:

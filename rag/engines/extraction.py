@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rag.answer_spans import holds
-from rag.answer_types import SPAN_TYPES, expected_type, is_authorship, persons
+from rag.answer_types import SPAN_TYPES, affiliation, expected_type, is_authorship, persons
 from rag.engines.aliases import expand
 from rag.engines.base import Answer, AnswerCitation
 from rag.engines.lexical import Constraint, LexicalCore, _names, _quotable, _same_text, constraints
@@ -208,6 +208,10 @@ class ExtractionMixin(LexicalCore):
             spare = self._typed_candidate(question, [p for p in candidates if p not in chosen], fits, held)
             if spare is not None:
                 chosen = [spare, *chosen[:MAX_ANSWER_SENTENCES - 1]]
+        if not chosen and kind is not None:
+            # no passage holds the question's terms: one that holds the type asked for still may
+            spare = self._typed_candidate(question, candidates, fits, held)
+            chosen = [spare] if spare is not None else []
         if not chosen:
             first = self._first_readable(chunks)
             if first is None:
@@ -341,7 +345,11 @@ class ExtractionMixin(LexicalCore):
             cov = sum(weights[s][1] for s in (p.stems | p.context) & weights.keys()) / total
             return held(p), cov / (1 + p.length / 40) - 0.01 * p.rank
 
-        typed = [p for p in pool if fits(p) and p.stems & weights.keys()]
+        # a passage shares a question term; an affiliation line may share it through its chunk's names (the
+        # front matter names the paper, its affiliation line none of the question's words)
+        where = affiliation(question) is not None
+        typed = [p for p in pool
+                 if fits(p) and (p.stems | (p.context if where else frozenset())) & weights.keys()]
         return max(typed, key=score) if typed else None
 
     def _first_readable(self, chunks: Sequence[Chunk]) -> _Passage | None:

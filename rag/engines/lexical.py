@@ -32,13 +32,17 @@ COMMON_WORD_SHARE = 0.05
 _MARKDOWN = re.compile(r"^#{1,6}\s+|\*\*|__|`|\{%.*?%\}")
 
 
+_FOOTNOTE_MARK = re.compile(r"(?:(?<=\s)|^)[\d†‡∗*§♢¶]{1,2}(?=[A-Z][a-z])")
+"""A footnote mark a PDF glued to the name it marks: "1Google Research", "†University of Washington"."""
+
+
 def _quotable(sentence: str) -> str:
     """A source sentence made fit to quote.
 
-    Without the source's own ``[26]`` references (they would read as our citation markers) and without
-    Markdown/Markdoc syntax.
+    Without the source's own ``[26]`` references (they would read as our citation markers), Markdown/Markdoc
+    syntax, and footnote marks glued to a name.
     """
-    return _MARKDOWN.sub("", _SOURCE_REFS.sub("", sentence)).strip()
+    return _FOOTNOTE_MARK.sub("", _MARKDOWN.sub("", _SOURCE_REFS.sub("", sentence))).strip()
 
 
 def _same_text(a: str, b: str) -> bool:

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from langgraph.runtime import Runtime
 
-from rag.answer_types import about_authors, search_query
+from rag.answer_types import about_authors, affiliation, search_query
 from rag.engines.base import Answer, CallMeta, RelevanceGrade
 from rag.graph import routing
 from rag.graph.context import RunContext
@@ -124,7 +124,7 @@ def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     else:
         results = [retrieve_cached(ctx, queries[0], mode, k=wide)]
     per_query = [found for found, _ in results]
-    if about_authors(state["question"]) and state.get("rewrites"):
+    if about_authors(state["question"]) and (state.get("rewrites") or affiliation(state["question"])):
         # a correction for a question about a paper's authors: its front matter (title, author line,
         # affiliations) answers who wrote it and where they work, and holds few of the question's words
         per_query[0] = front_matter(ctx.kb, list(state.get("documents", [])) + per_query[0]) + per_query[0]
