@@ -43,7 +43,7 @@ _ACRONYM_Q = re.compile(r"\b(?:stands?|stood)\s+for\b|\bshort\s+for\b|\babbrevia
                         r"\bwhat\s+does\s+(?:the\s+)?[A-Z][A-Za-z0-9-]*[A-Z][A-Za-z0-9-]*\s+mean\b")
 _DATE_Q = re.compile(r"^(?:in\s+)?(?:when|what year|which year|what date|on what date|in what year)\b"
                      r"|\b(?:what|which) (?:year|date|month|decade|century)\b", re.I)
-_NUMBER_Q = re.compile(r"\bhow (?:many|much|long|old|far|big|large|tall|high|often)\b"
+_NUMBER_Q = re.compile(r"^(?:\W*[\w'’-]+\s+){0,2}?how (?:many|much|long|old|far|big|large|tall|high|often)\b"
                        r"|\bwhat (?:percentage|share|proportion|fraction|number|amount)\b", re.I)
 _QUANTITY = frozenset(
 [
@@ -62,7 +62,7 @@ _WHICH = re.compile(r"^(?:which|what)\s+([a-z-]+)\s+"
                     r"(?:do|does|did|is|are|was|were|has|have|had|can|could|will)\b",
                     re.I)
 _LIST_Q = re.compile(r"^(?:list|name|enumerate)\b|^(?:which|what) (?:are|were) (?:the )?\w+s\b", re.I)
-_DEFINITION_Q = re.compile(r"^(?:what\s+(?:is|are|was|were)\s+(?:an?\s+|the\s+)?(?!the\b)\S"
+_DEFINITION_Q = re.compile(r"^(?:what\s+(?:is|are|was|were)\s+(?:an?\s+|the\s+)?(?!the\b|default\b)\S"
                            r"|define\b|explain\b|describe\b)", re.I)
 _AUTHORSHIP = re.compile(r"\b(?:authors?|wrote|written|co-?authors?|created|proposed|introduced)\b", re.I)
 

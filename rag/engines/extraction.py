@@ -11,6 +11,7 @@ from rag.answer_types import SPAN_TYPES, affiliation, expected_type, is_authorsh
 from rag.engines.aliases import expand
 from rag.engines.base import Answer, AnswerCitation
 from rag.engines.lexical import Constraint, LexicalCore, _names, _quotable, _same_text, constraints
+from rag.engines.passages import _boilerplate, _dangling, _tabular
 from rag.engines.tables import table_rows
 from rag.models import Chunk, Turn
 from rag.text import STOPWORDS, sentences, terms
@@ -56,43 +57,6 @@ class _Passage:
     ("She served as Chief of Protocol" in the passage titled "Shirley Temple")."""
     head: frozenset[str] = frozenset()
     """The question's name terms its chunk's document head holds (:meth:`LexicalCore.head_names`)."""
-
-
-_BOILERPLATE = re.compile(
-    r"^(?:in the following|in the next section|in (?:the )?future work|in this section|"
-    r"the rest of this paper|this paper is organi[sz]ed|see (?:section|appendix|table|figure|fig)|"
-    r"(?:figure|fig\.|table|algorithm|listing)\s*[a-z]?\d+\s*[:.|]|acknowledg|"
-    r"(?:section|appendix)\s+[a-z]?\d)", re.IGNORECASE)
-_REFERENCE = re.compile(
-    r"\b(?:arXiv|Proceedings|Proc\.|In Proc|pp\.|doi:|ISBN|Association for Computational|"
-    r"Conference on|Workshop on|URL|https?://)", re.IGNORECASE)
-_AUTHOR_LIST = re.compile(r"(?:[A-Z][a-z]+,\s+(?:[A-Z]\.\s*)+(?:,|and)\s*){2,}|"
-                          r"(?:\b[A-Z][a-z]+\s+[A-Z][a-z]+,\s+){3,}")
-
-
-def _boilerplate(sentence: str) -> bool:
-    """Headings' and captions' kind of text, signposts ("In the following…") and entries of a reference list.
-
-    Text that never answers a question.
-    """
-    s = sentence.strip()
-    if _BOILERPLATE.match(s) or re.search(r"(?:\.\s?){4,}", s):  # a heading, or a contents line's leader dots
-        return True
-    if _REFERENCE.search(s) and (re.search(r"\b(?:19|20)\d\d[a-z]?\b", s) or _AUTHOR_LIST.search(s)):
-        return True
-    return bool(_AUTHOR_LIST.search(s)) and len(re.findall(r"\b(?:19|20)\d\d\b", s)) >= 1 \
-        and s.count(",") >= 4
-
-
-def _tabular(sentence: str) -> bool:
-    """Table lines glued together: more than a fifth of the tokens are figures."""
-    tokens = sentence.split()
-    figure = re.compile(r"[$(]*-?\d[\d,.]*\)?%?")
-    figures = sum(bool(figure.fullmatch(t)) for t in tokens)
-    amount = re.compile(r"[$(]*-?\d{1,3}(?:,\d{3})+(?:\.\d+)?\)?|\(\d[\d,.]*\)")  # 383,115 (30)
-    row_ends = sum(bool(amount.fullmatch(a)) and b[:1].isupper()
-                   for a, b in zip(tokens, tokens[1:], strict=False))
-    return len(tokens) >= 8 and (figures / len(tokens) > 0.3 or row_ends >= 2)
 
 
 class ExtractionMixin(LexicalCore):
@@ -213,7 +177,7 @@ class ExtractionMixin(LexicalCore):
             spare = self._typed_candidate(question, candidates, fits, held)
             chosen = [spare] if spare is not None else []
         if not chosen:
-            first = self._first_readable(chunks)
+            first = self._first_readable(chunks) or self._best_line(question, chunks)
             if first is None:
                 return Answer(text="The retrieved passages contain no readable sentence to quote.",
                               citations=[])
@@ -352,23 +316,23 @@ class ExtractionMixin(LexicalCore):
                  if fits(p) and (p.stems | (p.context if where else frozenset())) & weights.keys()]
         return max(typed, key=score) if typed else None
 
+    def _best_line(self, question: str, chunks: Sequence[Chunk]) -> _Passage | None:
+        """The line of ``chunks`` that holds most of the question's IDF weight, or None when none holds any.
+
+        Pages of code, tables and lists (Markdown documentation) may hold no sentence to quote; an answer
+        that quotes nothing cites nothing, and the run abstains.
+        """
+        weights = self.weighted_terms(question)
+        scored = [(sum(weights[s][1] for s in p.stems & weights.keys()), -p.rank, p)
+                  for p in self._line_candidates(question, chunks)]
+        best = max(scored, key=lambda t: (t[0], t[1]), default=None)
+        return best[2] if best is not None and best[0] > 0 else None
+
     def _first_readable(self, chunks: Sequence[Chunk]) -> _Passage | None:
         """The first readable, non-boilerplate sentence of ``chunks``, or None."""
         return next((_Passage(r, 0, s, frozenset(), 0.0, 0, s) for r, c in enumerate(chunks)
                      for s in map(_quotable, sentences(c.text))
                      if self._readable(s) and not _boilerplate(s)), None)
-
-
-def _dangling(line: str) -> bool:
-    """A line cut out of running text.
-
-    It starts inside a sentence (a lower-case word) or stops inside one (on an article: "the", "a", "an").
-
-    A table row or a signature line does neither; "of predicting factuality using …" and "… answering task,
-    the" are the middle of a sentence a page wrapped.
-    """
-    first, last = line.split()[0], line.split()[-1]
-    return (first[:1].islower() and first.isalpha()) or last.lower() in ("the", "a", "an")
 
 
 def _exact(text: str, names: Sequence[Constraint]) -> int:
