@@ -85,6 +85,7 @@ _DOCUMENT_PARTS = frozenset({"table", "figure", "fig", "section", "appendix", "e
 _INSTITUTION = re.compile(
     r"(?:[A-Z][\w&'’.-]*\s+){0,5}?(?:University|Institute|College|School|Laborator(?:y|ies)|Labs?|Research|"
     r"Academy|Cent(?:er|re)|AI|Inc\.?|Corporation|Corp\.?|Technologies)\b"
+    r"(?:\s+(?:Labs?|Research|Institute)\b)?"
     r"(?:\s+(?:of|for)\s+(?:[A-Z][\w&.-]*(?:\s+and)?\s*){1,5})?")
 """An institution as a front matter names it: "Carnegie Mellon University", "Google Research", "AI21 Labs",
 "University of Washington", "Hong Kong University of Science and Technology"."""
@@ -97,9 +98,11 @@ def institutions(text: str, *, university: bool = False) -> list[str]:
 
     Footnote marks glued to a name ("1Google Research", "†University of Washington") are dropped.
     """
-    plain = re.sub(r"(?<![\w])[\d†‡∗*§♢¶]+(?=[A-Z])", " ", text)
+    # a footnote mark starts an affiliation ("1Google Research 2University of Washington"), a comma or a
+    # line ends one: read each piece apart, so no name runs into the next
+    pieces = re.split(r"(?:(?<![\w])[\d†‡∗*§♢¶]+(?=[A-Z]))|[,;\n]|(?<=[a-z])\d+(?:∗|\*)?\s", text)
     out = []
-    for m in _INSTITUTION.finditer(plain):
+    for m in (m for piece in pieces for m in _INSTITUTION.finditer(piece)):
         name = " ".join(m.group(0).split()).strip(" ,.;")
         if university and not re.search(r"\b(?:University|Institute|College|School)\b", name):
             continue

@@ -355,6 +355,8 @@ class ContextualizeMixin(LexicalCore):
         text = _same_year(text, before)
         said = refs[0].group(0)
         meant = plural if _PLURAL_REF.fullmatch(said) and said.lower() in ("they", "them") else name
+        if said.lower() == "they" and authors and authors in text and authors not in asked:
+            meant = authors  # the reasoning names what "they" became
         return text, (meant, said), turn
 
     def _fill_ellipsis(self, fragment: str, previous: str, turn: int, history: Sequence[Turn],

@@ -177,7 +177,7 @@ class ExtractionMixin(LexicalCore):
             spare = self._typed_candidate(question, candidates, fits, held)
             chosen = [spare] if spare is not None else []
         if not chosen:
-            first = self._first_readable(chunks) or self._best_line(question, chunks)
+            first = self._best_line(question, chunks) or self._first_readable(chunks)
             if first is None:
                 return Answer(text="The retrieved passages contain no readable sentence to quote.",
                               citations=[])

@@ -169,11 +169,19 @@ class GradingMixin(LexicalCore):
         con_stems = {t for c in cons for t in c.terms}
         threshold = relevance_threshold(len(weights), partial)
         short = self.aliases(question, (c.text for c in chunks))
+        # a name no passage of the knowledge base mentions at all: nothing here is about what is asked
+        unknown = [c for c in cons if c.kind != "number" and not partial
+                   and all(not self.stats.df.get(t) for t in c.terms)]
         grades = []
         for chunk in chunks:
             if not weights:
                 grades.append(RelevanceGrade(relevant=False, score="low", reasoning=(
                     "The question has no content words to match (only stop words).")))
+                continue
+            if unknown:
+                grades.append(RelevanceGrade(relevant=False, score="low", reasoning=(
+                    f"The knowledge base never mentions the question's {_constraint_words(unknown)}: no "
+                    f"passage of it is about what the question asks.")))
                 continue
             seq = expand(terms(chunk.text), short)  # "PCC's revenues" reads as Precision Castparts'
             by_head = self.head_names(question, chunk) if not partial else frozenset()
