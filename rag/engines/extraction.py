@@ -106,7 +106,7 @@ class ExtractionMixin(LexicalCore):
         q_pairs = set(zip(q_seq, q_seq[1:], strict=False))
         name_terms = {t for c in constraints(question) if c.kind != "number" for t in c.terms}
         authors = is_authorship(question)
-        short = self.aliases(question, (c.text for c in chunks))
+        short = self.aliases(question, (c.text for c in chunks), (c.doc_sha for c in chunks))
         out: list[_Passage] = []
         for rank, chunk in enumerate(chunks):
             # a sentence is read in the context of its passage: the names the chunk holds

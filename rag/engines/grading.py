@@ -168,7 +168,7 @@ class GradingMixin(LexicalCore):
         asks = self.predicate(question) if kind in TYPED_RELEVANCE and not partial else None
         con_stems = {t for c in cons for t in c.terms}
         threshold = relevance_threshold(len(weights), partial)
-        short = self.aliases(question, (c.text for c in chunks))
+        short = self.aliases(question, (c.text for c in chunks), (c.doc_sha for c in chunks))
         # a name no passage of the knowledge base mentions at all: nothing here is about what is asked
         unknown = [c for c in cons if c.kind != "number" and not partial
                    and all(not self.stats.df.get(t) for t in c.terms)]

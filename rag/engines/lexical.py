@@ -7,7 +7,7 @@ entity or a quoted phrase of the question.
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass
 from functools import lru_cache
@@ -26,6 +26,8 @@ answer is its lead; key passages only support it). Chosen on retrace-dev and mix
 _SOURCE_REFS = re.compile(r"\s*\[\d+(?:\s*[,–-]\s*\d+)*\]")
 
 
+MAX_DOCUMENTS = 512
+"""Documents whose short forms an engine remembers (:meth:`LexicalCore.learn_document`)."""
 COMMON_WORD_SHARE = 0.05
 """A capitalised word found in more than this share of the chunks is a word of the corpus ("Retriever",
 "Critic"), not part of a person's name ("Buffett", "Asai")."""
@@ -238,15 +240,38 @@ class LexicalCore:
         self.stats = stats
         self.alias_memo = AliasMemo()
         self.head_memo = AliasMemo()
+        self.document_aliases: OrderedDict[str, dict[str, tuple[str, ...]]] = OrderedDict()
         """Per question: chunk id -> the question's name terms its document head holds (head_names)."""
 
-    def aliases(self, question: str, texts: Iterable[str] = ()) -> dict[str, tuple[str, ...]]:
-        """The short forms ``texts`` define for the question's names (:mod:`rag.engines.aliases`).
+    def learn_document(self, doc_sha: str, texts: Iterable[str]) -> None:
+        """Remember the short forms a whole document defines (its chunks' ``texts``), under ``doc_sha``.
 
+        A filing defines "Berkshire Hathaway Energy Company (“BHE”)" once and writes "BHE" on a hundred other
+        pages; a chunk of one of those pages is about the name the question gives. At most MAX_DOCUMENTS
+        documents are kept, the oldest dropped first.
+        """
+        self.document_aliases[doc_sha] = definitions(texts)
+        self.document_aliases.move_to_end(doc_sha)
+        while len(self.document_aliases) > MAX_DOCUMENTS:
+            self.document_aliases.popitem(last=False)
+
+    def knows_document(self, doc_sha: str) -> bool:
+        """Whether :meth:`learn_document` has read the document ``doc_sha``."""
+        return doc_sha in self.document_aliases
+
+    def aliases(self, question: str, texts: Iterable[str] = (), docs: Iterable[str] = ()
+                ) -> dict[str, tuple[str, ...]]:
+        """The short forms ``texts`` (and the documents ``docs``, by doc_sha) define for the question's names.
+
+        See :mod:`rag.engines.aliases`; a definition in the evidence itself wins over its document's.
         Remembered per question, so a later judgment of the same question (the answer check) reads them too.
         """
         names = [c.terms for c in constraints(question) if c.kind == "entity"]
-        found = for_question(definitions(texts), names) if names else {}
+        defined: dict[str, tuple[str, ...]] = {}
+        for sha in dict.fromkeys(docs):
+            defined.update(self.document_aliases.get(sha, {}))
+        defined.update(definitions(texts))
+        found = for_question(defined, names) if names else {}
         if found:
             self.alias_memo.add(question, found)
         return {**self.alias_memo.get(question), **found}

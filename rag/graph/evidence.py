@@ -101,3 +101,22 @@ def with_heads(kb, chunks: Sequence[Chunk]) -> list[Chunk]:
         heads = {sha: _HEADS[sha] for sha in want if sha in _HEADS}
     return [c.model_copy(update={"head": heads[c.doc_sha]}) if c.doc_sha in heads and not c.head else c
             for c in chunks]
+
+
+def learn_documents(kb, engine, chunks: Sequence[Chunk]) -> None:
+    """Let ``engine`` read the short forms each document of ``chunks`` defines, once per document.
+
+    For an engine with ``learn_document`` (the offline engine, :meth:`rag.engines.lexical.LexicalCore.
+    learn_document`); others are left alone. A document that cannot be read is learned as defining nothing.
+    """
+    learn, knows = getattr(engine, "learn_document", None), getattr(engine, "knows_document", None)
+    if learn is None or knows is None or not hasattr(kb, "document_chunks"):
+        return
+    for sha in dict.fromkeys(c.doc_sha for c in chunks if c.origin == "kb" and c.doc_sha):
+        if knows(sha):
+            continue
+        try:
+            texts = [c.text for c in kb.document_chunks(sha)]
+        except Exception:  # noqa: BLE001 - short forms are a hint; retrieval must not fail for them
+            texts = []
+        learn(sha, texts)
