@@ -71,7 +71,8 @@ def test_web_results_and_engines_without_the_method_are_left_alone():
 def test_a_definition_in_the_evidence_wins_over_its_documents():
     engine = _engine()
     engine.learn_document("doc-x", ["Berkshire Hathaway Energy Holdings Trust (“BHE”) sells power."])
-    assert engine.aliases(QUESTION, [], ["doc-x"])["bhe"] == ("berkshir", "hathaway", "energi", "hold", "trust")
+    holdings = ("berkshir", "hathaway", "energi", "hold", "trust")
+    assert engine.aliases(QUESTION, [], ["doc-x"])["bhe"] == holdings
     fresh = _engine()
     fresh.learn_document("doc-x", ["Berkshire Hathaway Energy Holdings Trust (“BHE”) sells power."])
     assert fresh.aliases(QUESTION, [DEFINES], ["doc-x"])["bhe"] == ("berkshir", "hathaway", "energi")
