@@ -41,12 +41,12 @@ class KeywordIndex:
     """The persistent, incremental BM25 index of one knowledge base: an inverted index in SQL.
 
     Each chunk's :func:`rag.text.terms` (stems, CJK bigrams) are stored with it, and each term has one
-    posting list (a blob of int32 (chunk row, term frequency, chunk length) triples) that adds and
-    deletes rewrite. A question reads the posting lists of its terms only and scores every chunk they
-    hold with numpy: bm25s' Lucene BM25 (k1 = :data:`K1`, b = :data:`B`, idf ln(1 + (N - df + 0.5) /
-    (df + 0.5))), exactly, over all matches. (SQLite FTS5 was measured first: its ``bm25()`` ranking of
-    an OR query took 2.5 s at 100,000 chunks, where common terms match 40% of the chunks, and its
-    vocabulary lookups 15 ms a term.)
+    posting list (a blob of int32 (chunk row, term frequency, chunk length) triples) that adds append to
+    (the database concatenates: nothing is read back) and deletes rewrite. A question reads the posting
+    lists of its terms only and scores every chunk they hold with numpy: bm25s' Lucene BM25 (k1 =
+    :data:`K1`, b = :data:`B`, idf ln(1 + (N - df + 0.5) / (df + 0.5))), exactly, over all matches.
+    (SQLite FTS5 was measured first: its ``bm25()`` ranking of an OR query took 2.5 s at 100,000 chunks,
+    where common terms match 40% of the chunks, and its vocabulary lookups 15 ms a term.)
 
     Documents are added and deleted whole, each call in one transaction (atomic even under SIGKILL: a
     reader sees a document with all its chunks or not at all). :class:`KnowledgeBase` writes a document
