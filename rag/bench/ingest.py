@@ -33,6 +33,7 @@ from rag.ingest.loaders import load_document
 from rag.ingest.pipeline import ChunkSettings, ingest_files
 from rag.store.embeddings import HashingEmbeddingFunction
 from rag.store.writer import RowWriter
+from rag.text import terms
 
 BENCH_SUFFIXES = (".pdf", ".txt", ".md", ".markdown")
 """What a directory contributes: the types the LangChain reference reads too (PyPDFLoader,
@@ -150,11 +151,28 @@ def _pipeline_run(files: Sequence[Path], root: Path, name: str, settings: ChunkS
     return time.perf_counter() - started, [r.line() for r in reports if not r.ok]
 
 
+AFTER_EXTRACTION = ("chunk", "embed", "keyword_index", "upsert")
+"""The stages after text extraction, whose split :func:`after_extraction` reports."""
+
+
+def after_extraction(timings: dict[str, float]) -> dict:
+    """Where the time goes after extraction: :data:`AFTER_EXTRACTION` from ``timings`` (seconds by stage).
+
+    Returns ``total_ms`` (their sum, ms) and ``stages``: per stage ``ms`` and ``share`` (a fraction of
+    ``total_ms``, 0-1; None when it is 0). Raises KeyError for a stage missing from ``timings``.
+    """
+    total = sum(timings[k] for k in AFTER_EXTRACTION)
+    stages = {k: {"ms": round(timings[k] * 1000, 1), "share": round(timings[k] / total, 3) if total else None}
+              for k in AFTER_EXTRACTION}
+    return {"total_ms": round(total * 1000, 1), "stages": stages}
+
+
 def _stages(files: Sequence[Path], root: Path, chunk_size: int, chunk_overlap: int, ef
             ) -> tuple[dict[str, float], int, int]:
     """Our stages one file after the other in this process: ``(seconds by stage, pages, chunks)``.
 
-    ``parse`` (text and OCR), ``chunk``, ``embed``, ``keyword_index`` (the store's keyword-index
+    ``parse`` (text and OCR), ``chunk``, ``embed`` (tokenising once, as the pipeline's workers do, and
+    the vectors from those terms), ``keyword_index`` (the store's keyword-index
     transaction, timed inside :class:`rag.store.writer.RowWriter`) and ``upsert``
     (the rest of ``add_document``: Chroma upserts and completion records).
     """
@@ -189,10 +207,12 @@ def _stage_files(files: Sequence[Path], kb, chunk_size: int, chunk_overlap: int,
         t1 = time.perf_counter()
         records = chunk_document(doc, doc_sha=sha, chunk_size=chunk_size, chunk_overlap=chunk_overlap)
         t2 = time.perf_counter()
-        vectors = ef([r.text for r in records])
+        toks = [terms(r.text) for r in records]  # tokenised once, for the vectors and the keywords
+        vectors = [ef.embed_terms(t) for t in toks]
         t3 = time.perf_counter()
         indexed = timings["keyword_index"]
-        kb.add_document(records, pages=doc.page_count, size_bytes=len(data), embeddings=vectors)
+        kb.add_document(records, pages=doc.page_count, size_bytes=len(data), embeddings=vectors,
+                        terms={r.id: t for r, t in zip(records, toks, strict=True)})
         t4 = time.perf_counter()
         timings["parse"] += t1 - t0
         timings["chunk"] += t2 - t1
@@ -237,6 +257,7 @@ def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
 
     Returns:
         ``files``, ``pages``, ``chunks``, ``repeat``, ``skipped_duplicates``, ``stages``,
+        ``after_extraction`` (:func:`after_extraction`: the split of ``stages`` after parsing, in ms),
         ``pipeline``, ``reingest``, ``baselines`` (``pypdf_parse``, ``langchain_reference``
         or None), ``ratios`` (our pipeline's pages/s over each baseline's), ``peak_rss_mb``
         (peak memory of our first whole-pipeline run: its process, and its largest worker),
@@ -314,6 +335,7 @@ def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
         "files": len(files), "pages": pages, "chunks": chunks, "repeat": max(1, repeat),
         "skipped_duplicates": [f.name for f in dropped],
         "stages": {k: rate(v, pages, chunks) for k, v in timings.items()},
+        "after_extraction": after_extraction(timings),
         "pipeline": pipeline,
         "reingest": {"seconds": round(again_s, 3), "hash_only_seconds": round(hash_s, 3),
                      "all_already_indexed": all(r.status == "already indexed" for r in again)},

@@ -102,6 +102,11 @@ def format_ingest(result: dict) -> str:
             f"median of {result['repeat']} interleaved run(s)"
             + (f"; left out byte-identical copies: {', '.join(result['skipped_duplicates'])}"
                if result["skipped_duplicates"] else ""))
+    split = result.get("after_extraction")
+    if split:
+        head += (f"\nafter extraction (ours, one process): {split['total_ms']:.0f} ms = " + ", ".join(
+            f"{stage.replace('_', ' ')} {v['ms']:.0f} ms ({(v['share'] or 0):.1%})"
+            for stage, v in split["stages"].items()))
     peak = result.get("peak_rss_mb") or {}
     if peak.get("self") is not None:
         head += (f"\npeak memory (RSS) of our whole pipeline: {peak['self']} MB in its process, "

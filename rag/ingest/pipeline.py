@@ -6,9 +6,8 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from rag.ingest.chunking import (
     DEFAULT_CHUNK_OVERLAP,
@@ -18,51 +17,16 @@ from rag.ingest.chunking import (
 from rag.ingest.errors import IngestError
 from rag.ingest.loaders import LoadedDocument, _suffix, load_document
 from rag.ingest.parallel import PrefetchingLoader, RangeStream, WorkerFailed
+from rag.ingest.reports import GROUP_CHUNKS, STORE_BATCH, FileReport, Prepared, StoreGroup, ingested
 from rag.ingest.types import Page
 from rag.secrets import scrub
 from rag.store import sources
 from rag.store.chroma import StoreUnavailable
 from rag.store.embeddings import HashingEmbeddingFunction
-from rag.terminal import printable
 from rag.text import terms
 
 log = logging.getLogger(__name__)
-Status = Literal["ingested", "already indexed", "failed"]
 FileInput = str | Path | tuple[str, bytes]
-
-
-@dataclass
-class FileReport:
-    """The outcome for one file.
-
-    ``code`` is the IngestError code when it failed (``password_required``, ``no_extractable_text``, ...);
-    ``pages`` counts every page and ``ocr_pages`` those read by OCR; ``seconds`` is wall time.
-    """
-
-    filename: str
-    status: Status
-    message: str
-    code: str = ""
-    doc_sha: str = ""
-    pages: int = 0
-    chunks: int = 0
-    ocr_pages: int = 0
-    seconds: float = 0.0
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        """True unless the file failed."""
-        return self.status != "failed"
-
-    def line(self) -> str:
-        r"""One line a person can read, its control characters escaped (:func:`rag.terminal.printable`).
-
-        For example ``lewis.pdf: ingested 19 pages, 88 chunks`` or
-        ``scan.pdf: ingested 3 pages (3 by OCR), 7 chunks``; a file named ``a<ESC>[31m<newline>b.pdf``
-        is shown as ``a\x1b[31m\nb.pdf``.
-        """
-        return printable(f"{self.filename}: {self.message}")
 
 
 @dataclass(frozen=True)
@@ -119,13 +83,18 @@ def ingest_files(kb, files: Iterable[FileInput], *, chunking: ChunkSettings = Ch
     seen: dict[str, str] = {}
     reads = [_read(item) for item in items]
     shas = [hashlib.sha256(data).hexdigest() if data is not None else "" for _, data, _ in reads]
-    group = _Group(kb, slots)
+    group = StoreGroup(kb, slots)
+
+    statuses = _statuses(kb, [sha for sha in shas if sha])
 
     def password_for(name: str) -> str | None:
         return (passwords or {}).get(name) or password
 
+    def indexed(sha: str) -> bool:
+        return (statuses.get(sha) or kb.document_status(sha)) == "complete"
+
     with PrefetchingLoader([(name, data) for name, data, _ in reads if data is not None],
-                           password_for, kb.has_document, workers=workers,
+                           password_for, indexed, workers=workers,
                            max_bytes=max_bytes, ocr=ocr, embed=_local_embedding(kb),
                            chunking=(chunking.chunk_size, chunking.chunk_overlap)) as loader:
         order = _order(reads, shas, loader)
@@ -143,7 +112,7 @@ def ingest_files(kb, files: Iterable[FileInput], *, chunking: ChunkSettings = Ch
                     group.store()  # the files before it are stored first
                 try:
                     got = _prepare_one(kb, name, data, chunking, password_for(name), max_bytes,
-                                       seen, loader, on_page)
+                                       seen, loader, on_page, statuses.pop(shas[i], None))
                 except StoreUnavailable as exc:
                     slots[i] = FileReport(name, "failed", str(exc), code="store_unavailable",
                                           seconds=round(time.perf_counter() - started, 3))
@@ -167,6 +136,15 @@ def ingest_files(kb, files: Iterable[FileInput], *, chunking: ChunkSettings = Ch
     return [r for r in slots if r is not None]
 
 
+def _statuses(kb, shas: list[str]) -> dict[str, str]:
+    """Each document's status before the ingest, asked all at once (see ``KnowledgeBase.document_statuses``).
+
+    Empty for a knowledge base without that method: each file's status is then asked as it comes.
+    """
+    lookup = getattr(kb, "document_statuses", None)
+    return dict(lookup(shas)) if lookup is not None and shas else {}
+
+
 def _order(reads: list, shas: list[str], loader: PrefetchingLoader) -> list[int]:
     """The order to take the files in (indexes into ``reads``).
 
@@ -185,92 +163,6 @@ def _order(reads: list, shas: list[str], loader: PrefetchingLoader) -> list[int]
     return sorted(range(len(reads)), key=key)
 
 
-GROUP_CHUNKS = 512
-"""At most about this many chunks of consecutive files go to the store together (see :class:`_Group`)."""
-
-
-@dataclass
-class _Prepared:
-    """A file loaded and chunked, waiting for the store."""
-
-    name: str
-    sha: str
-    size: int
-    doc: LoadedDocument
-    chunks: list
-    vectors: list | None  # one per chunk when computed already (local embeddings), else None
-    toks: list[list[str]] | None  # their rag.text.terms, with the vectors
-    status: str  # document_status before this ingest: "absent" or "incomplete"
-
-
-class _Group:
-    """Files prepared for the store, stored together in one :meth:`KnowledgeBase.add_documents` call.
-
-    Each Chroma upsert costs tens of ms whatever its size, and the keyword index one transaction, so files
-    whose successors are already prepared wait for them (up to :data:`GROUP_CHUNKS` chunks): the store is
-    then written once for all of them. Each file's chunks are still stored all or not at all, under its
-    own completion record. ``slots`` receives each file's report at its position.
-    """
-
-    def __init__(self, kb, slots: list[FileReport | None]) -> None:
-        self.kb = kb
-        self.slots = slots
-        self.items: list[tuple[int, _Prepared, float]] = []
-        self.chunks = 0
-
-    def add(self, slot: int, prepared: _Prepared, seconds: float) -> None:
-        self.items.append((slot, prepared, seconds))
-        self.chunks += len(prepared.chunks)
-
-    def store(self) -> None:
-        """Write the waiting files; raises StoreUnavailable (their reports then say so, see :meth:`fail`)."""
-        if not self.items:
-            return
-        started = time.perf_counter()
-        vectors: dict[str, object] = {}
-        toks: dict[str, list[str]] = {}
-        for _, p, _ in self.items:
-            if p.vectors is not None and p.toks is not None:
-                vectors.update(zip((c.id for c in p.chunks), p.vectors, strict=True))
-                toks.update(zip((c.id for c in p.chunks), p.toks, strict=True))
-        error = None
-        try:
-            # several files: one upsert (each costs Chroma tens of ms), split by the store at the most one
-            # upsert may hold (KnowledgeBase.max_batch_size); one large file: upserts of STORE_BATCH
-            batch = STORE_BATCH if len(self.items) == 1 else max(STORE_BATCH, self.chunks)
-            self.kb.add_documents([(p.chunks, p.doc.page_count, p.size) for _, p, _ in self.items],
-                                  batch_size=batch, embeddings=vectors or None, terms=toks or None)
-        except StoreUnavailable:
-            raise
-        except Exception as exc:  # a store bug: the files it did not store completely fail, the batch goes on
-            error = scrub(f"unexpected error: {type(exc).__name__}: {exc}")[:300]
-        share = (time.perf_counter() - started) / max(1, self.chunks)
-        for slot, p, seconds in self.items:
-            report = _ingested(p)
-            if error is not None and self._status(p.sha) != "complete":
-                report = FileReport(p.name, "failed", error, code="error", doc_sha=p.sha)
-            report.seconds = round(seconds + share * len(p.chunks), 3)
-            self.slots[slot] = report
-        self.items, self.chunks = [], 0
-
-    def _status(self, sha: str) -> str:
-        try:
-            return str(self.kb.document_status(sha))
-        except Exception:
-            return "unknown"
-
-    def fail(self, message: str) -> None:
-        """The store is gone: every waiting file fails with ``message``."""
-        for slot, p, seconds in self.items:
-            self.slots[slot] = FileReport(p.name, "failed", message, code="store_unavailable", doc_sha=p.sha,
-                                          seconds=round(seconds, 3))
-        self.items, self.chunks = [], 0
-
-
-STORE_BATCH = 256
-"""Chunks per Chroma upsert when files are stored (:meth:`KnowledgeBase.add_documents`)."""
-
-
 def _probe_doc():
     return LoadedDocument(filename="probe", pages=[Page(1, "probe")], page_count=1, warnings=[])
 
@@ -286,17 +178,19 @@ def _local_embedding(kb):
 
 def _prepare_one(kb, name: str, data: bytes, chunking: ChunkSettings, password: str | None,
                  max_bytes: int | None, seen: dict[str, str], loader=None,
-                 on_page: Callable[[str, int, int, bool], None] | None = None) -> FileReport | _Prepared:
+                 on_page: Callable[[str, int, int, bool], None] | None = None,
+                 status: str | None = None) -> FileReport | Prepared:
     """Load and chunk one file for the store, or its report when there is nothing to store.
 
-    (already indexed, or failed). Raises StoreUnavailable when the store cannot be asked about it.
+    (already indexed, or failed). ``status`` is its :meth:`KnowledgeBase.document_status` when known
+    already. Raises StoreUnavailable when the store cannot be asked about it.
     """
     sha = hashlib.sha256(data).hexdigest()
     if sha in seen:
         return FileReport(name, "already indexed",
                           f"already indexed (same content as {seen[sha]})", doc_sha=sha)
     try:
-        status = kb.document_status(sha)
+        status = status or kb.document_status(sha)
         if status == "complete":
             seen[sha] = name
             _keep_original(kb, name, sha, data)  # indexed before originals were kept: keep it now
@@ -329,8 +223,8 @@ def _prepare_one(kb, name: str, data: bytes, chunking: ChunkSettings, password: 
                           code="error", doc_sha=sha)
     seen[sha] = name
     if prepared is None:
-        return _Prepared(name, sha, len(data), doc, chunks, None, None, status)
-    return _Prepared(name, sha, len(data), doc, chunks, prepared[0], prepared[1], status)
+        return Prepared(name, sha, len(data), doc, chunks, None, None, status)
+    return Prepared(name, sha, len(data), doc, chunks, prepared[0], prepared[1], status)
 
 
 def _stream_one(kb, name: str, data: bytes, sha: str, status: str, stream: RangeStream,
@@ -351,23 +245,7 @@ def _stream_one(kb, name: str, data: bytes, sha: str, status: str, stream: Range
     if problem:
         doc = LoadedDocument(doc.filename, doc.pages, doc.page_count, [*doc.warnings, problem], doc.ocr_pages)
     seen[sha] = name
-    return _ingested(_Prepared(name, sha, len(data), doc, chunks, None, None, status))
-
-
-def _ingested(p: _Prepared) -> FileReport:
-    """The report of a file stored completely."""
-    doc = p.doc
-    pages = f"{doc.page_count} page{'s' if doc.page_count != 1 else ''}"
-    if doc.ocr_pages:
-        pages += f" ({len(doc.ocr_pages)} by OCR)"
-    warn = f" ({len(doc.warnings)} warning(s))" if doc.warnings else ""
-    repaired = ("; replaced the incomplete copy an interrupted ingest had left"
-                if p.status == "incomplete" else "")
-    n = len(p.chunks)
-    chunks = f"{n} chunk{'s' if n != 1 else ''}"
-    return FileReport(p.name, "ingested", f"ingested {pages}, {chunks}{warn}{repaired}",
-                      doc_sha=p.sha, pages=doc.page_count, chunks=len(p.chunks),
-                      ocr_pages=len(doc.ocr_pages), warnings=list(doc.warnings))
+    return ingested(Prepared(name, sha, len(data), doc, chunks, None, None, status))
 
 
 def _load_and_chunk(name: str, data: bytes, sha: str, chunking: ChunkSettings, password: str | None,

@@ -14,7 +14,6 @@ import contextlib
 import shutil
 import threading
 import time
-from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -24,8 +23,8 @@ from sqlalchemy import Connection
 
 from rag.models import Chunk
 from rag.store.client import test_kill_in_keywords
-from rag.store.keyword_db import KeywordStore, sql
-from rag.store.lexical import LexicalIndex, LexicalStats, bm25_top, unpack_postings
+from rag.store.keyword_db import KeywordStore, execute_rows, sql
+from rag.store.lexical import LexicalIndex, LexicalStats, bm25_top, build_postings, unpack_postings
 from rag.store.records import read_document_texts
 from rag.text import terms
 
@@ -42,12 +41,12 @@ class KeywordIndex:
     """The persistent, incremental BM25 index of one knowledge base: an inverted index in SQL.
 
     Each chunk's :func:`rag.text.terms` (stems, CJK bigrams) are stored with it, and each term has one
-    posting list (a blob of int32 (chunk row, term frequency, chunk length) triples) that adds and
-    deletes rewrite. A question reads the posting lists of its terms only and scores every chunk they
-    hold with numpy: bm25s' Lucene BM25 (k1 = :data:`K1`, b = :data:`B`, idf ln(1 + (N - df + 0.5) /
-    (df + 0.5))), exactly, over all matches. (SQLite FTS5 was measured first: its ``bm25()`` ranking of
-    an OR query took 2.5 s at 100,000 chunks, where common terms match 40% of the chunks, and its
-    vocabulary lookups 15 ms a term.)
+    posting list (a blob of int32 (chunk row, term frequency, chunk length) triples) that adds append to
+    (the database concatenates: nothing is read back) and deletes rewrite. A question reads the posting
+    lists of its terms only and scores every chunk they hold with numpy: bm25s' Lucene BM25 (k1 =
+    :data:`K1`, b = :data:`B`, idf ln(1 + (N - df + 0.5) / (df + 0.5))), exactly, over all matches.
+    (SQLite FTS5 was measured first: its ``bm25()`` ranking of an OR query took 2.5 s at 100,000 chunks,
+    where common terms match 40% of the chunks, and its vocabulary lookups 15 ms a term.)
 
     Documents are added and deleted whole, each call in one transaction (atomic even under SIGKILL: a
     reader sees a document with all its chunks or not at all). :class:`KnowledgeBase` writes a document
@@ -149,35 +148,22 @@ class KeywordIndex:
             length = int(self._meta(db, "length") or 0)
             row = int(db.execute(sql("SELECT coalesce(max(row), 0) FROM keyword_chunks WHERE ix = :ix"),
                                  self.ix).scalar() or 0)
-            rows: list[dict] = []
-            vocab: dict[str, int] = {}  # term -> its number in this call
-            owners = array("i")  # per posting: the term's number
-            triples = array("i")  # per posting: chunk row, term frequency, chunk length
-            for sha, chunks in docs:
-                for cid, toks in chunks:
-                    row += 1
-                    rows.append({**self.ix, "row": row, "chunk_id": cid, "doc_sha": sha, "length": len(toks),
-                                 "terms": " ".join(toks)})
-                    for t, tf in Counter(toks).items():
-                        owners.append(vocab.setdefault(t, len(vocab)))
-                        triples.extend((row, tf, len(toks)))
-                    length += len(toks)
-            now = time.time()
-            db.execute(sql("INSERT INTO keyword_docs(ix, doc_sha, chunks, indexed_at) "
-                           "VALUES (:ix, :doc_sha, :chunks, :at)"),
-                       [{**self.ix, "doc_sha": sha, "chunks": len(chunks), "at": now}
-                        for sha, chunks in docs])
-            if rows:
-                db.execute(sql("INSERT INTO keyword_chunks(ix, row, chunk_id, doc_sha, length, terms) "
-                               "VALUES (:ix, :row, :chunk_id, :doc_sha, :length, :terms)"), rows)
+            chunks = [(sha, cid, toks) for sha, part in docs for cid, toks in part]
+            terms_, bounds, triples = build_postings([toks for _, _, toks in chunks], row + 1)
+            ix, now = self.store.ix, time.time()
+            execute_rows(db, "INSERT INTO keyword_docs(ix, doc_sha, chunks, indexed_at) VALUES (?, ?, ?, ?)",
+                         [(ix, sha, len(part), now) for sha, part in docs])
+            execute_rows(db, "INSERT INTO keyword_chunks(ix, row, chunk_id, doc_sha, length, terms) "
+                             "VALUES (?, ?, ?, ?, ?, ?)",
+                         [(ix, row + i, cid, sha, len(toks), " ".join(toks))
+                          for i, (sha, cid, toks) in enumerate(chunks, 1)])
             test_kill_in_keywords("mid")
-            self._merge(db, vocab, np.frombuffer(owners, dtype=np.int32),
-                        np.frombuffer(triples, dtype=np.int32).reshape(-1, 3))
-            self._set_meta(db, "chunks", n + len(rows))
-            self._set_meta(db, "length", length)
+            self._merge(db, terms_, bounds, triples)
+            self._set_meta(db, "chunks", n + len(chunks))
+            self._set_meta(db, "length", length + sum(len(toks) for _, _, toks in chunks))
             self._bump(db)
         test_kill_in_keywords("after")
-        return len(rows)
+        return len(chunks)
 
     def delete(self, doc_shas: Iterable[str]) -> int:
         """Remove these documents (unknown ones are ignored) in one transaction; returns chunks removed."""
@@ -215,29 +201,18 @@ class KeywordIndex:
                           {**self.ix, "term": term}).scalar()
         return unpack_postings(blob)
 
-    def _merge(self, db: Connection, vocab: dict[str, int], owners: np.ndarray, triples: np.ndarray) -> None:
-        """Append new postings to their terms' lists.
+    def _merge(self, db: Connection, terms_: list[str], bounds: np.ndarray, triples: np.ndarray) -> None:
+        """Append new postings to their terms' lists (the arguments: :func:`build_postings`'s result).
 
-        ``triples`` holds one (chunk row, tf, length) row per posting, in row order, and ``owners`` the
-        number ``vocab`` gives its term.
+        Posting lists are int32 (row, tf, length) triples, so appending is concatenation, done by the
+        database (no list is read back here): a term's list grows with the index, and reading and
+        rewriting it from Python cost every ingest more as the knowledge base grew.
         """
-        if not len(owners):
-            return
-        order = np.argsort(owners, kind="stable")  # grouped by term, rows still ascending in each
-        grouped = np.ascontiguousarray(triples[order])
-        bounds = np.searchsorted(owners[order], np.arange(len(vocab) + 1))
-        terms_ = list(vocab)
-        for start in range(0, len(terms_), 500):  # one read and one write statement per 500 terms
-            part = terms_[start:start + 500]
-            old = {t: bytes(b) for t, b in db.execute(
-                sql("SELECT term, rows FROM keyword_postings WHERE ix = :ix AND term IN :terms", "terms"),
-                {**self.ix, "terms": part})}
-            db.execute(  # (row, tf, length) int32 triples: appending is concatenation
-                sql("INSERT INTO keyword_postings(ix, term, rows) VALUES (:ix, :term, :rows) "
-                    "ON CONFLICT (ix, term) DO UPDATE SET rows = excluded.rows"),
-                [{**self.ix, "term": t,
-                  "rows": old.get(t, b"") + grouped[bounds[vocab[t]]:bounds[vocab[t] + 1]].tobytes()}
-                 for t in part])
+        joined = "keyword_postings.rows || excluded.rows"
+        execute_rows(  # SQLite's || makes text of two blobs (their bytes unchanged): cast back to a blob
+            db, "INSERT INTO keyword_postings(ix, term, rows) VALUES (?, ?, ?) ON CONFLICT (ix, term) "
+                f"DO UPDATE SET rows = {joined if self.store.postgres else f'CAST({joined} AS BLOB)'}",
+            [(self.store.ix, t, triples[bounds[i]:bounds[i + 1]].tobytes()) for i, t in enumerate(terms_)])
 
     def _unpost(self, db: Connection, rowids: np.ndarray, affected: set[str]) -> None:
         for term in affected:

@@ -47,6 +47,7 @@ from rag.store.records import (
     ChunkRecord,
     DocumentInfo,
     document_lines,
+    document_statuses,
     pages_of,
     read_complete,
     read_documents,
@@ -207,6 +208,11 @@ class KnowledgeBase:
         if record["ids"] and int(record["metadatas"][0][COMPLETE_KEY]) == len(ids):
             return "complete"
         return "incomplete"
+
+    @translate_unreachable
+    def document_statuses(self, shas: Iterable[str]) -> dict[str, str]:
+        """:meth:`document_status` of each of ``shas`` (sha -> status), in two reads when none is stored."""
+        return document_statuses(self.collection, list(dict.fromkeys(shas)), self.document_status)
 
     # -- writes --------------------------------------------------------------------------
     def has_document(self, doc_sha: str) -> bool:

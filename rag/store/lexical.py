@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -25,6 +26,33 @@ def unpack_postings(blob: bytes | None) -> np.ndarray:
     if not blob:
         return np.zeros((3, 0), dtype=np.int32)
     return np.frombuffer(blob, dtype=np.int32).reshape(-1, 3).T
+
+
+def build_postings(chunk_terms: Sequence[Sequence[str]], first_row: int
+                   ) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The posting lists of chunks numbered ``first_row``, ``first_row + 1``, ... in the given order.
+
+    ``chunk_terms`` holds each chunk's :func:`rag.text.terms`. Returns ``(terms, bounds, triples)``: the
+    distinct terms in order of first appearance; ``bounds``, int64 of shape (len(terms) + 1,), where
+    term ``i``'s postings are ``triples[bounds[i]:bounds[i + 1]]``; and ``triples``, int32 of shape
+    (postings, 3), one (chunk row, term frequency, chunk length in terms) row per distinct term of a
+    chunk, grouped by term and in ascending chunk row within each term. Counted with numpy over the whole
+    batch (one sort), not chunk by chunk. Raises nothing.
+    """
+    n = len(chunk_terms)
+    lengths = np.fromiter(map(len, chunk_terms), dtype=np.int64, count=n)
+    flat = list(chain.from_iterable(chunk_terms))
+    vocab = {t: i for i, t in enumerate(dict.fromkeys(flat))}
+    if not flat:
+        return [], np.zeros(1, dtype=np.int64), np.zeros((0, 3), dtype=np.int32)
+    term_ids = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
+    keys, tf = np.unique(term_ids * n + np.repeat(np.arange(n, dtype=np.int64), lengths), return_counts=True)
+    owners, chunk = np.divmod(keys, n)  # sorted by term, then chunk
+    triples = np.empty((len(keys), 3), dtype=np.int32)
+    triples[:, 0] = chunk + first_row
+    triples[:, 1] = tf
+    triples[:, 2] = lengths[chunk]
+    return list(vocab), np.searchsorted(owners, np.arange(len(vocab) + 1)), triples
 
 
 def bm25_top(postings: list[np.ndarray], weights: list[int], n: int, avgdl: float, k: int

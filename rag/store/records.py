@@ -168,6 +168,29 @@ def read_documents(col) -> list[DocumentInfo]:
     return sorted(infos, key=lambda d: (-d.added_at, d.source))
 
 
+def document_statuses(col, shas: list[str], status_of: Callable[[str], str]) -> dict[str, str]:
+    """``status_of(sha)`` (``complete``, ``incomplete`` or ``absent``) for each of ``shas``, in few reads.
+
+    One read (per 500 documents) of their completion records and one of whether any of the others has a
+    chunk: when none has, they are all ``absent`` without asking ``status_of`` (new files: two reads in
+    all, where asking each costs one or two); the rest are asked one by one. ``col`` is the Chroma
+    collection. Raises what its reads raise.
+    """
+    out: dict[str, str] = {}
+    for start in range(0, len(shas), 500):
+        part = shas[start:start + 500]
+        where: dict = {"doc_sha": part[0]} if len(part) == 1 else {"doc_sha": {"$in": part}}
+        got = col.get(where={"$and": [where, {COMPLETE_KEY: {"$gt": 0}}]}, include=["metadatas"])
+        recorded = {(m or {}).get("doc_sha") for m in got["metadatas"]}
+        rest = [s for s in part if s not in recorded]
+        if rest:
+            where = {"doc_sha": rest[0]} if len(rest) == 1 else {"doc_sha": {"$in": rest}}
+            if not col.get(where=where, include=[], limit=1)["ids"]:
+                out.update(dict.fromkeys(rest, "absent"))
+        out.update({s: status_of(s) for s in part if s not in out})
+    return out
+
+
 class Listed(Protocol):
     """What lists its documents: a :class:`rag.store.chroma.KnowledgeBase`."""
 

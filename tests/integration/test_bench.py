@@ -25,10 +25,11 @@ from rag.bench.data import (
     shared_data_dir,
 )
 from rag.bench.harness import isolated
-from rag.bench.ingest import bench_ingest
+from rag.bench.ingest import after_extraction, bench_ingest
 from rag.bench.ocr import bench_ocr, character_error_rate
 from rag.bench.qa import run_qa, summarize_qa
 from rag.bench.scale import bench_scale, fill_store
+from rag.cli._bench_tables import format_ingest
 from rag.config import preset_options
 from rag.store.bm25 import lexical_index
 from rag.store.chroma import open_knowledge_base
@@ -146,12 +147,34 @@ def test_a_contender_runs_in_a_fresh_process_whatever_the_main_module(monkeypatc
         isolated(os.stat, "/no/such/file")
 
 
+def test_after_extraction_split_in_ms_and_shares():
+    split = after_extraction({"parse": 9.0, "chunk": 0.1, "embed": 0.3, "keyword_index": 0.2, "upsert": 1.4})
+    assert split == {"total_ms": 2000.0, "stages": {
+        "chunk": {"ms": 100.0, "share": 0.05}, "embed": {"ms": 300.0, "share": 0.15},
+        "keyword_index": {"ms": 200.0, "share": 0.1}, "upsert": {"ms": 1400.0, "share": 0.7}}}
+    assert after_extraction(dict.fromkeys(("chunk", "embed", "keyword_index", "upsert"), 0.0))["stages"][
+        "upsert"] == {"ms": 0.0, "share": None}
+    result = {"files": 1, "pages": 2, "chunks": 3, "repeat": 1, "skipped_duplicates": [],
+              "stages": {}, "after_extraction": split, "ocr": None, "peak_rss_mb": None,
+              "pipeline": {"seconds": 1.0, "workers": 2},
+              "reingest": {"seconds": 0.1, "hash_only_seconds": 0.1},
+              "baselines": {"pypdf_parse": {"seconds": 2.0}, "langchain_reference": None},
+              "ratios": {"vs_pypdf_parse": 2.0, "vs_langchain_reference": None}}
+    assert ("after extraction (ours, one process): 2000 ms = chunk 100 ms (5.0%), embed 300 ms (15.0%), "
+            "keyword index 200 ms (10.0%), upsert 1400 ms (70.0%)") in format_ingest(result).splitlines()
+
+
 @pytest.mark.slow
 def test_bench_ingest_on_two_papers(tmp_path):
     result = bench_ingest([LEWIS, SELF_RAG, LEWIS], workdir=tmp_path)
     assert result["files"] == 2 and result["pages"] == 49 and result["chunks"] == 88 + 133
     assert result["skipped_duplicates"] == [LEWIS.name]
     assert set(result["stages"]) == {"parse", "chunk", "embed", "keyword_index", "upsert"}
+    split = result["after_extraction"]
+    assert set(split["stages"]) == {"chunk", "embed", "keyword_index", "upsert"}
+    stage_ms = sum(result["stages"][k]["seconds"] * 1000 for k in split["stages"])
+    assert split["total_ms"] == pytest.approx(stage_ms, abs=1.0)
+    assert sum(v["share"] for v in split["stages"].values()) == pytest.approx(1.0, abs=0.01)
     for rate in [*result["stages"].values(), result["pipeline"],
                  *result["baselines"].values()]:
         assert rate["seconds"] > 0 and rate["pages_per_s"] > 0

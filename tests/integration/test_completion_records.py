@@ -104,3 +104,22 @@ def test_documents_page_shows_an_incomplete_document(tmp_path, monkeypatch):
         assert status == {"doc.txt": "complete", "half.pdf": "incomplete: upload it again to repair"}
     finally:
         st.cache_resource.clear()
+
+
+def test_statuses_asked_together_are_each_documents_own(kb, monkeypatch):
+    kb.add_document(records("a" * 64, 3), pages=1, size_bytes=10)
+    part = records("b" * 64, 5)[:2]  # an interrupted ingest's leftovers
+    kb.collection.upsert(ids=[c.id for c in part], documents=[c.text for c in part],
+                         metadatas=[c.metadata for c in part])
+    shas = ["a" * 64, "b" * 64, "c" * 64, "a" * 64]
+    assert kb.document_statuses(shas) == {s: kb.document_status(s) for s in shas} == {
+        "a" * 64: "complete", "b" * 64: "incomplete", "c" * 64: "absent"}
+
+    asked: list[str] = []
+    one_by_one = kb.document_status
+    monkeypatch.setattr(kb, "document_status", lambda sha: asked.append(sha) or one_by_one(sha))
+    new = ["d" * 64, "e" * 64]
+    assert kb.document_statuses(new) == dict.fromkeys(new, "absent")
+    assert asked == []  # none is stored: two reads in all, none per document
+    assert kb.document_statuses(["a" * 64, "d" * 64]) == {"a" * 64: "complete", "d" * 64: "absent"}
+    assert asked == ["a" * 64]

@@ -1,0 +1,58 @@
+"""An ingest stores what it stored before the ingestion speed work of issue 22, bit for bit.
+
+Two papers and the BRK 10-K (streamed range by range by the workers), in one process and with two workers:
+the chunk ids, metadata (but the time added), vectors and the keyword index (each chunk's terms, and each
+term's postings as (chunk id, tf, length)) hash to the digests the code before it gave
+(commit 3c59c62). A change of PDFium's text or of the tokenizer changes them too: then check the change,
+and take the new digests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+
+from rag.ingest.pipeline import ingest_files
+from rag.store.bm25 import keyword_index
+from rag.store.keyword_db import sql
+from tests.conftest import LEWIS, SELF_RAG, TRICKY
+
+BRK = TRICKY / "darinzRAG__brk_2024_10-k_sec.pdf"
+EXPECTED = {"chunks": 909, "ids": "e6dad52b660044b6", "metadata": "f042a6b998bf4af7",
+            "vectors": "b374d6557669a1ab", "keyword_chunks": "e2cdf7fdfcb49904",
+            "keyword_postings": "81d92a4e561bae71"}
+
+
+def digest(kb) -> dict:
+    """Hashes of what ``kb`` holds (sha256, 16 hex digits), whatever the order it was written in."""
+    got = kb.collection.get(include=["metadatas", "embeddings"])
+    h = {k: hashlib.sha256() for k in ("ids", "metadata", "vectors", "keyword_chunks", "keyword_postings")}
+    for cid, meta, vec in sorted(zip(got["ids"], got["metadatas"], got["embeddings"], strict=True),
+                                 key=lambda r: r[0]):
+        h["ids"].update(cid.encode() + b"\n")
+        h["metadata"].update(json.dumps({k: v for k, v in meta.items() if k != "added_at"},
+                                        sort_keys=True).encode())
+        h["vectors"].update(np.asarray(vec, dtype=np.float32).tobytes())
+    with keyword_index(kb).store.read() as db:
+        names = {}
+        for row, cid, sha, length, toks in db.execute(sql(
+                "SELECT row, chunk_id, doc_sha, length, terms FROM keyword_chunks ORDER BY chunk_id")):
+            names[row] = cid
+            h["keyword_chunks"].update(f"{cid}|{sha}|{length}|{toks}\n".encode())
+        for term, blob in db.execute(sql("SELECT term, rows FROM keyword_postings ORDER BY term")):
+            posts = sorted((names[int(r)], int(tf), int(n))
+                           for r, tf, n in np.frombuffer(blob, dtype=np.int32).reshape(-1, 3))
+            h["keyword_postings"].update(term.encode() + b"|" + json.dumps(posts).encode())
+    return {"chunks": len(got["ids"]), **{k: v.hexdigest()[:16] for k, v in h.items()}}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not BRK.exists(), reason="../shared/data is not there")
+@pytest.mark.parametrize("workers", [1, 2])
+def test_an_ingest_stores_what_it_stored_before(kb, workers):
+    reports = ingest_files(kb, [LEWIS, SELF_RAG, BRK], workers=workers)
+    assert [r.status for r in reports] == ["ingested"] * 3
+    assert digest(kb) == EXPECTED
