@@ -51,7 +51,7 @@ _QUANTITY = frozenset(
     "costs", "price", "prices", "population", "budget", "salary", "worth", "amount", "total", "net",
     "gross", "assets", "debt", "dividend", "dividends", "float", "expenses", "expense", "liabilities",
     "equity", "capital", "value", "margin", "number", "rate", "ratio", "percentage", "score", "size",
-    "count", "accuracy"
+    "count", "accuracy", "share"
 ])
 _PERSON_Q = re.compile(r"^(?:who|whom|whose)\b|\bby whom\b|\b(?:which|what) (?:person|people|author|authors|"
                        r"researcher|researchers|executive|officer|ceo|founder)\b|\bwho\s+(?:wrote|"

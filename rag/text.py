@@ -218,3 +218,14 @@ def clip(text: object, limit: int) -> str:
     if flat[limit - 1] != " " and " " in cut[limit // 2:]:
         cut = cut[: cut.rindex(" ")]
     return cut.rstrip(" ,;:") + "…"
+
+
+DISCOURSE_WORDS = frozenset({
+    "besides", "apart", "except", "unlike", "like", "according", "regarding", "concerning", "considering",
+    "including", "excluding", "following", "given", "now", "also", "then", "thus", "hence", "however",
+    "moreover", "furthermore", "additionally", "meanwhile", "overall", "switching", "anyway", "finally",
+    "lastly", "next", "okay", "ok", "so", "well"})
+"""Capitalised words that open a sentence, never part of a name: "Besides NVIDIA, …" is about NVIDIA."""
+MONTHS = frozenset({"january", "february", "march", "april", "june", "july", "august", "september", "october",
+                    "november", "december"})
+"""Month names ("May" left out: a verb too): a date's word, not a topic a follow-up refers back to."""

@@ -145,6 +145,14 @@ class CheckingMixin(LexicalCore):
         lead_head = self.cited_head_names(question, [by_ids[n] for n in (claims[0][1] if claims else [])
                                                      if n in by_ids])
         lead_cov = self.coverage(weights, set(expand(terms(lead), short)) | lead_head)[0] if lead else 0.0
+        # the lead answers for the question's names, itself or through its passage: a table row of
+        # Berkshire's income statement is no answer about BNSF, whatever a key passage says of BNSF
+        held_by = self.held_memo.get(question)
+        lead_names = set(expand(terms(lead), short)) | lead_head | {
+            t for n in (claims[0][1] if claims else []) if n in by_ids for t in held_by.get(by_ids[n], ())}
+        off_topic = [c for c in constraints(question) if c.kind != "number" and not c.held_by(lead_names)]
+        if lead and not lacking and off_topic:
+            problems.append(f"its lead passage is not about the question's {_constraint_words(off_topic)}")
         if kind in SPAN_TYPES and cov >= USEFUL_AT and lead and not self.acceptable(
                 question, lead, kind, assembled=bool(TABLE_ROW.match(lead)), held=lead_head):
             problems.append(f"its lead passage covers only {_pct(lead_cov)} of the question's IDF-weighted "

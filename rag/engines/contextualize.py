@@ -57,8 +57,11 @@ _DOCUMENT_NOUNS = frozenset({"paper", "article", "model", "method", "approach", 
 """Nouns that keep the name they refer to as a modifier: "that paper" -> "the Self-RAG paper"."""
 _PAPER = re.compile(r"\bthe\s+([A-Z][\w.-]*(?:\s+(?:[A-Z][\w.-]*|et\s+al\.|[a-z]{1,5}))*?)\s+paper\b")
 """A paper named by its title or authors: "the Lewis et al. RAG paper", "the Lost in the Middle paper"."""
-_DOCUMENT_NP = re.compile(r"\bthe\s+(?:[a-z][\w-]*\s+){1,4}?(?:paper|survey|benchmark|report|filing|study)\b")
-"""A work named in lower case: "the hallucination mitigation survey", "the annual report"."""
+_DOCUMENT_NP = re.compile(r"\bthe\s+(?:[\w-]+\s+){1,4}?(?:paper|survey|benchmark|study)\b")
+"""A work named by a noun phrase: "the hallucination mitigation survey", "the RAG survey"."""
+_AUTHORS_OF = re.compile(r"\b([A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*)(?:['’]s)?\s+(?:authors|paper)\b|"
+                         r"\bauthors\s+of\s+(?:the\s+)?([A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*)")
+"""A paper named by what its authors or it are called: "the InstructRetro authors", "authors of DPR"."""
 _HOW_MANY = re.compile(r"\bhow\s+(?:many|much)\s+((?:[a-z-]+\s+){0,2}?[a-z-]+s)\b", re.I)
 _COMMON_QUESTION_AT = 3.0
 """A question with no name of its own whose every content word has a BM25 idf below this (a word in
@@ -72,9 +75,13 @@ _ANY_REF = re.compile(
 def _latest_paper(history: Sequence[Turn]) -> tuple[str, int] | None:
     """("the X paper", its 1-based turn) for the latest turn that names a paper as "the X paper", or None."""
     for n in range(len(history), 0, -1):
-        paper = _PAPER.search(history[n - 1].understood())
+        text = history[n - 1].understood()
+        paper = _PAPER.search(text)
         if paper:
             return f"the {paper.group(1)} paper", n
+        named = _AUTHORS_OF.search(text)
+        if named and (name := named.group(1) or named.group(2)) and name.lower() not in ("the", "which"):
+            return f"the {name} paper", n  # "… one of the InstructRetro authors from?"
     return None
 
 
@@ -218,14 +225,17 @@ class ContextualizeMixin(LexicalCore):
             if paper and paper.group(1).lower() not in question.lower():
                 return f"the {paper.group(1)} paper", n  # the turn asked about a paper: it is the topic
             work = _DOCUMENT_NP.search(text)
-            if not names and work and work.group(0).lower() not in question.lower():
-                return work.group(0), n  # "the hallucination mitigation survey": a work named in lower case
+            if work and work.group(0).lower() not in question.lower():
+                return work.group(0), n  # "the hallucination mitigation survey", "the RAG survey": a work
             if names:
                 # the conversation's topic: the name most turns ask about, then the possessor, then a name
                 # rather than a word the corpus uses everywhere ("LLM", "Wikipedia"), then the first one
-                return max(names, key=lambda t: (sum(t.lower() in a for a in asked), t in owners(text),
+                best = max(names, key=lambda t: (sum(t.lower() in a for a in asked), t in owners(text),
                                                  not all(self.common_word(w) for w in t.split()),
-                                                 -names.index(t))), n
+                                                 -names.index(t)))
+                if re.search(rf"\b{re.escape(best)}\s+et\s+al\.", text):
+                    best += " et al."  # "Lewis et al.": the authors, whom "they" means
+                return best, n
         return None, None
 
     def _answered(self, turn: Turn) -> tuple[str, str] | None:
@@ -368,9 +378,11 @@ class ContextualizeMixin(LexicalCore):
         frag = resolved.strip().rstrip("?.! ")
         out, how = fill_slot(frag, prev, owner) or (None, "")
         if out is None:  # a noun phrase the previous question has no slot for
-            subject = f" of {owner}" if owner and owner.lower() not in frag.lower() else ""
+            paper = _PAPER.search(prev)
+            topic = f"the {paper.group(1)} paper" if paper else owner  # "the second model" of that paper
+            subject = f" of {topic}" if topic and topic.lower() not in frag.lower() else ""
             out = f"What about {frag}{subject}"
-            how = f"asked about “{frag}”" + (f" of “{owner}”" if subject else "")
+            how = f"asked about “{frag}”" + (f" of “{topic}”" if subject else "")
         standalone = out[:1].upper() + out[1:] + "?"
         done.append(f"filled the ellipsis from turn {turn} (“{previous}”), replacing {how}"
                     if not how.startswith("asked") else f"read the ellipsis against turn {turn}: {how}")

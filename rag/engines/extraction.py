@@ -114,6 +114,8 @@ class ExtractionMixin(LexicalCore):
             context = frozenset(t for t in expand(terms(chunk.text), short) if t in name_terms)
             head = self.head_names(question, chunk)
             context |= head
+            if context:
+                self.held_memo.add(question, {chunk.id: tuple(sorted(context))})
             about = frozenset(terms(f"{chunk.source} {chunk.title}"))
             sents = sentences(chunk.text)
             for pos, raw in enumerate(sents):

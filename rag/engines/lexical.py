@@ -15,7 +15,7 @@ from functools import lru_cache
 from rag.answer_types import cue_words, name_list
 from rag.engines.aliases import AliasMemo, definitions, expand, for_question, legal_terms
 from rag.store.bm25 import LexicalStats
-from rag.text import QUESTION_WORDS, STOPWORDS, number_tokens, sentences, stem, terms, words
+from rag.text import DISCOURSE_WORDS, QUESTION_WORDS, STOPWORDS, number_tokens, sentences, stem, terms, words
 
 LEAD_USEFUL_AT = 0.65
 """The answer check accepts a lead passage that covers this share of the question's IDF weight (the
@@ -69,11 +69,11 @@ def entities(text: str) -> list[str]:
         name = (quoted or span).strip(" .,'’-")
         if span:  # a sentence-initial "Were", "Which" or "The" is no part of a name
             parts = name.split()
-            while len(parts) > 1 and parts[0].lower() in STOPWORDS | QUESTION_WORDS:
+            while len(parts) > 1 and parts[0].lower() in STOPWORDS | QUESTION_WORDS | DISCOURSE_WORDS:
                 parts = parts[1:]
             name = " ".join(parts)
-        if not name or (len(name.split()) == 1 and (name.lower() in STOPWORDS | QUESTION_WORDS
-                                                      or len(name) < 3)):
+        dropped = STOPWORDS | QUESTION_WORDS | DISCOURSE_WORDS
+        if not name or (len(name.split()) == 1 and (name.lower() in dropped or len(name) < 3)):
             continue
         found.setdefault(name, None)
     return list(found)
@@ -240,6 +240,8 @@ class LexicalCore:
         self.stats = stats
         self.alias_memo = AliasMemo()
         self.head_memo = AliasMemo()
+        self.held_memo = AliasMemo()
+        """Per question: chunk id -> the question's name terms the chunk holds (its text or its head)."""
         self.document_aliases: OrderedDict[str, dict[str, tuple[str, ...]]] = OrderedDict()
         """Per question: chunk id -> the question's name terms its document head holds (head_names)."""
 

@@ -8,7 +8,8 @@ _BOILERPLATE = re.compile(
     r"^(?:in the following|in the next section|in (?:the )?future work|in this section|"
     r"the rest of this paper|this paper is organi[sz]ed|see (?:section|appendix|table|figure|fig)|"
     r"(?:figure|fig\.|table|algorithm|listing)\s*[a-z]?\d+\s*[:.|]|acknowledg|"
-    r"(?:section|appendix)\s+[a-z]?\d)", re.IGNORECASE)
+    r"(?:section|appendix)\s+[a-z]?\d|published as a (?:conference|workshop|journal) paper|preprint\b|"
+    r"under review\b)", re.IGNORECASE)
 _REFERENCE = re.compile(
     r"\b(?:arXiv|Proceedings|Proc\.|In Proc|pp\.|doi:|ISBN|Association for Computational|"
     r"Conference on|Workshop on|URL|https?://)", re.IGNORECASE)
@@ -50,4 +51,4 @@ def _dangling(line: str) -> bool:
     the" are the middle of a sentence a page wrapped.
     """
     first, last = line.split()[0], line.split()[-1]
-    return (first[:1].islower() and first.isalpha()) or last.lower() in ("the", "a", "an")
+    return bool(re.match(r"[a-z]", first)) or last.lower() in ("the", "a", "an")

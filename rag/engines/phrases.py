@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from rag.text import QUESTION_WORDS, STOPWORDS
+from rag.text import DISCOURSE_WORDS, MONTHS, QUESTION_WORDS, STOPWORDS
 
 _COURTESY = re.compile(
     r"^\s*(?:(?:thanks(?: a lot| so much)?|thank you(?: so much| very much)?|thx|great|ok(?:ay)?|cool|nice|"
@@ -52,9 +52,9 @@ def topics(text: str, *, possessives: bool = False) -> list[str]:
     for quoted, span in _NAME.findall(text):
         name = (quoted or span).strip(" .,-?")
         parts = name.split()
-        while parts and parts[0].lower().strip("'’") in STOPWORDS | QUESTION_WORDS:
+        while parts and parts[0].lower().strip("'’") in STOPWORDS | QUESTION_WORDS | DISCOURSE_WORDS | MONTHS:
             parts = parts[1:]
-        while parts and parts[-1].lower() in STOPWORDS:
+        while parts and parts[-1].lower() in STOPWORDS and not (len(parts) > 1 and parts[-1].isupper()):
             parts = parts[:-1]
         joined = " ".join(parts)
         pieces = re.split(r"\s+(?:in|of|on|for|and|the|to)\s+", joined) if possessives and \
@@ -204,6 +204,8 @@ def _phrase_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | N
     if not spans:
         if owner and topics(frag):
             return _swap_name(prev, owner, _bare(topics(frag)[0])), f"“{owner}” by “{topics(frag)[0]}”"
+        if not topics(frag):  # "And after compression?": a modifier the previous question did not have
+            return f"{prev} {frag}", f"nothing, adding “{frag}”"
         return None
     start = spans[-1].start()
     nxt = re.search(r"\s(?:" + "|".join(_PREPOSITIONS) + r")\s|,", prev[spans[-1].end():])
