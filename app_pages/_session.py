@@ -316,16 +316,17 @@ def runs() -> dict[str, Run]:
 
 
 @st.cache_resource(show_spinner=False)
-def _store(path: str) -> RunStore:
-    return RunStore(path)
+def _store(path: str, data_dir: str) -> RunStore:
+    return RunStore.opened(path, data_dir)  # a database URL: data_dir's runs.sqlite imported into it once
 
 
 def store() -> RunStore:
     """The run store: the database ``RAG_DATABASE_URL`` names, else ``data_dir/runs.sqlite``.
 
+    With a database URL, ``data_dir/runs.sqlite``'s runs and conversations are copied into it the first time.
     Raises OSError when it cannot be opened.
     """
-    return _store(location(settings()))
+    return _store(location(settings()), str(settings().data_dir))
 
 
 def checkpoints() -> BaseCheckpointSaver:

@@ -1,4 +1,4 @@
-"""``python -m rag runs list|export``.
+"""``python -m rag runs list|export|rerun|import-local``.
 
 The saved run history (runs made here belong to the
 session ``cli``).
@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rag.cli._common import SharedArgs, add_option_args, bounded, settings_of
 from rag.history import RunStore
+from rag.history.local_import import import_local
 from rag.terminal import printable
 from rag.trace.export import comparison_html, comparison_json, run_html, run_json
 from rag.trace.pricing import load_prices
@@ -82,6 +83,31 @@ def cmd_runs_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_runs_import_local(args: argparse.Namespace) -> int:
+    """Copy the data directory's ``runs.sqlite`` into the database ``RAG_DATABASE_URL`` names.
+
+    Runs, feedback, comparisons and conversations, ids kept; rows already there are skipped, so doing it
+    again copies nothing (:func:`rag.history.local_import.import_local`). Prints the counts (one line, no
+    password; or with ``--json`` one object). Returns 0.
+
+    Raises:
+        ValueError: RAG_DATABASE_URL is not set (the history is that very file).
+        OSError: the file cannot be read or the database cannot be written (what was copied stays).
+    """
+    settings = settings_of(args)
+    if not settings.database_url:
+        raise ValueError("RAG_DATABASE_URL is not set: the run history is already "
+                         f"{Path(settings.data_dir) / 'runs.sqlite'}; set it to the shared database first")
+    counts = import_local(settings.data_dir, settings.database_url)
+    if args.json:
+        print(json.dumps(counts.to_dict(), indent=2))
+    elif not Path(counts.source).is_file():
+        print(f"nothing to import: there is no {counts.source}", file=sys.stderr)
+    else:
+        print(counts.line())
+    return 0
+
+
 def cmd_runs_rerun(args: argparse.Namespace) -> int:
     """``runs rerun``: :func:`rag.cli._rerun.cmd_runs_rerun` (imported here: ``runs list`` stays light)."""
     from rag.cli._rerun import cmd_runs_rerun as rerun
@@ -90,7 +116,7 @@ def cmd_runs_rerun(args: argparse.Namespace) -> int:
 
 
 def register(commands, shared: SharedArgs) -> None:
-    """Add ``runs list``, ``runs export`` and ``runs rerun`` to the top-level subparsers ``commands``."""
+    """Add ``runs list``, ``export``, ``rerun`` and ``import-local`` to the top-level subparsers."""
     runs = commands.add_parser("runs", help=HELP)
     runs_sub = runs.add_subparsers(dest="runs_command", required=True)
 
@@ -119,3 +145,9 @@ def register(commands, shared: SharedArgs) -> None:
     add_option_args(p, preset_default=None)
     p.add_argument("--retrieval", choices=["dense", "bm25", "hybrid"], help="retrieval mode")
     p.set_defaults(func=cmd_runs_rerun)
+
+    p = runs_sub.add_parser("import-local",
+                            help="copy the data directory's runs.sqlite (runs, conversations, feedback, "
+                                 "comparisons) into the database RAG_DATABASE_URL names",
+                            parents=[shared.data_dir, shared.json])
+    p.set_defaults(func=cmd_runs_import_local)

@@ -94,9 +94,9 @@ _MIGRATIONS = (
     ("runs", "feedback", "INTEGER"),
 )
 
-def upsert(conn: Connection, table: Table, values: dict, keys: tuple[str, ...],
+def upsert(conn: Connection, table: Table, values: dict | list[dict], keys: tuple[str, ...],
            update: tuple[str, ...]) -> None:
-    """Insert ``values`` into ``table``, or on a conflict on ``keys`` set the columns ``update``.
+    """Insert ``values`` (a row, or a list of rows) into ``table``; on a conflict on ``keys`` set ``update``.
 
     ``update`` empty keeps the existing row as it is.
     """

@@ -20,6 +20,7 @@ from sqlalchemy import delete, func, select, update
 
 from rag.config import preset_of
 from rag.history.base import COMPARISONS, DB_NAME, RUNS, RunOwnedElsewhere, owned, upsert
+from rag.history.local_import import import_once
 from rag.history.threads import ThreadStore
 from rag.models import Comparison, Run
 from rag.trace.story import stop_kind
@@ -108,9 +109,23 @@ class RunStore(ThreadStore):
     def for_settings(cls, settings) -> RunStore:
         """The store of ``settings``: ``settings.database_url`` when set, else ``data_dir/runs.sqlite``.
 
-        Raises OSError if it cannot be opened.
+        Opening a database URL first imports the data directory's ``runs.sqlite`` into it, once
+        (:meth:`opened`). Raises OSError if it cannot be opened.
         """
-        return cls(location(settings))
+        return cls.opened(location(settings), settings.data_dir)
+
+    @classmethod
+    def opened(cls, where: str, data_dir: Path | str) -> RunStore:
+        """The store at ``where`` (a :func:`location`) of the data directory ``data_dir``.
+
+        When ``where`` is a database URL, the rows of ``data_dir/runs.sqlite`` are copied into it the first
+        time (:func:`rag.history.local_import.import_once`: once per file and database, never raising; a
+        failed copy is logged and tried again next time). Raises OSError if the store cannot be opened.
+        """
+        store = cls(where)
+        if store.url is not None:
+            import_once(data_dir, store.url)
+        return store
 
     # ----------------------------------------------------------------- runs
 
