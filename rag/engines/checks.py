@@ -150,7 +150,9 @@ class CheckingMixin(LexicalCore):
         held_by = self.held_memo.get(question)
         lead_names = set(expand(terms(lead), short)) | lead_head | {
             t for n in (claims[0][1] if claims else []) if n in by_ids for t in held_by.get(by_ids[n], ())}
-        off_topic = [c for c in constraints(question) if c.kind != "number" and not c.held_by(lead_names)]
+        # every word of a name: "Berkshire Hathaway Inc. and Subsidiaries" is not "Berkshire Hathaway Energy"
+        off_topic = [c for c in constraints(question)
+                     if c.kind != "number" and not set(c.terms) <= lead_names]
         if lead and not lacking and off_topic:
             problems.append(f"its lead passage is not about the question's {_constraint_words(off_topic)}")
         if kind in SPAN_TYPES and cov >= USEFUL_AT and lead and not self.acceptable(

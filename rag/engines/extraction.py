@@ -104,24 +104,31 @@ class ExtractionMixin(LexicalCore):
         weights = self.weighted_terms(question)
         q_seq = [t for t in terms(question) if t in weights]
         q_pairs = set(zip(q_seq, q_seq[1:], strict=False))
-        name_terms = {t for c in constraints(question) if c.kind != "number" for t in c.terms}
+        cons = constraints(question)
+        name_terms = {t for c in cons if c.kind != "number" for t in c.terms}
         authors = is_authorship(question)
         short = self.aliases(question, (c.text for c in chunks), (c.doc_sha for c in chunks))
         out: list[_Passage] = []
         for rank, chunk in enumerate(chunks):
             # a sentence is read in the context of its passage: the names the chunk holds
             # ("RAG" in a chunk about RAG) count as held; numbers must be in the sentence
-            context = frozenset(t for t in expand(terms(chunk.text), short) if t in name_terms)
+            chunk_seq = expand(terms(chunk.text), short)
+            context = frozenset(t for t in chunk_seq if t in name_terms)
             head = self.head_names(question, chunk)
             context |= head
-            if context:
-                self.held_memo.add(question, {chunk.id: tuple(sorted(context))})
+            # the names the chunk holds as names (every word, together), for the answer check's lead test
+            named = {t for c in cons if c.kind != "number" and c.held_whole(chunk_seq)
+                     for t in c.terms} | head
+            if named:
+                self.held_memo.add(question, {chunk.id: tuple(sorted(named))})
             about = frozenset(terms(f"{chunk.source} {chunk.title}"))
             sents = sentences(chunk.text)
             for pos, raw in enumerate(sents):
                 sent = _quotable(raw)
-                cut_off = sent[:1].islower() or (pos == len(sents) - 1 and sent[-1:] not in ".!?") or (
-                    sent[-1:].isalpha() and sent.split()[-1].lower() in STOPWORDS)  # "… the dataset are"
+                cut_off = (bool(re.match(r"[(\[;,]*[a-z]", sent))  # "(approximately 13.2% of revenues); …"
+                           or (pos == len(sents) - 1 and sent[-1:] not in ".!?")
+                           # "… of queries in the dataset are"
+                           or (sent[-1:].isalpha() and sent.split()[-1].lower() in STOPWORDS))
                 if not self._readable(sent) or cut_off or _boilerplate(sent) or _tabular(sent):
                     continue  # chunk edges cut sentences in two; boilerplate answers nothing;
                     # table lines glued into a "sentence" are read as rows instead

@@ -105,6 +105,17 @@ class Constraint:
         """Its terms are all in ``present`` (an entity of 3+ words may miss one)."""
         return self._enough(present)
 
+    def held_whole(self, seq: Sequence[str]) -> bool:
+        """Every term of it within one window of ``seq`` (three index terms per term of the name).
+
+        No word of a long name may be missing: "Berkshire Hathaway Inc. … Energy" a page apart is not
+        "Berkshire Hathaway Energy".
+        """
+        n = len(self.terms)
+        if not set(self.terms) <= set(seq):
+            return False
+        return n == 1 or len(_best_window(seq, {t: 1.0 for t in self.terms}, max(n + 1, 3 * n))[1]) == n
+
     def held_in(self, seq: Sequence[str]) -> bool:
         """Like :meth:`held_by`, with a name's words next to each other in ``seq``.
 

@@ -17,6 +17,10 @@ _AUTHOR_LIST = re.compile(r"(?:[A-Z][a-z]+,\s+(?:[A-Z]\.\s*)+(?:,|and)\s*){2,}|"
                           r"(?:\b[A-Z][a-z]+\s+[A-Z][a-z]+,\s+){3,}")
 
 
+_REFERENCE_START = re.compile(r"(?:[A-Z][\w'’-]+,\s+(?:[A-Z]\.\s*)+(?:,\s*(?:and\s+)?|and\s+)){2,}")
+"""Two or more "Surname, I." at the start of a sentence: a reference list's author list."""
+
+
 def _boilerplate(sentence: str) -> bool:
     """Headings' and captions' kind of text, signposts ("In the following…") and entries of a reference list.
 
@@ -27,6 +31,8 @@ def _boilerplate(sentence: str) -> bool:
         return True
     if _REFERENCE.search(s) and (re.search(r"\b(?:19|20)\d\d[a-z]?\b", s) or _AUTHOR_LIST.search(s)):
         return True
+    if _REFERENCE_START.match(s):
+        return True  # "Johnson, J., Douze, M., and Jégou, H. Billion-scale …": an entry of the references
     return bool(_AUTHOR_LIST.search(s)) and len(re.findall(r"\b(?:19|20)\d\d\b", s)) >= 1 \
         and s.count(",") >= 4
 
@@ -51,4 +57,4 @@ def _dangling(line: str) -> bool:
     the" are the middle of a sentence a page wrapped.
     """
     first, last = line.split()[0], line.split()[-1]
-    return bool(re.match(r"[a-z]", first)) or last.lower() in ("the", "a", "an")
+    return bool(re.match(r"[(\[;,]*[a-z]", first)) or last.lower() in ("the", "a", "an")

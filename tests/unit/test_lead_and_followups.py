@@ -78,3 +78,21 @@ def test_a_sentence_opener_is_no_part_of_a_name():
     from rag.engines.lexical import entities
     assert entities("Besides NVIDIA, which institution is one of the authors from?") == ["NVIDIA"]
     assert "Switching" not in " ".join(entities("Switching topics: who wrote REALM?"))
+
+
+def test_a_long_name_is_held_only_with_every_word_together():
+    from rag.engines.lexical import constraints
+    from rag.text import terms
+    (name,) = [c for c in constraints("What were Berkshire Hathaway Energy's total revenues in 2024?")
+               if c.kind == "entity"]
+    apart = terms("BERKSHIRE HATHAWAY INC. and Subsidiaries CONSOLIDATED STATEMENTS OF EARNINGS Revenues "
+                  "Insurance premiums earned Sales and service revenues Leasing revenues Interest dividend "
+                  "income Railroad Utilities and Energy")
+    assert name.held_in(apart)  # the slack a long name gets when grading
+    assert not name.held_whole(apart)  # not enough for the lead to be about it
+    assert name.held_whole(terms("Berkshire Hathaway Energy Company's revenues rose"))
+
+
+def test_a_reference_list_entry_is_boilerplate():
+    assert _boilerplate("Johnson, J., Douze, M., and Jégou, H. Billion-scale similarity search with GPUs.")
+    assert not _boilerplate("Smith, the CEO, said revenue grew.")
