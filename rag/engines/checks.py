@@ -9,6 +9,7 @@ from rag.answer_spans import holds
 from rag.answer_types import MISSING, SPAN_TYPES, describe, expected_type
 from rag.engines.aliases import expand
 from rag.engines.base import Answer, AnswerGrade, GroundingCheck
+from rag.engines.decomposition import multi_hop
 from rag.engines.extraction import EXTRACTIVE_LABEL, KEY_PASSAGES
 from rag.engines.lexical import (
     LEAD_USEFUL_AT,
@@ -151,8 +152,9 @@ class CheckingMixin(LexicalCore):
         lead_names = set(expand(terms(lead), short)) | lead_head | {
             t for n in (claims[0][1] if claims else []) if n in by_ids for t in held_by.get(by_ids[n], ())}
         # every word of a name: "Berkshire Hathaway Inc. and Subsidiaries" is not "Berkshire Hathaway Energy"
-        off_topic = [c for c in constraints(question)
-                     if c.kind != "number" and not set(c.terms) <= lead_names]
+        # (not for a multi-hop question: its lead holds one hop's name, not every name of the question)
+        names = [c for c in constraints(question) if c.kind != "number"]
+        off_topic = [c for c in names if not set(c.terms) <= lead_names] if not multi_hop(question) else []
         if lead and not lacking and off_topic:
             problems.append(f"its lead passage is not about the question's {_constraint_words(off_topic)}")
         if kind in SPAN_TYPES and cov >= USEFUL_AT and lead and not self.acceptable(

@@ -214,3 +214,7 @@ class DecompositionMixin(GradingMixin):
             f"following each with the terms the first hop did not cover"
             + (f" ({_quote(missing)})." if missing else ".")))
 
+
+def multi_hop(question: str) -> bool:
+    """Whether ``question`` compares named things or has a bridge (route_question's ``multi``)."""
+    return bool((len(entities(question)) >= 2 and _COMPARISON.search(question)) or _bridge_signal(question))

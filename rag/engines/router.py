@@ -12,8 +12,8 @@ import re
 from collections.abc import Callable, Sequence
 
 from rag.engines.base import Answer, RouteQuery
-from rag.engines.decomposition import _COMPARISON, _bridge_signal
-from rag.engines.lexical import LexicalCore, _pct, _quote, entities
+from rag.engines.decomposition import multi_hop
+from rag.engines.lexical import LexicalCore, _pct, _quote
 from rag.text import STOPWORDS
 
 _CHAT_TEXT = ("hello hi hey hiya howdy greetings yo thanks thank thx cheers bye goodbye ok okay cool great "
@@ -55,8 +55,7 @@ def keyword_signs(question: str) -> list[str]:
 
 def _hops(question: str) -> str:
     """``multi`` for a comparison of named things or a question with a bridge signal, else ``one``."""
-    comparing = len(entities(question)) >= 2 and _COMPARISON.search(question)
-    return "multi" if comparing or _bridge_signal(question) else "one"
+    return "multi" if multi_hop(question) else "one"
 
 
 def is_small_talk(question: str) -> bool:
