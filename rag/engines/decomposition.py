@@ -6,6 +6,7 @@ import heapq
 import re
 from collections.abc import Sequence
 
+from rag.answer_types import affiliation, is_authorship
 from rag.engines.base import Decomposition
 from rag.engines.grading import GradingMixin
 from rag.engines.lexical import DEMONYMS, _names, _quote, constraints, entities
@@ -76,6 +77,8 @@ def _bridge_signal(question: str) -> str | None:
     words; None for a single-hop question.
     """
     body = question.strip()
+    if affiliation(body) or is_authorship(body):
+        return None  # "the authors of X": X's front matter names them and where they work, one hop
     for rel in _RELATIVE.finditer(body):
         if rel.start() > 0 and rel.group(1).lower() not in {"in", "of", "for", "to", "by", "at", "on"}:
             return f"relative clause '{rel.group(0)}'"

@@ -96,3 +96,11 @@ def test_a_long_name_is_held_only_with_every_word_together():
 def test_a_reference_list_entry_is_boilerplate():
     assert _boilerplate("Johnson, J., Douze, M., and Jégou, H. Billion-scale similarity search with GPUs.")
     assert not _boilerplate("Smith, the CEO, said revenue grew.")
+
+
+def test_the_authors_of_a_paper_are_one_hop_away():
+    from rag.engines.decomposition import _bridge_signal, multi_hop
+    assert _bridge_signal("Which company are the authors of In-Context RALM from?") is None
+    assert _bridge_signal("Who are the authors of the REALM paper?") is None
+    assert _bridge_signal("Who is the director of the film that won Best Picture in 1998?") is not None
+    assert multi_hop("Were Scott Derrickson and Ed Wood of the same nationality?")
