@@ -1,7 +1,9 @@
 """Where a rendered page has ink: its blank margins, and the blank bands that split it into pieces.
 
 Pure numpy on the page's pixels (a fraction of a second a page). :mod:`rag.ingest.ocr` reads only the inked
-part of a page, in pieces cut along blank bands (so no line of text is cut) that it reads in parallel.
+part of a page (:func:`inked_area`). :func:`split` cuts it along blank bands (so no line of text is cut); OCR
+no longer reads pages in such pieces (sharing a whole page's lines among threads for recognition was
+faster: a page with no blank band near its middle could not be cut).
 """
 
 from __future__ import annotations
