@@ -104,3 +104,14 @@ def test_the_authors_of_a_paper_are_one_hop_away():
     assert _bridge_signal("Who are the authors of the REALM paper?") is None
     assert _bridge_signal("Who is the director of the film that won Best Picture in 1998?") is not None
     assert multi_hop("Were Scott Derrickson and Ed Wood of the same nationality?")
+
+
+def test_a_table_row_must_name_the_question_itself(engine):
+    question = "What were BNSF's net earnings in 2024?"
+    segments = ("Net earnings by segment (dollars in millions)\n2024 2023 2022\n"
+                "Insurance – underwriting 9,020 5,428 (30)\nBNSF 5,031 5,087 5,946\n"
+                "Net earnings attributable to Berkshire shareholders 88,995 96,223 (22,759)\n")
+    answer = engine.generate(question, [_chunk("s", segments)])
+    lead = answer.text.splitlines()[1]
+    grade = engine.grade_answer(question, answer)
+    assert ("BNSF" in lead) == grade.useful, (lead, grade.reasoning)
