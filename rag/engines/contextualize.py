@@ -34,6 +34,7 @@ from rag.engines.phrases import (
     topics,
 )
 from rag.models import Turn
+from rag.text import terms
 
 _SINGULAR_REF = re.compile(
     r"\b(?:(?:[Tt]he|[Tt]his|[Tt]hat|said)\s+(?:company|firm|business|group|corporation|paper|article|method|model|"
@@ -253,8 +254,9 @@ class ContextualizeMixin(LexicalCore):
                 kind == "organisation" and not _ASKS_FIRM.match(asked)):
             return None  # "which model", "which university": an "it" after them is rarely the answer
         span = holds(lead, kind, asked, self.common_word, self.predicate(asked))
-        if not span or len(span.split()) > 6 or span.lower() in asked.lower():
-            return None
+        given = {t for name in topics(asked) for t in terms(name)}
+        if not span or len(span.split()) > 6 or span.lower() in asked.lower() or set(terms(span)) & given:
+            return None  # "Berkshire Hathaway Inc" after "Which company audits Berkshire's statements?"
         return span, kind
 
     @staticmethod

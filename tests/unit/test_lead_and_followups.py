@@ -115,3 +115,16 @@ def test_a_table_row_must_name_the_question_itself(engine):
     lead = answer.text.splitlines()[1]
     grade = engine.grade_answer(question, answer)
     assert ("BNSF" in lead) == grade.useful, (lead, grade.reasoning)
+
+
+def test_it_is_not_a_name_the_question_already_gave(engine):
+    audited = Turn(question="Which company audits Berkshire's financial statements?",
+                   answer="Extractive answer from the offline engine (quoted passages, not generated):\n"
+                          "We have audited the consolidated financial statements of Berkshire Hathaway Inc. "
+                          "and subsidiaries [1]")
+    out = engine.contextualize("Since what year has it audited them?", [audited]).question
+    assert "Berkshire Hathaway Inc" not in out, out
+    named = Turn(question="Which company audits Berkshire's financial statements?",
+                 answer="Extractive answer from the offline engine (quoted passages, not generated):\n"
+                        "Deloitte & Touche LLP has audited the financial statements since 1985. [1]")
+    assert "Deloitte" in engine.contextualize("Since what year has it audited them?", [named]).question
