@@ -143,16 +143,16 @@ class CheckingMixin(LexicalCore):
             missing_type = kind
             problems.append(f"the question {MISSING[kind]}")
         by_ids = {c.n: c.chunk_id for c in answer.citations}
-        lead_head = self.cited_head_names(question, [by_ids[n] for n in (claims[0][1] if claims else [])
-                                                     if n in by_ids])
-        lead_cov = self.coverage(weights, set(expand(terms(lead), short)) | lead_head)[0] if lead else 0.0
+        lead_ids = [by_ids[n] for n in (claims[0][1] if claims else []) if n in by_ids]
+        lead_head = self.cited_head_names(question, lead_ids)
+        lead_terms = set(expand(terms(lead), short))
+        lead_cov = self.coverage(weights, lead_terms | lead_head)[0] if lead else 0.0
         # the lead answers for the question's names, itself or through its passage: a table row of
         # Berkshire's income statement is no answer about BNSF, whatever a key passage says of BNSF
         held_by = self.held_memo.get(question)
-        lead_names = set(expand(terms(lead), short)) | lead_head
+        lead_names = lead_terms | lead_head
         if not TABLE_ROW.match(lead):  # a table row is its label's: other rows of its chunk lend it no name
-            lead_names |= {t for n in (claims[0][1] if claims else []) if n in by_ids
-                           for t in held_by.get(by_ids[n], ())}
+            lead_names |= {t for cid in lead_ids for t in held_by.get(cid, ())}
         # every word of a name: "Berkshire Hathaway Inc. and Subsidiaries" is not "Berkshire Hathaway Energy"
         # (not for a multi-hop question: its lead holds one hop's name, not every name of the question)
         names = [c for c in constraints(question) if c.kind != "number"]

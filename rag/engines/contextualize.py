@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from rag.answer_spans import holds
 from rag.answer_types import expected_type
 from rag.engines.base import StandaloneQuestion
+from rag.engines.checks import CheckingMixin
 from rag.engines.lexical import LexicalCore
 from rag.engines.phrases import (
     _CLAUSE_START,
@@ -87,14 +88,14 @@ def _latest_paper(history: Sequence[Turn]) -> tuple[str, int] | None:
 
 
 def _answer_lead(answer: str) -> str:
-    """The lead passage of an answer: its first line that is no label or caveat, without ``[n]`` markers."""
-    for line in answer.splitlines():
-        line = line.strip()
-        if not line or line.lower().startswith(("caveat:", "extractive answer", "key passages",
-                                                "i could not")):
-            continue
-        return re.sub(r"\s*\[\d+(?:\s*,\s*\d+)*\]", "", line).strip()
-    return ""
+    """The lead passage of an answer, as the answer check reads it (:meth:`CheckingMixin.claims`).
+
+    Its first claim, after any caveat line; "" for an abstention (:data:`rag.graph.endings.NO_ANSWER`
+    cites nothing).
+    """
+    body = "\n".join(line for line in answer.splitlines() if not line.lower().startswith("caveat:"))
+    claims = CheckingMixin.claims(body)
+    return claims[0][0] if claims and claims[0][1] else ""
 
 
 def self_contained(question: str, standalone: str) -> bool:
@@ -179,7 +180,7 @@ def _replacement(ref: str, name: str, named: str, plural: str) -> str:
     """
     if ref in ("it's", "it’s"):
         return f"{name} is"
-    if ref in ("its", "their", "theirs"):
+    if ref in ("its", "their", "theirs", "his", "hers", "her"):
         return _possessive(name)
     if ref == "it":
         return named
@@ -272,12 +273,8 @@ class ContextualizeMixin(LexicalCore):
         def swap(m: re.Match) -> str:
             if _refers_inside(asked, m.start()):
                 return m.group(0)
-            ref = m.group(0).lower()
             first.append(m.group(0))
-            if ref in ("its", "his", "her", "hers") or ref in ("it's", "it’s"):
-                return _possessive(name) if not ref.startswith("it'") and not ref.startswith("it’") \
-                    else f"{name} is"
-            return name
+            return _replacement(m.group(0).lower(), name, name, name)
 
         text = (_PERSON_REF if kind == "person" else _FIRM_REF).sub(swap, asked)
         return text, ((name, first[0]) if first else None), (turn if first else None)
