@@ -152,10 +152,20 @@ def _counts(text: str, span: str, noun: str) -> bool:
     """
     before, after = COUNTED_NEAR
     for m in re.finditer(re.escape(span), text):
-        if noun in terms(span) or noun in terms(text[:m.start()])[-before:] \
-                or noun in terms(text[m.end():])[:after]:
+        following = terms(text[m.end():])[:after]
+        if noun in terms(span) or noun in following:
+            return True
+        # a figure followed by a plural noun of its own counts that: "five Canadian provinces" after
+        # "travel centers" counts provinces
+        own = _OWN_NOUN.match(text, m.end())
+        if own is None and noun in terms(text[:m.start()])[-before:]:
             return True
     return False
+
+
+_OWN_NOUN = re.compile(r"\s+(?:[A-Za-z][\w-]*\s+){0,2}?(?!(?:was|has|does|this|thus|its|his|plus|"
+                       r"minus|versus|whereas|as|is)\b)[a-z][\w-]*[a-rt-z]s\b(?!\s*[’'])")
+"""A plural noun right after a figure (at most two words between): the thing that figure counts."""
 
 
 def holds(text: str, kind: AnswerType | None, question: str,

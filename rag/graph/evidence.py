@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from rag.models import Chunk
 
@@ -85,6 +85,18 @@ def with_heads(kb, chunks: Sequence[Chunk]) -> list[Chunk]:
     leaves the heads empty rather than failing the retrieval.
     """
     want = {c.doc_sha for c in chunks if c.origin == "kb" and c.index > 0 and c.doc_sha and not c.head}
+    heads = document_heads(kb, want)
+    return [c.model_copy(update={"head": heads[c.doc_sha]}) if c.doc_sha in heads and not c.head else c
+            for c in chunks]
+
+
+def document_heads(kb, shas: Iterable[str]) -> dict[str, str]:
+    """doc_sha -> head (:func:`head_of`) of each of these documents whose first chunk can be read.
+
+    Read once per document and process (by id, ``{doc_sha[:16]}-00000``); a store error leaves the heads
+    out rather than failing the caller.
+    """
+    want = set(shas)
     with _HEADS_LOCK:
         missing = [sha for sha in want if sha not in _HEADS]
     if missing and hasattr(kb, "get_chunks"):
@@ -98,9 +110,7 @@ def with_heads(kb, chunks: Sequence[Chunk]) -> list[Chunk]:
             for first in firsts:
                 _HEADS[first.doc_sha] = head_of(first.text)
     with _HEADS_LOCK:
-        heads = {sha: _HEADS[sha] for sha in want if sha in _HEADS}
-    return [c.model_copy(update={"head": heads[c.doc_sha]}) if c.doc_sha in heads and not c.head else c
-            for c in chunks]
+        return {sha: _HEADS[sha] for sha in want if sha in _HEADS}
 
 
 def learn_documents(kb, engine, chunks: Sequence[Chunk]) -> None:

@@ -30,6 +30,7 @@ from rag.graph.prefetch import (
     retrieve_cached,
     speculate_while_grading,
 )
+from rag.graph.scope import scoped_first
 from rag.graph.state import GraphState
 from rag.models import (
     Chunk,
@@ -124,6 +125,10 @@ def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     else:
         results = [retrieve_cached(ctx, queries[0], mode, k=wide)]
     per_query = [found for found, _ in results]
+    scoped_to = None
+    if state.get("rewrites") and len(queries) == 1:  # a correction searches the document the question names
+        per_query[0], scoped_to = scoped_first(ctx.kb, state["question"], queries[0], per_query[0],
+                                               wide or o.top_k)
     if about_authors(state["question"]) and (state.get("rewrites") or affiliation(state["question"])):
         # a correction for a question about a paper's authors: its front matter (title, author line,
         # affiliations) answers who wrote it and where they work, and holds few of the question's words
@@ -143,10 +148,12 @@ def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                     "repeated_retrieval": repeated, "seek_type": None,
                     "retrieved_sets": [*earlier, [c.id for c in chunks]],
                     "queries": list(dict.fromkeys([*(state.get("queries") or []), *queries])),
-                    "fresh_first": bool(state.get("seek_type"))}
+                    "fresh_first": bool(state.get("seek_type") or scoped_to)}
     if not o.grading:
         update["documents"] = chunks[:o.top_k]
     best = f"; best {chunks[0].label()} ({chunks[0].score:.2f})" if chunks else ""
+    if scoped_to:
+        best += f"; searched within {scoped_to}, the document the question names, first"
     if repeated:
         best += "; the same chunks as before"
     detail = RetrieveDetail(query=query, top_k=wide or o.top_k, mode=mode, cached=cached,

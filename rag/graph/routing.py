@@ -307,7 +307,7 @@ def seeks_type(state: State, o: Options) -> str | None:
 
 
 def decide_after_answer_check(state: State, o: Options) -> Decision:
-    """Useful: the end. Not useful: look for a missing answer type, web search, a rewrite, then a caveat.
+    """Useful: the end. Not useful: look for a missing answer type, a rewrite, web search, then a caveat.
 
     The answer lacking the type of answer asked for (a name for "who", a figure for "how many") is
     corrected in the knowledge base first: more chunks and a query aimed at that type.
@@ -318,10 +318,10 @@ def decide_after_answer_check(state: State, o: Options) -> Decision:
         return Decision(REWRITE_QUERY, f"the answer lacks {kind_label(kind)}; looking for more evidence "
                                        f"that holds one (correction "
                                        f"{state.get('rewrites', 0) + 1})")
-    if o.web_fallback and state.get("web_searches", 0) == 0:
-        return Decision(WEB_SEARCH, "the answer does not address the question; trying web search")
     rewrites = state.get("rewrites", 0)
-    if _can_rewrite(state, o):
+    if _can_rewrite(state, o):  # the knowledge base first (a rewrite searches the named document), then web
         return Decision(REWRITE_QUERY, f"the answer does not address the question; "
                                        f"rewrite {rewrites + 1} of {o.max_rewrites}")
+    if o.web_fallback and state.get("web_searches", 0) == 0:
+        return Decision(WEB_SEARCH, "the answer does not address the question; trying web search")
     return Decision(FINALIZE_WITH_CAVEAT, "the answer does not address the question; no correction left")

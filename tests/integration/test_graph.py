@@ -175,8 +175,8 @@ def test_answer_loops_are_bounded_by_budgets(papers_kb, budget, grounding):
     assert len(run.path) < options.recursion_limit()
     evidence = [tuple(c.id for c in e.detail.evidence) for e in run.events if e.node == "generate"]
     assert len(evidence) == len(set(evidence)), "an answer was generated twice from the same evidence"
-    answers = [e.detail.answer for e in run.events if e.node == "generate"]
-    assert len(answers) == len(set(answers))
+    # (new evidence may give the same answer again: a correction searched the document the question names and
+    # its best chunks hold the same lead; what never happens is a second answer from the same evidence)
     if budget and run.path.count("rewrite_query") and len(evidence) == 1:
         assert "did not change" in run.stop_reason
 

@@ -135,3 +135,15 @@ def test_a_university_question_lists_universities_before_institutes():
 def test_an_affiliation_question_reads_the_institution_not_a_name():
     q = "Which university are most of the FLARE authors from?"
     assert holds(FLARE, "organisation", q, None, {"flare": 1.0}) == "Carnegie Mellon University"
+
+
+def test_a_figure_followed_by_its_own_plural_noun_counts_that_noun():
+    q = "How many travel centers does Pilot operate?"
+    wrong = ("Pilot operates travel centers and fuel-only retail locations across the U.S. and in five "
+             "Canadian provinces, primarily under the names Pilot or Flying J.")
+    assert holds(wrong, "number", q, None, {}) is None
+    right = "Pilot operates 677 travel center and 77 fuel-only retail locations across the U.S."
+    assert holds(right, "number", q, None, {}) == "677"
+    # a figure after the noun, with no noun of its own, still counts it
+    after = "The number of travel centers Pilot operates was 677 in 2024."
+    assert holds(after, "number", q, None, {}) == "677"

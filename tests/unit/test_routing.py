@@ -248,9 +248,10 @@ def test_ungrounded_rewrites_while_budget_left_then_caveat():
     assert d.to == "finalize_with_caveat" and "budget spent" in d.why
 
 
-def test_not_useful_tries_web_then_rewrite_then_caveat():
-    assert route(routing.decide_after_answer_check, state(useful=False)) == "web_search"
-    assert route(routing.decide_after_answer_check, state(useful=False, web_searches=1)) == "rewrite_query"
+def test_not_useful_tries_rewrite_then_web_then_caveat():
+    # the knowledge base first: a rewrite (which searches the document the question names), then the web
+    assert route(routing.decide_after_answer_check, state(useful=False)) == "rewrite_query"
+    assert route(routing.decide_after_answer_check, state(useful=False, rewrites=2)) == "web_search"
     s = state(useful=False, web_searches=1, rewrites=2)
     assert route(routing.decide_after_answer_check, s) == "finalize_with_caveat"
 
