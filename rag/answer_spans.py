@@ -38,6 +38,11 @@ occur near the typed span: "Marc D. Hamburg … Chief Financial Officer" is no a
 executive officer", and "41,500 people" none to "how large was the float"."""
 
 
+_RATIO = re.compile(r"\b(?:share|percentage|percent|proportion|fraction)\b(?!\s+(?:price|count|repurchase))",
+                    re.I)
+"""A question that asks for a part of a whole, which a percentage answers ("GEICO's share of the market")."""
+
+
 _NAMED = re.compile(r"\b(?:[A-Z][A-Za-z0-9&.-]*[A-Z0-9][A-Za-z0-9&.-]*|[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
 """A capitalised name, or a word with two capitals or a capital and a digit ("BART", "GPT-3")."""
 
@@ -50,9 +55,11 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
     if kind == "number":
         years = re.compile(r"^(?:1[0-9]|20)\d\d$")
         counting = bool(re.search(r"\bhow\s+many\b", question, re.I))
+        ratio = bool(_RATIO.search(question))  # "what share of the market": a percentage, not "$42,916"
         return [m.group(0).strip() for m in _FIGURE.finditer(text)
                 if not years.match(m.group(0).strip(" $€£()")) and re.search(r"\w", m.group(0))
-                and not _label_number(text, m) and not (counting and re.search(r"%|percent", m.group(0)))]
+                and not _label_number(text, m) and not (counting and re.search(r"%|percent", m.group(0)))
+                and not (ratio and not re.search(r"%|percent", m.group(0)))]
     if kind == "person":
         return persons(text, question, common)
     if kind == "acronym":

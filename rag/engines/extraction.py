@@ -59,6 +59,10 @@ class _Passage:
     """The question's name terms its chunk's document head holds (:meth:`LexicalCore.head_names`)."""
 
 
+TAIL_WORDS = 10
+"""Words the end of a sentence cut by a chunk's start must have to be quoted (with a leading "…")."""
+
+
 class ExtractionMixin(LexicalCore):
     """Extractive, query-focused answers (see :meth:`generate`)."""
 
@@ -125,6 +129,10 @@ class ExtractionMixin(LexicalCore):
             sents = sentences(chunk.text)
             for pos, raw in enumerate(sents):
                 sent = _quotable(raw)
+                if pos == 0 and chunk.index > 0 and re.match(r"[a-z]", sent) and sent[-1:] in ".!?" \
+                        and len(sent.split()) >= TAIL_WORDS and pos < len(sents) - 1 \
+                        and not re.search(r"[@{}`=<>|#/\\]", sent):  # prose, not a line of code
+                    sent = f"… {sent}"  # the end of a sentence the chunk boundary cut: quoted as a tail
                 cut_off = (bool(re.match(r"[(\[;,]*[a-z]", sent))  # "(approximately 13.2% of revenues); …"
                            or (pos == len(sents) - 1 and sent[-1:] not in ".!?")
                            # "… of queries in the dataset are"

@@ -1,0 +1,46 @@
+"""A sentence cut by a chunk's start is quoted as a tail; "what share" is answered by a percentage."""
+
+import pytest
+
+from rag.answer_spans import _spans, holds
+from rag.engines.extraction import EXTRACTIVE_LABEL
+from rag.engines.local import LocalEngine
+from rag.models import Chunk
+from rag.store.bm25 import LexicalStats
+
+TAIL = ("automobile insurers had a combined market share of approximately 62.3% based on written premiums, "
+        "with GEICO’s market share being the third largest at approximately 12.3%. State insurance "
+        "departments stringently regulate private passenger auto insurance policies and rates.")
+CODE_TAIL = ("terminal npm install @chroma-core/default-embed and then the rest of the packages follow. "
+             "Chroma's default embedding function uses a small model to create embeddings.")
+SHARE = "What was GEICO's share of the auto insurance market based on written premiums?"
+
+
+@pytest.fixture(scope="module")
+def engine():
+    return LocalEngine(LexicalStats.from_texts([TAIL, CODE_TAIL, "GEICO writes premiums", "other text"]))
+
+
+def test_the_end_of_a_sentence_cut_by_the_chunk_start_is_quoted_as_a_tail(engine):
+    chunk = Chunk(id="g-00005", text=TAIL, source="10k.pdf", page=5, index=5)
+    lead = engine.generate(SHARE, [chunk]).text.splitlines()
+    assert lead[0] == EXTRACTIVE_LABEL
+    assert lead[1].startswith("… automobile insurers") and "12.3%" in lead[1]
+
+
+def test_a_document_s_first_chunk_or_a_line_of_code_is_no_tail(engine):
+    first = Chunk(id="g-00000", text=TAIL, source="10k.pdf", page=1, index=0)
+    assert "… automobile" not in engine.generate(SHARE, [first]).text
+    code = Chunk(id="c-00003", text=CODE_TAIL, source="docs.md", page=1, index=3)
+    assert "… terminal npm" not in engine.generate("Which package installs the default embedding?",
+                                                    [code]).text
+
+
+def test_a_share_is_answered_by_a_percentage_not_an_amount():
+    row = "Premiums written, 2024: $ 42,916 (2023: $ 39,837)"
+    assert _spans(row, "number", SHARE, None) == []
+    assert holds(row, "number", SHARE, None, None) is None
+    assert "12.3%" in _spans(TAIL, "number", SHARE, None)
+    # a count of shares is not a share of a whole
+    assert _spans("Berkshire repurchased 1,200 shares.", "number", "How many shares were repurchased?",
+                  None) == ["1,200"]
