@@ -159,9 +159,11 @@ def constraints(question: str) -> list[Constraint]:
         seen.add(ts)
         out.append(Constraint("phrase" if name in quoted else "entity", name, ts))
     inside = {t for c in out for t in c.terms}
+    # a form's name is no figure: "the 10-K", "its 8-K" name a document, not the number 10
+    forms = {m.group(1) for m in re.finditer(r"\b(\d{1,2})-[A-Z]\b", question)}
     for num in number_tokens(question):
         ts = (stem(num),)
-        if ts[0] not in inside and ts not in seen:
+        if ts[0] not in inside and ts not in seen and num not in forms:
             seen.add(ts)
             out.append(Constraint("number", num, ts))
     return out

@@ -44,3 +44,11 @@ def test_a_share_is_answered_by_a_percentage_not_an_amount():
     # a count of shares is not a share of a whole
     assert _spans("Berkshire repurchased 1,200 shares.", "number", "How many shares were repurchased?",
                   None) == ["1,200"]
+
+
+def test_a_form_s_name_is_no_number_the_answer_must_hold():
+    from rag.engines.lexical import constraints
+
+    kinds = [(c.kind, c.text) for c in constraints("Which competitors does the 10-K name for GEICO?")]
+    assert kinds == [("entity", "GEICO")]
+    assert ("number", "10") in [(c.kind, c.text) for c in constraints("How many of the 10 routes did BNSF run?")]
