@@ -59,7 +59,8 @@ _DOCUMENT_NOUNS = frozenset({"paper", "article", "model", "method", "approach", 
 """Nouns that keep the name they refer to as a modifier: "that paper" -> "the Self-RAG paper"."""
 _PAPER = re.compile(r"\bthe\s+([A-Z][\w.-]*(?:\s+(?:[A-Z][\w.-]*|et\s+al\.|[a-z]{1,5}))*?)\s+paper\b")
 """A paper named by its title or authors: "the Lewis et al. RAG paper", "the Lost in the Middle paper"."""
-_DOCUMENT_NP = re.compile(r"\bthe\s+(?:[\w-]+\s+){1,4}?(?:paper|survey|benchmark|study)\b")
+_DOCUMENT_NP = re.compile(r"\bthe\s+(?:(?!(?:the|of|a|an)\b)[\w-]+\s+){1,4}?"
+                          r"(?:paper|survey|benchmark|study)\b")
 """A work named by a noun phrase: "the hallucination mitigation survey", "the RAG survey"."""
 _AUTHORS_OF = re.compile(r"\b([A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*)(?:['’]s)?\s+(?:authors|paper)\b|"
                          r"\bauthors\s+of\s+(?:the\s+)?([A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*)")
@@ -189,9 +190,9 @@ def _replacement(ref: str, name: str, named: str, plural: str) -> str:
     if ref == "the authors":
         return f"the authors of {named}"
     if ref.split()[-1] in _DOCUMENT_NOUNS:
-        if name.startswith("the ") and name.endswith(" paper"):
-            return name  # already "the X paper"
-        return f"the {name} {ref.split()[-1]}"
+        if name.startswith("the ") and re.search(r"\s(?:paper|survey|benchmark|study)$", name):
+            return name  # already "the X paper", "the X benchmark": the work itself
+        return f"{name} {ref.split()[-1]}" if name.startswith("the ") else f"the {name} {ref.split()[-1]}"
     return named  # "the company", "the firm", "these companies"
 
 
