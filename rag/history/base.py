@@ -130,8 +130,13 @@ _UPSERTS: dict[tuple, Any] = {}
 
 
 def links(data: str) -> dict[str, str | None]:
-    """The :data:`LINKS` of a run from its JSON (``thread_id`` "" when it has none)."""
-    run = json.loads(data)
+    """The :data:`LINKS` of a run from its JSON (``thread_id`` "" when it has none or it is unreadable)."""
+    try:
+        run = json.loads(data)
+    except ValueError:
+        run = {}
+    if not isinstance(run, dict):
+        run = {}
     return {"thread_id": run.get("thread_id") or "", "parent_run_id": run.get("parent_run_id"),
             "from_node": run.get("from_node")}
 

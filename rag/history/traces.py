@@ -97,12 +97,13 @@ def opened(saver: Saver) -> BaseCheckpointSaver | None:
 def trace_in_checkpoints(saver: BaseCheckpointSaver | None, run: Run) -> bool:
     """Whether ``run``'s checkpoints in ``saver`` hold exactly its trace (then its row may be a summary).
 
-    False without a saver, a thread or a checkpoint, and when the saver cannot be read.
+    That is, whether its summary row (:func:`summary_json`) made whole from them (:func:`from_checkpoints`)
+    is ``run`` again. False without a saver, a thread or a checkpoint, and when the saver cannot be read.
     """
     if saver is None or not run.thread_id or not run.events:
         return False
     try:
-        found = from_checkpoints(saver, run)
+        found = from_checkpoints(saver, Run.model_validate_json(summary_json(run)))
     except Exception as exc:  # an unreadable checkpoint database: the row keeps the trace
         log.warning("run %s is saved with its whole trace (its checkpoints cannot be read: %s: %s)",
                     run.id, type(exc).__name__, exc)

@@ -116,11 +116,14 @@ def test_a_rerun_on_the_llm_engine_opens_with_no_call_for_its_reused_steps(fake,
 
 
 def test_a_run_its_checkpoints_do_not_hold_keeps_its_whole_row(setup, papers_kb, tmp_path):
-    settings, _, store = setup
+    settings, ctx, store = setup
     elsewhere = make_context(Settings.from_env({}, data_dir=tmp_path / "other"), papers_kb)
     unsaved = make_context(settings, papers_kb, checkpoints=False)
+    changed = run_question(FIRST, ctx, preset_options("naive"))
+    cited = changed.citations[0].model_copy(update={"chunk_id": "not-the-checkpoint-s"})
     for run in (run_question(FIRST, elsewhere, preset_options("naive")),  # checkpoints in another file
-                run_question(FIRST, unsaved, preset_options("naive"))):  # no checkpoint at all
+                run_question(FIRST, unsaved, preset_options("naive")),  # no checkpoint at all
+                changed.model_copy(update={"citations": [cited, *changed.citations[1:]]})):
         store.save(run, "alice")
         data, trace_at, thread_id, _ = _row(settings, run.id)
         assert trace_at is None and data == run.model_dump_json() and thread_id == run.thread_id
