@@ -10,7 +10,6 @@ already is left as it is, so copying again adds nothing.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +19,12 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from rag.history.checkpoints import CHECKPOINTS_NAME, sqlite_saver
 
 
-def copy_checkpoints(data_dir: Path | str, target: BaseCheckpointSaver,
-                     on_thread: Callable[[str], None] | None = None) -> int:
+def copy_checkpoints(data_dir: Path | str, target: BaseCheckpointSaver) -> int:
     """Copy every checkpoint (with its pending writes) of ``data_dir/checkpoints.sqlite`` into ``target``.
 
     Returns how many checkpoints were copied (those ``target`` lacked); 0 when there is no such file or
-    ``target`` is that very file. The file is only read. ``on_thread`` is called with each thread id as its
-    copy starts. Raises what the savers raise when a database is unavailable; the checkpoints copied by then
-    stay, and the next copy adds the rest.
+    ``target`` is that very file. The file is only read. Raises what the savers raise when a database is
+    unavailable; the checkpoints copied by then stay, and the next copy adds the rest.
     """
     path = Path(data_dir) / CHECKPOINTS_NAME
     if not path.is_file() or _same_file(target, path):
@@ -39,9 +36,7 @@ def copy_checkpoints(data_dir: Path | str, target: BaseCheckpointSaver,
         for item in source.list(None):
             conf = item.config["configurable"]
             thread = (str(conf["thread_id"]), str(conf.get("checkpoint_ns", "")))
-            if thread not in have:
-                if on_thread is not None:
-                    on_thread(thread[0])
+            if thread not in have:  # the checkpoints the target holds, read once per thread
                 have[thread] = _ids(target, *thread)
             if item.checkpoint["id"] in have[thread]:
                 continue
