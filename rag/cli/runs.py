@@ -28,18 +28,13 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
     """Print the saved runs, newest first.
 
     Id, local time, preset, ending, steps and question, and for a re-run the run and node it forked from
-    (or, with ``--json``, one array of history rows, each with ``parent_run_id`` and ``from_node``,
-    null unless it is a re-run). Returns 0.
+    (or, with ``--json``, one array of history rows, each with ``thread_id``, and ``parent_run_id`` and
+    ``from_node``, null unless it is a re-run), all read from the summary rows. Returns 0.
     """
     store = RunStore.for_settings(settings_of(args))
     rows = store.list(args.session, query=args.query, limit=args.limit)
-    forks = {}
-    for r in rows:  # the run's own data says where it forked from
-        run = store.get(r.id)
-        forks[r.id] = (run.parent_run_id, run.from_node) if run is not None else (None, None)
     if args.json:
-        print(json.dumps([{**r.to_dict(), "parent_run_id": forks[r.id][0], "from_node": forks[r.id][1]}
-                          for r in rows], indent=2))
+        print(json.dumps([r.to_dict() for r in rows], indent=2))
         return 0
     if not rows:
         print("no runs saved yet", file=sys.stderr)
@@ -49,7 +44,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
         question = r.question if len(r.question) <= 70 else r.question[:69] + "…"
         print(f"{r.id}  {when}  {r.preset:<8} {STOP_KINDS.get(r.stop_kind, r.stop_kind):<21} "
               f"{r.steps:>2} steps  {printable(question)}"
-              + (f"  (re-run of {forks[r.id][0]} from {forks[r.id][1]})" if forks[r.id][0] else ""))
+              + (f"  (re-run of {r.parent_run_id} from {r.from_node})" if r.parent_run_id else ""))
     return 0
 
 
@@ -86,9 +81,10 @@ def cmd_runs_export(args: argparse.Namespace) -> int:
 def cmd_runs_import_local(args: argparse.Namespace) -> int:
     """Copy the data directory's ``runs.sqlite`` into the database ``RAG_DATABASE_URL`` names.
 
-    Runs, feedback, comparisons and conversations, ids kept; rows already there are skipped, so doing it
-    again copies nothing (:func:`rag.history.local_import.import_local`). Prints the counts (one line, no
-    password; or with ``--json`` one object). Returns 0.
+    Runs, feedback, comparisons and conversations, ids kept, and the checkpoints of ``checkpoints.sqlite``
+    (where the conversations' turns and the runs' traces are); rows and checkpoints already there are
+    skipped, so doing it again copies nothing (:func:`rag.history.local_import.import_local`). Prints the
+    counts (one line, no password; or with ``--json`` one object). Returns 0.
 
     Raises:
         ValueError: RAG_DATABASE_URL is not set (the history is that very file).
@@ -148,6 +144,7 @@ def register(commands, shared: SharedArgs) -> None:
 
     p = runs_sub.add_parser("import-local",
                             help="copy the data directory's runs.sqlite (runs, conversations, feedback, "
-                                 "comparisons) into the database RAG_DATABASE_URL names",
+                                 "comparisons) and checkpoints.sqlite into the database RAG_DATABASE_URL "
+                                 "names",
                             parents=[shared.data_dir, shared.json])
     p.set_defaults(func=cmd_runs_import_local)

@@ -11,6 +11,7 @@ for the command line). Any session can read anything; only its own session may c
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +29,7 @@ from sqlalchemy import (
     inspect,
     select,
     text,
+    update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
@@ -56,8 +58,15 @@ RUNS = Table(
     Column("duration_ms", Float, nullable=False, server_default="0"),
     Column("data", Text, nullable=False),
     Column("feedback", Integer),
+    Column("thread_id", Text),  # the run's LangGraph thread ("" for none; NULL until _migrate fills it)
+    Column("parent_run_id", Text),
+    Column("from_node", Text),
+    # NULL: ``data`` is the whole run; "checkpoints": a summary row, its trace in its checkpoints
+    # (rag.history.traces).
+    Column("trace_at", Text),
     Index("runs_by_session", "session_id", "created_at"),
     Index("runs_by_time", "created_at"),
+    Index("runs_by_thread", "thread_id"),
 )
 COMPARISONS = Table(
     "comparisons", METADATA,
@@ -92,7 +101,13 @@ _MIGRATIONS = (
     # (table, column, definition): columns added since the first schema. A database made before
     # them gets them on open (their rows hold NULL), so old histories stay readable.
     ("runs", "feedback", "INTEGER"),
+    ("runs", "thread_id", "TEXT"),
+    ("runs", "parent_run_id", "TEXT"),
+    ("runs", "from_node", "TEXT"),
+    ("runs", "trace_at", "TEXT"),
 )
+LINKS = ("thread_id", "parent_run_id", "from_node")
+"""The columns of a run row read from its JSON: its thread, and for a re-run its parent and node."""
 
 def upsert(conn: Connection, table: Table, values: dict | list[dict], keys: tuple[str, ...],
            update: tuple[str, ...]) -> None:
@@ -114,12 +129,42 @@ def upsert(conn: Connection, table: Table, values: dict | list[dict], keys: tupl
 _UPSERTS: dict[tuple, Any] = {}
 
 
+def links(data: str) -> dict[str, str | None]:
+    """The :data:`LINKS` of a run from its JSON (``thread_id`` "" when it has none or it is unreadable)."""
+    try:
+        run = json.loads(data)
+    except ValueError:
+        run = {}
+    if not isinstance(run, dict):
+        run = {}
+    return {"thread_id": run.get("thread_id") or "", "parent_run_id": run.get("parent_run_id"),
+            "from_node": run.get("from_node")}
+
+
 def _migrate(conn: Connection) -> None:
     inspector = inspect(conn)
     for table, column, definition in _MIGRATIONS:
         have = {c["name"] for c in inspector.get_columns(table)}
         if column not in have:
             conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {definition}"))
+    conn.execute(text("CREATE INDEX IF NOT EXISTS runs_by_thread ON runs (thread_id)"))
+    fill_links(conn)
+
+
+def fill_links(conn: Connection, batch: int = 500) -> int:
+    """Fill the :data:`LINKS` of the rows saved before those columns (NULL thread_id) from their JSON.
+
+    Returns how many rows were filled. Done when a history opens; after that no row is left to fill.
+    """
+    filled = 0
+    while True:
+        rows = conn.execute(select(RUNS.c.id, RUNS.c.data).where(RUNS.c.thread_id.is_(None))
+                            .limit(batch)).all()
+        for row in rows:
+            conn.execute(update(RUNS).where(RUNS.c.id == row.id).values(**links(row.data)))
+        filled += len(rows)
+        if len(rows) < batch:
+            return filled
 
 
 class RunOwnedElsewhere(PermissionError):

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
@@ -32,7 +33,8 @@ _LOCK = threading.Lock()
 def open_checkpointer(settings) -> BaseCheckpointSaver:
     """The checkpointer of ``settings``, opened once per process and database (then shared, thread-safe).
 
-    PostgreSQL when ``settings.database_url`` is set (its tables are created on first use), else SQLite at
+    The database ``settings.database_url`` names when it is set: PostgreSQL (its tables are created on first
+    use), or a ``sqlite:///`` URL's file (beside the run history's tables); else SQLite at
     ``settings.data_dir / CHECKPOINTS_NAME``. Raises OSError (with no password in it) when the database
     cannot be opened.
     """
@@ -42,14 +44,34 @@ def open_checkpointer(settings) -> BaseCheckpointSaver:
         saver = _OPEN.get(key)
         if saver is None:
             try:
-                saver = _postgres(url) if url else sqlite_saver(Path(key))
+                if url.startswith("sqlite:///"):
+                    saver = sqlite_saver(Path(url.removeprefix("sqlite:///")))
+                else:
+                    saver = _postgres(url) if url else sqlite_saver(Path(key))
             except Exception as exc:  # psycopg, sqlite3 and OS errors alike: one line, scrubbed
-                where = "the PostgreSQL database of RAG_DATABASE_URL" if url else key
+                where = "the database of RAG_DATABASE_URL" if url else key
                 raise OSError(f"cannot open the checkpoints in {where}: "
                               f"{type(exc).__name__}: {scrub(str(exc).replace(url, '***') if url else exc)}"
                               ) from None
             _OPEN[key] = saver
         return saver
+
+
+def checkpointer_of(where: str, data_dir: Path | str) -> Callable[[], BaseCheckpointSaver | None]:
+    """A function opening the checkpointer that goes with the run history at ``where``.
+
+    That is (see :func:`open_checkpointer`) the database URL ``where``, else ``data_dir / CHECKPOINTS_NAME``.
+    The function returns None while that SQLite file does not exist (it is not made for a read), and raises
+    OSError when the database cannot be opened.
+    """
+    url = where if "://" in str(where) else ""
+
+    def opener() -> BaseCheckpointSaver | None:
+        if not url and not (Path(data_dir) / CHECKPOINTS_NAME).is_file():
+            return None
+        return open_checkpointer(SimpleNamespace(database_url=url, data_dir=data_dir))
+
+    return opener
 
 
 def _serde():
@@ -97,10 +119,11 @@ def _postgres(url: str) -> BaseCheckpointSaver:
     return saver
 
 
-def run_checkpoints(saver: BaseCheckpointSaver, thread_id: str, run_id: str) -> Iterator[CheckpointTuple]:
-    """The checkpoints of run ``run_id`` in thread ``thread_id``, newest first."""
+def run_checkpoints(saver: BaseCheckpointSaver, thread_id: str, run_id: str, *,
+                    limit: int | None = None) -> Iterator[CheckpointTuple]:
+    """The checkpoints of run ``run_id`` in thread ``thread_id``, newest first (the first ``limit``)."""
     return saver.list({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}},
-                      filter={RUN_KEY: run_id})
+                      filter={RUN_KEY: run_id}, limit=limit)
 
 
 def thread_root(saver: BaseCheckpointSaver, thread_id: str) -> RunnableConfig | None:

@@ -1,15 +1,18 @@
 """Nothing lost on upgrade: a data directory's ``runs.sqlite`` copied into the shared database (issue 20).
 
-With ``RAG_DATABASE_URL`` unset the history lives in ``data_dir/runs.sqlite``; once it is set, the history
-lives in that database, which starts without the runs and conversations the data directory holds.
-:func:`import_local` copies every row of every table the history keeps (runs with their feedback,
-comparisons, threads, their turns) into it, ids kept, a row whose primary key is there already left as it
-is. :func:`import_once` does it the first time a data directory's store opens that database
+With ``RAG_DATABASE_URL`` unset the history lives in ``data_dir/runs.sqlite`` and the graph's checkpoints in
+``data_dir/checkpoints.sqlite``; once it is set, both live in that database, which starts without the runs
+and conversations the data directory holds. :func:`import_local` copies every row of every table the history
+keeps (runs with their feedback, comparisons, threads, their turns) into it, ids kept, a row whose primary key
+is there already left as it is; then every checkpoint of ``checkpoints.sqlite`` into the database's
+checkpointer (:func:`rag.history.checkpoint_copy.copy_checkpoints`), where a conversation's turns and a run's
+trace are read from. :func:`import_once` does it the first time a data directory's store opens that database
 (:meth:`rag.history.RunStore.for_settings`), then never again.
 
-The SQLite file's rows are only read. When every table is copied, a marker row is written to the file's
-``imported_into`` table: a hash of the target URL without its password (never the URL, never a password).
-A failed import leaves no marker and is done again next time; rows copied already are skipped then.
+The SQLite files are only read. When every table and checkpoint is copied, a marker row is written to the
+file's ``imported_into`` table: a hash of the target URL without its password (never the URL, never a
+password). A failed import leaves no marker and is done again next time; rows and checkpoints copied already
+are skipped then.
 """
 
 from __future__ import annotations
@@ -21,13 +24,16 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 from sqlalchemy import Column, Connection, Float, MetaData, Table, Text, inspect, select, tuple_
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from rag.db import database_url, engine_for, shown
-from rag.history.base import COMPARISONS, DB_NAME, RUNS, THREAD_RUNS, THREADS, Database, upsert
+from rag.history.base import COMPARISONS, DB_NAME, RUNS, THREAD_RUNS, THREADS, Database, links, upsert
+from rag.history.checkpoint_copy import copy_checkpoints
+from rag.history.checkpoints import CHECKPOINTS_NAME, open_checkpointer
 from rag.secrets import scrub
 
 log = logging.getLogger(__name__)
@@ -52,8 +58,9 @@ _done_lock = threading.Lock()
 class ImportCounts:
     """Rows copied by one import, per table (``runs``, ``comparisons``, ``thread_runs``, ``threads``).
 
-    Rows already in the target are not counted. ``source`` is the SQLite file, ``target`` the database as
-    messages may show it (no password).
+    And ``checkpoints`` copied (present only when the data directory has ``checkpoints.sqlite``). Rows and
+    checkpoints already in the target are not counted. ``source`` is the SQLite file, ``target`` the
+    database as messages may show it (no password).
     """
 
     source: str
@@ -82,7 +89,8 @@ class ImportCounts:
         comparisons and conversation turns copied when there are any.
         """
         extra = [f"{n} {what}" for n, what in ((self.copied.get("comparisons", 0), "comparisons"),
-                                                (self.copied.get("thread_runs", 0), "conversation turns"))
+                                                (self.copied.get("thread_runs", 0), "conversation turns"),
+                                                (self.copied.get("checkpoints", 0), "checkpoints"))
                  if n]
         return scrub(f"imported {self.conversations} conversations and {self.runs} runs"
                      + (f" ({', '.join(extra)})" if extra else "")
@@ -140,12 +148,14 @@ def import_local(data_dir: Path | str, url: str, *, batch: int = BATCH) -> Impor
     """Copy every row of ``data_dir/runs.sqlite`` into the history at ``url``, then mark the file done.
 
     Ids are kept; a row whose primary key the target has already is skipped (not updated), so running it
-    again copies nothing. Each batch of ``batch`` rows of a table is one transaction on the target. The
-    file's rows are only read; only its ``imported_into`` marker table is written, last. Nothing to copy
+    again copies nothing. Each batch of ``batch`` rows of a table is one transaction on the target. Then the
+    checkpoints of ``data_dir/checkpoints.sqlite``, when there is one, go into the checkpointer of ``url``
+    (:func:`rag.history.checkpoints.open_checkpointer`), those there already skipped. The files are only
+    read; only the ``imported_into`` marker table of ``runs.sqlite`` is written, last. Nothing to copy
     (no file, or ``url`` is that very file) gives zero counts.
 
-    Raises OSError (no password in it) when the file cannot be read or the target cannot be written; the
-    rows copied by then stay, and the next import copies the rest.
+    Raises OSError (no password in it) when a file cannot be read or the target cannot be written; the
+    rows and checkpoints copied by then stay, and the next import copies the rest.
     """
     source = Path(data_dir) / DB_NAME
     counts = ImportCounts(source=str(source), target=shown(url))
@@ -158,6 +168,8 @@ def import_local(data_dir: Path | str, url: str, *, batch: int = BATCH) -> Impor
             for table in ORDER:
                 if table.name in have:
                     counts.copied[table.name] = _copy(reader, target, table, batch)
+        if (Path(data_dir) / CHECKPOINTS_NAME).is_file():
+            counts.copied["checkpoints"] = _copy_checkpoints(data_dir, url)
         with engine_for(source).begin() as conn:
             _MARKS.create(conn, checkfirst=True)
             mark = {"target": target_key(url), "imported_at": time.time(),
@@ -169,6 +181,17 @@ def import_local(data_dir: Path | str, url: str, *, batch: int = BATCH) -> Impor
         raise OSError(scrub(f"cannot import {source} into {shown(url)}: {reason}",
                             [_password(url)])) from None
     return counts
+
+
+def _copy_checkpoints(data_dir: Path | str, url: str) -> int:
+    """:func:`copy_checkpoints` into the checkpointer of ``url``; OSError (no password) when it fails."""
+    saver = open_checkpointer(SimpleNamespace(database_url=url, data_dir=data_dir))  # OSError, scrubbed
+    try:
+        return copy_checkpoints(data_dir, saver)
+    except Exception as exc:  # psycopg, sqlite3 and serializer errors alike: one line, scrubbed
+        raise OSError(scrub(f"cannot copy the checkpoints of {Path(data_dir) / CHECKPOINTS_NAME} into "
+                            f"{shown(url)}: {type(exc).__name__}: {' '.join(str(exc).split())}",
+                            [_password(url)])) from None
 
 
 def _copy(reader: Connection, target: Database, table: Table, batch: int) -> int:
@@ -184,6 +207,8 @@ def _copy(reader: Connection, target: Database, table: Table, batch: int) -> int
             return copied
         offset += len(rows)
         values = [dict(r._mapping) for r in rows]
+        if table is RUNS:  # a row from before the link columns: read them from its JSON
+            values = [{**v, **links(v["data"])} if v.get("thread_id") is None else v for v in values]
         with target.engine.begin() as conn:
             key_of = tuple_(*keys) if len(keys) > 1 else keys[0]
             wanted = [tuple(v[k.name] for k in keys) if len(keys) > 1 else v[keys[0].name] for v in values]

@@ -4,8 +4,11 @@ That is SQLite at ``data_dir/runs.sqlite``, or the database ``RAG_DATABASE_URL``
 
 Each run belongs to the session that made it (a random id per browser session, ``cli`` for the
 command line). Any session can read any run; only its own session may overwrite or delete it.
-Runs are stored as their JSON (``Run.model_dump_json()``) plus indexed columns for listing and
-filtering. A Run holds no key (keys live only in Settings, which is never stored).
+A run's row is a summary (:mod:`rag.history.traces`): its JSON without its trace's details, plus indexed
+columns for listing and filtering; the whole trace is read from the run's LangGraph checkpoints when the run
+is opened (:meth:`RunStore.get`). A run whose checkpoints do not hold its trace, and every run saved before
+this, has its whole JSON (``Run.model_dump_json()``) in its row. A Run holds no key (keys live only in
+Settings, which is never stored).
 """
 
 from __future__ import annotations
@@ -19,16 +22,19 @@ from pathlib import Path
 from sqlalchemy import delete, func, select, update
 
 from rag.config import preset_of
-from rag.history.base import COMPARISONS, DB_NAME, RUNS, RunOwnedElsewhere, owned, upsert
+from rag.history.base import COMPARISONS, DB_NAME, LINKS, RUNS, RunOwnedElsewhere, owned, upsert
+from rag.history.checkpoints import checkpointer_of
 from rag.history.local_import import import_once
 from rag.history.threads import ThreadStore
+from rag.history.traces import IN_CHECKPOINTS, summary_json, trace_in_checkpoints, with_trace
 from rag.models import Comparison, Run
 from rag.trace.story import stop_kind
 
 _SUMMARY_FIELDS = ("id", "session_id", "created_at", "question", "engine", "stop_kind", "preset",
-                   "knowledge_base", "comparison_id", "steps", "llm_calls", "duration_ms")
+                   "knowledge_base", "comparison_id", "steps", "llm_calls", "duration_ms", "thread_id",
+                   "parent_run_id", "from_node")
 _COLUMNS = ("session_id", "created_at", "question", "engine", "stop_kind", "preset", "knowledge_base",
-            "comparison_id", "steps", "llm_calls", "duration_ms", "data")
+            "comparison_id", "steps", "llm_calls", "duration_ms", "data", *LINKS, "trace_at")
 FEEDBACK_UP, FEEDBACK_DOWN = 1, 0
 """A run's feedback as ``st.feedback("thumbs")`` gives it: 1 thumbs up, 0 thumbs down."""
 
@@ -52,6 +58,12 @@ class RunSummary:
     steps: int
     llm_calls: int
     duration_ms: float
+    thread_id: str = ""
+    """The LangGraph thread of its checkpoints ("" when none were saved)."""
+    parent_run_id: str | None = None
+    """For a re-run from a step: the run it forked from."""
+    from_node: str | None = None
+    """For a re-run: the node it re-ran from."""
 
     def to_dict(self) -> dict:
         """The summary as a plain dict (for ``runs list --json``)."""
@@ -64,7 +76,8 @@ class RunSummary:
                    question=run.question, engine=run.engine, stop_kind=stop_kind(run),
                    preset=preset_of(run.options), knowledge_base=run.knowledge_base,
                    comparison_id=comparison_id, steps=len(run.events), llm_calls=run.llm_calls,
-                   duration_ms=run.duration_ms)
+                   duration_ms=run.duration_ms, thread_id=run.thread_id, parent_run_id=run.parent_run_id,
+                   from_node=run.from_node)
 
 
 def merge_summaries(saved: Sequence[RunSummary], session_runs: Iterable[Run], session_id: str,
@@ -120,9 +133,11 @@ class RunStore(ThreadStore):
 
         When ``where`` is a database URL, the rows of ``data_dir/runs.sqlite`` are copied into it the first
         time (:func:`rag.history.local_import.import_once`: once per file and database, never raising; a
-        failed copy is logged and tried again next time). Raises OSError if the store cannot be opened.
+        failed copy is logged and tried again next time). The store's checkpointer is the one the graph
+        writes for the same settings (:func:`rag.history.checkpoints.checkpointer_of`), opened when first
+        needed. Raises OSError if the store cannot be opened.
         """
-        store = cls(where)
+        store = cls(where, checkpoints=checkpointer_of(where, data_dir))
         if store.url is not None:
             import_once(data_dir, store.url)
         return store
@@ -132,16 +147,21 @@ class RunStore(ThreadStore):
     def save(self, run: Run, session_id: str, *, comparison_id: str | None = None) -> None:
         """Save ``run`` for ``session_id`` (insert, or replace that session's own copy).
 
-        Raises RunOwnedElsewhere if a run with this id belongs to another session, and
-        ValueError for an empty session id.
+        The row is a summary (:func:`rag.history.traces.summary_json`) when the store's checkpointer holds
+        the run's whole trace, else the whole run. Raises RunOwnedElsewhere if a run with this id belongs to
+        another session, and ValueError for an empty session id.
         """
         if not session_id:
             raise ValueError("a run must be saved with a session id")
+        light = trace_in_checkpoints(self.checkpointer(), run)
         values = {"id": run.id, "session_id": session_id, "created_at": run.created_at,
                   "question": run.question, "engine": run.engine, "stop_kind": stop_kind(run),
                   "preset": preset_of(run.options), "knowledge_base": run.knowledge_base,
                   "comparison_id": comparison_id, "steps": len(run.events), "llm_calls": run.llm_calls,
-                  "duration_ms": run.duration_ms, "data": run.model_dump_json()}
+                  "duration_ms": run.duration_ms,
+                  "data": summary_json(run) if light else run.model_dump_json(),
+                  "thread_id": run.thread_id, "parent_run_id": run.parent_run_id, "from_node": run.from_node,
+                  "trace_at": IN_CHECKPOINTS if light else None}
         with self._db() as db:
             owner = db.execute(select(RUNS.c.session_id).where(RUNS.c.id == run.id)).scalar()
             if owner is not None and owner != session_id:
@@ -150,10 +170,17 @@ class RunStore(ThreadStore):
             upsert(db, RUNS, values, ("id",), _COLUMNS)
 
     def get(self, run_id: str) -> Run | None:
-        """The run ``run_id`` (from any session), or None."""
+        """The whole run ``run_id`` (from any session), or None.
+
+        A summary row's trace is read from its checkpoints (:func:`rag.history.traces.with_trace`: when none
+        is left, the run comes with its summary trace).
+        """
         with self._db() as db:
-            data = db.execute(select(RUNS.c.data).where(RUNS.c.id == run_id)).scalar()
-        return Run.model_validate_json(data) if data is not None else None
+            row = db.execute(select(RUNS.c.data, RUNS.c.trace_at).where(RUNS.c.id == run_id)).first()
+        if row is None:
+            return None
+        run = Run.model_validate_json(row.data)
+        return with_trace(run, self.checkpointer()) if row.trace_at == IN_CHECKPOINTS else run
 
     def owner(self, run_id: str) -> str | None:
         """The session id that owns ``run_id``, or None when there is no such run."""
@@ -177,10 +204,14 @@ class RunStore(ThreadStore):
         sql = sql.order_by(RUNS.c.created_at.desc(), RUNS.c.id.desc()).limit(max(0, int(limit)))
         with self._db() as db:
             rows = db.execute(sql).all()
-        return [RunSummary(**r._mapping) for r in rows]
+        return [RunSummary(**{**r._mapping, "thread_id": r.thread_id or ""}) for r in rows]
 
     def load(self, session_id: str | None = None, *, limit: int = 5000) -> builtins.list[Run]:
-        """Whole runs, newest first (of one session, or all when None), for Insights."""
+        """Runs as their rows hold them, newest first (of one session, or all when None), for Insights.
+
+        A summary row's events are its summary trace (:func:`rag.history.traces.light_events`: each step's
+        node, times, calls, tokens, and what Insights counts); :meth:`get` gives a whole run.
+        """
         sql = select(RUNS.c.data)
         if session_id is not None:
             sql = sql.where(RUNS.c.session_id == session_id)
@@ -206,7 +237,7 @@ class RunStore(ThreadStore):
 
     def load_with(self, session_runs: Iterable[Run], session_id: str, *,
                   all_sessions: bool = False) -> builtins.list[Run]:
-        """Whole runs.
+        """Runs for Insights (summary traces, see :meth:`load`).
 
         The saved ones (of ``session_id``, or of every session when ``all_sessions``) newest first, then those
         of ``session_runs`` not saved, in their order; each run once. Raises OSError when the history

@@ -6,12 +6,15 @@ import builtins
 import time
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from sqlalchemy import Connection, case, delete, func, select, update
 
 from rag.config import DEFAULT_COLLECTION
 from rag.history.base import RUNS, THREAD_RUNS, THREADS, Database, RunOwnedElsewhere, owned, upsert
+from rag.history.checkpoints import checkpointer_of
+from rag.history.traces import IN_CHECKPOINTS, Saver, from_checkpoints, opened, with_trace
 from rag.history.turns import SavedTurn, thread_turns
 from rag.models import Run, Turn
 
@@ -87,6 +90,23 @@ class ThreadNotFound(LookupError):
 class ThreadStore(Database):
     """The thread half of :class:`rag.history.RunStore`."""
 
+    def __init__(self, path: Path | str, *, checkpoints: Saver = None) -> None:
+        """The history at ``path`` (see :class:`rag.history.base.Database`).
+
+        ``checkpoints`` is the graph's checkpointer, or a function that opens it (returning None when there
+        is none); by default (None) the one that goes with ``path``
+        (:func:`rag.history.checkpoints.checkpointer_of`: the database URL's, or ``checkpoints.sqlite`` beside
+        the file, when it exists). A run whose checkpoints hold its trace is saved as a summary row, and its
+        trace is read back from them.
+        """
+        super().__init__(path)
+        self._checkpoints: Saver = (checkpoints if checkpoints is not None
+                                    else checkpointer_of(str(path), Path(str(path)).parent))
+
+    def checkpointer(self) -> BaseCheckpointSaver | None:
+        """The graph's checkpointer of this history, or None (none given, or it cannot be opened)."""
+        return opened(self._checkpoints)
+
     def save(self, run: Run, session_id: str, *, comparison_id: str | None = None) -> None:
         """Save ``run`` for ``session_id``: :meth:`rag.history.RunStore.save` does it."""
         raise NotImplementedError
@@ -147,37 +167,56 @@ class ThreadStore(Database):
         citations and stop reason as the run ended, its run row (when there is one) giving the rest; a run
         with no row left is rebuilt from its checkpoints. A turn with no checkpoint in the thread (asked
         before checkpoints were kept, or as a one-off run before it became a conversation) comes from the
-        run history, where a run deleted since is left out (a turn left with none is dropped). Raises
-        OSError when the history is unavailable, and what the saver raises when its database is.
+        run history, where a run deleted since is left out (a turn left with none is dropped). A summary
+        row's trace is read from its checkpoints (``checkpoints``, else the store's own). Raises OSError when
+        the history is unavailable, and what the saver raises when its database is.
         """
         summary = self._thread_summary(thread_id)
         if summary is None:
             return None
         with self._db() as db:
-            rows = db.execute(select(THREAD_RUNS.c.turn, RUNS.c.data)
+            rows = db.execute(select(THREAD_RUNS.c.turn, RUNS.c.data, RUNS.c.trace_at)
                               .join(RUNS, RUNS.c.id == THREAD_RUNS.c.run_id)
                               .where(THREAD_RUNS.c.thread_id == thread_id)
                               .order_by(THREAD_RUNS.c.turn, THREAD_RUNS.c.created_at,
                                         THREAD_RUNS.c.run_id)).all()
         turns: dict[int, builtins.list[Run]] = {}
+        light: set[str] = set()  # summary rows: their traces are in their checkpoints
         for row in rows:
-            turns.setdefault(row.turn, []).append(Run.model_validate_json(row.data))
+            run = Run.model_validate_json(row.data)
+            turns.setdefault(row.turn, []).append(run)
+            if row.trace_at == IN_CHECKPOINTS:
+                light.add(run.id)
         saved = thread_turns(checkpoints, thread_id) if checkpoints is not None else []
         if saved:
-            turns = self._with_checkpoints(turns, saved, thread_id, summary.knowledge_base)
+            turns = self._with_checkpoints(turns, saved, thread_id, summary.knowledge_base, light)
+        if light:  # e.g. a one-off question that became the first turn: its trace from its own thread
+            saver = checkpoints if checkpoints is not None else self.checkpointer()
+            turns = {n: [with_trace(r, saver) if r.id in light else r for r in runs]
+                     for n, runs in turns.items()}
         return Thread(summary=summary,
                       turns=[ThreadTurn(turn=n, runs=runs) for n, runs in sorted(turns.items())])
 
     def _with_checkpoints(self, turns: dict[int, builtins.list[Run]], saved: builtins.list[SavedTurn],
-                          thread_id: str, knowledge_base: str) -> dict[int, builtins.list[Run]]:
-        """``turns`` (from the run rows) with each turn the checkpoints hold taken from them."""
+                          thread_id: str, knowledge_base: str,
+                          light: set[str]) -> dict[int, builtins.list[Run]]:
+        """``turns`` (from the run rows) with each turn the checkpoints hold taken from them.
+
+        A summary row's trace comes from its turn's checkpoints; its id leaves ``light``.
+        """
         from_rows = {r.id: r for runs in turns.values() for r in runs}
         missing = [s.run_id for s in saved if s.run_id not in from_rows]
         if missing:  # a run not linked to the thread's turns (e.g. its link was not saved): its row, if any
             with self._db() as db:
-                for data in db.execute(select(RUNS.c.data).where(RUNS.c.id.in_(missing))).scalars():
-                    run = Run.model_validate_json(data)
+                for row in db.execute(select(RUNS.c.data, RUNS.c.trace_at).where(RUNS.c.id.in_(missing))):
+                    run = Run.model_validate_json(row.data)
                     from_rows[run.id] = run
+                    if row.trace_at == IN_CHECKPOINTS:
+                        light.add(run.id)
+        for s in saved:
+            if s.run_id in light:  # its trace from its turn's checkpoints (its citations: as_run)
+                from_rows[s.run_id] = from_rows[s.run_id].model_copy(update={"events": s.events})
+                light.discard(s.run_id)
         merged = {n: list(runs) for n, runs in turns.items()}
         for n in {s.turn for s in saved}:
             ids = {s.run_id for s in saved if s.turn == n}
@@ -222,9 +261,27 @@ class ThreadStore(Database):
             if with_runs and run_ids:
                 db.execute(delete(RUNS).where(RUNS.c.session_id == session_id, RUNS.c.id.in_(run_ids)))
         if checkpoints is not None:  # after the rows: a failure here leaves no thread that lacks its turns
-            for tid in [thread_id, *(run_ids if with_runs else ())]:
+            tids = [thread_id, *(run_ids if with_runs else ())]
+            self._keep_traces(checkpoints, tids)
+            for tid in tids:
                 checkpoints.delete_thread(tid)
         return True
+
+    def _keep_traces(self, checkpoints: BaseCheckpointSaver, thread_ids: builtins.list[str]) -> None:
+        """Give every summary row whose checkpoints are in ``thread_ids`` its whole trace back.
+
+        Called before those checkpoints are deleted, so a run kept stays whole (it can no longer be re-run).
+        """
+        with self._db() as db:
+            rows = db.execute(select(RUNS.c.id, RUNS.c.data).where(
+                RUNS.c.trace_at == IN_CHECKPOINTS, RUNS.c.thread_id.in_(thread_ids))).all()
+        for row in rows:
+            whole = from_checkpoints(checkpoints, Run.model_validate_json(row.data))
+            if whole is None:
+                continue
+            with self._db() as db:
+                db.execute(update(RUNS).where(RUNS.c.id == row.id).values(data=whole.model_dump_json(),
+                                                                          trace_at=None))
 
     def add_turn(self, thread_id: str, session_id: str, run: Run, *, turn: int | None = None) -> int:
         """Save ``run`` for ``session_id`` and link it to the thread.

@@ -118,13 +118,13 @@ def _saved_turn(run_id: str, started: float, last: CheckpointTuple) -> SavedTurn
         question=scrub(typed if typed is not None else values.get("question", "")),
         standalone_question=scrub(values.get("question", "")) if typed is not None else "",
         answer=scrub(values["final_answer"]) if finished else UNFINISHED,
-        citations=_scrubbed(values.get("citations") or []) if finished else [],
+        citations=scrubbed(values.get("citations") or []) if finished else [],
         stop_reason=scrub(values.get("stop_reason", "")) if finished else "",
         finished=finished, started_at=started, ended_at=_ts(last),
-        events=_scrubbed(values.get("events") or []))
+        events=scrubbed(values.get("events") or []))
 
 
-def _scrubbed(records: list[M]) -> list[M]:
+def scrubbed(records: list[M]) -> list[M]:
     """Pydantic records with every key removed from their text (the same list when none held one).
 
     One scrub for the whole list: a conversation's page reads every turn's events on each draw.

@@ -12,13 +12,21 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
-from rag.config import Settings
+from rag.config import Settings, preset_options
 from rag.db import shown
 from rag.history import FEEDBACK_DOWN, FEEDBACK_UP, RunStore
+from rag.history.base import RUNS
+from rag.history.checkpoints import open_checkpointer
 from rag.history.local_import import import_local, import_once, imported_before, target_key
+from rag.history.traces import IN_CHECKPOINTS
+from rag.history.turns import thread_turns
 from rag.models import Comparison, Run
+from rag.rerun import rerun_from, step_of
+from rag.run import make_context, run_question
 from tests.legacy_history import LEGACY_RUNS, write_legacy_history
+from tests.run_fixtures import QUESTION
 
 PASSWORD = "hunter2-not-stored"
 
@@ -186,3 +194,81 @@ def test_the_cli_imports_and_reports_counts(tmp_path, cli, monkeypatch):
     out = cli("runs", "list", "--data-dir", data, "--json")
     assert out.returncode == 0 and len(json.loads(out.stdout)) == 5
     assert "import-local" in cli("runs", "--help").stdout
+
+
+def _checkpoints(saver) -> list[tuple[str, str, str]]:
+    """(thread, checkpoint id, run id) of every checkpoint of ``saver``, sorted."""
+    return sorted((t.config["configurable"]["thread_id"], t.checkpoint["id"],
+                   str((t.metadata or {}).get("retrace_run_id"))) for t in saver.list(None))
+
+
+def test_the_checkpoints_come_along_so_turns_and_traces_open(tmp_path, shared_url, papers_kb, cli,
+                                                             monkeypatch):
+    """A data directory of this version: its conversation's turns and its runs' traces are in checkpoints."""
+    data = tmp_path / "data"
+    local = Settings.from_env({}, data_dir=data)
+    ctx, store = make_context(local, papers_kb), RunStore.for_settings(local)
+    t = store.create_thread("alice", knowledge_base="default").id
+    first = run_question("What is Self-RAG?", ctx, preset_options("naive"), thread_id=t)
+    store.add_turn(t, "alice", first)
+    follow = run_question("How is it trained?", ctx, preset_options("naive"), thread_id=t,
+                          history=store.thread_history(t, checkpoints=ctx.checkpointer))
+    store.add_turn(t, "alice", follow)
+    one_off = run_question(QUESTION, ctx, preset_options("full"))
+    child = rerun_from(one_off, step_of(one_off, "generate"), ctx)
+    for run in (one_off, child):
+        store.save(run, "alice")
+    runs = [first, follow, one_off, child]
+    with sqlite3.connect(data / "runs.sqlite") as db:  # summary rows: their traces only in the checkpoints
+        assert db.execute("SELECT count(*) FROM runs WHERE trace_at = 'checkpoints'").fetchone() == (4,)
+    source = _checkpoints(ctx.checkpointer)
+    assert {c[2] for c in source} == {r.id for r in runs}
+
+    monkeypatch.setenv("RAG_DATABASE_URL", shared_url)
+    out = cli("runs", "import-local", "--data-dir", data, "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["copied"] == {"runs": 4, "comparisons": 0, "thread_runs": 2, "threads": 1,
+                                                "checkpoints": len(source)}
+    shared_settings = Settings.from_env({"RAG_DATABASE_URL": shared_url}, data_dir=data)
+    saver = open_checkpointer(shared_settings)
+    assert saver is not ctx.checkpointer and _checkpoints(saver) == source
+
+    shared = RunStore.for_settings(shared_settings)
+    assert [s.run_id for s in thread_turns(saver, t)] == [first.id, follow.id]
+    thread = shared.get_thread(t, checkpoints=saver)
+    assert [[r for r in turn.runs] for turn in thread.turns] == [[first], [follow]]
+    for run in runs:
+        assert shared.get(run.id) == run  # the whole trace, read from the copied checkpoints
+    again = rerun_from(shared.get(one_off.id), step_of(one_off, "generate"), make_context(shared_settings,
+                                                                                          papers_kb))
+    assert again.parent_run_id == one_off.id and not again.error, again.stop_reason
+    shared.save(again, "alice")  # saved on the shared database: a summary row there too
+    with shared.engine.connect() as conn:
+        assert conn.execute(select(RUNS.c.trace_at).where(RUNS.c.id == again.id)).scalar() == IN_CHECKPOINTS
+    assert shared.get(again.id) == again
+
+    # a second import copies nothing, checkpoints included
+    before = _checkpoints(saver)
+    out = cli("runs", "import-local", "--data-dir", data)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == (f"imported 0 conversations and 0 runs from {data / 'runs.sqlite'} "
+                          f"into the shared database {shown(shared_url)}\n")
+    assert import_local(data, shared_url).copied == {"runs": 0, "comparisons": 0, "thread_runs": 0,
+                                                     "threads": 0, "checkpoints": 0}
+    assert _checkpoints(saver) == before
+
+
+def test_opening_the_shared_database_copies_the_checkpoints_once(tmp_path, shared_url, papers_kb, caplog):
+    data = tmp_path / "data"
+    local = Settings.from_env({}, data_dir=data)
+    ctx, store = make_context(local, papers_kb), RunStore.for_settings(local)
+    run = run_question("What is Self-RAG?", ctx, preset_options("naive"))
+    store.save(run, "alice")
+    count = len(_checkpoints(ctx.checkpointer))
+    caplog.set_level(logging.WARNING, logger="rag.history.local_import")
+
+    shared = _shared(data, shared_url)
+    assert shared.get(run.id) == run
+    assert [r.getMessage() for r in caplog.records] == [
+        f"imported 0 conversations and 1 runs ({count} checkpoints) from {data / 'runs.sqlite'} "
+        f"into the shared database {shown(shared_url)}"]
