@@ -28,6 +28,8 @@ SUPPORTED_AT = 0.8
 USEFUL_AT = 0.5
 TABLE_ROW = re.compile(r"^[^\n]{6,}?, (?:19|20)\d\d: ")
 """An assembled table row ("Net earnings …, 2024: $88,995 million (2023: …)"): its figures are its label's."""
+_UNNAMED_PERSON = re.compile(r"\b(?:he|she|him|his|her|hers)\b", re.I)
+"""A person the question refers to without a name ("How old is he?" left unresolved)."""
 _MARKERS = re.compile(r"((?:\s*\[\d+\])+)")
 _NUM = re.compile(r"\[(\d+)\]")
 
@@ -133,6 +135,10 @@ class CheckingMixin(LexicalCore):
         lacking = [c for c in constraints(question) if not c.held_in(seq)]
         if lacking:
             problems.append(f"it misses the question's {_constraint_words(lacking)}")
+        names = [c for c in constraints(question) if c.kind != "number"]
+        if (who := _UNNAMED_PERSON.search(question)) and not names:
+            problems.append(f"it asks about a person the question does not name (“{who.group(0)}”), so no "
+                            f"answer can be checked")
         kind = expected_type(question)
         claims = self.claims(answer.text)
         lead = claims[0][0] if claims else ""
@@ -155,7 +161,6 @@ class CheckingMixin(LexicalCore):
             lead_names |= {t for cid in lead_ids for t in held_by.get(cid, ())}
         # every word of a name: "Berkshire Hathaway Inc. and Subsidiaries" is not "Berkshire Hathaway Energy"
         # (not for a multi-hop question: its lead holds one hop's name, not every name of the question)
-        names = [c for c in constraints(question) if c.kind != "number"]
         off_topic = [c for c in names if not set(c.terms) <= lead_names] if not multi_hop(question) else []
         if lead and not lacking and off_topic:
             problems.append(f"its lead passage is not about the question's {_constraint_words(off_topic)}")

@@ -29,6 +29,8 @@ def _boilerplate(sentence: str) -> bool:
     s = sentence.strip()
     if _BOILERPLATE.match(s) or re.search(r"(?:\.\s?){4,}", s):  # a heading, or a contents line's leader dots
         return True
+    if len(s.split()) >= 3 and not re.search(r"[a-z\d]", s) and re.search(r"[A-Z]{2}", s):
+        return True  # a title or heading in capitals: "RETRIEVAL MEETS LONG CONTEXT LARGE LANGUAGE"
     if _REFERENCE.search(s) and (re.search(r"\b(?:19|20)\d\d[a-z]?\b", s) or _AUTHOR_LIST.search(s)):
         return True
     if _REFERENCE_START.match(s):

@@ -116,7 +116,7 @@ def _is_fragment(text: str) -> bool:
     words = text.split()
     if not words or len(words) > 6:
         return False
-    if re.match(r"^how\s+(?:many|much)\s+[\w-]+(?:\s+[\w-]+)?$", text, re.I):
+    if re.match(r"^how\s+(?:many|much)\s+[\w-]+(?:\s+[\w-]+)?$", text, re.I) or _WH_PP.fullmatch(text):
         return True
     if _CLAUSE_START.match(text) or any(w.lower() in QUESTION_WORDS for w in words[1:3]):
         return False  # "In which state is it based?" is a question led by its preposition
@@ -155,12 +155,28 @@ def fill_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None
     another possessor ("Lubrizol's revenues in 2024"), the possessed noun ("Berkshire's revenue"), a noun
     phrase with the same head noun ("the manufacturing businesses" for "service businesses").
     """
-    for slot in (_year_slot, _count_slot, _phrase_slot, _name_slot, _possessor_slot, _possessed_slot,
-                 _head_slot):
+    for slot in (_wh_slot, _year_slot, _count_slot, _phrase_slot, _name_slot, _possessor_slot,
+                 _possessed_slot, _head_slot):
         found = slot(frag, prev, owner)
         if found is not None:
             return found
     return None
+
+
+_AUX = "is|are|was|were|do|does|did|has|have|had|can|could|will|would"
+_WH_PP = re.compile(rf"(?:{'|'.join(_PREPOSITIONS)})\s+(?:which|what)\s+(?!(?:{_AUX})\b)[\w-]+"
+                    rf"(?:\s+(?!(?:{_AUX})\b)[\w-]+)?", re.I)
+"""A question word's phrase with no verb: "In which city", "For what purpose"."""
+_LEADING_WH = re.compile(rf"^(?:(?:{'|'.join(_PREPOSITIONS)})\s+(?:which|what)\s+[\w-]+|where|when)"
+                         rf"(?=\s+(?:{_AUX})\b)", re.I)
+
+
+def _wh_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
+    """"In which city" after "At which conference was X published": "In which city was X published"."""
+    m = _LEADING_WH.match(prev)
+    if not _WH_PP.fullmatch(frag) or m is None:
+        return None
+    return frag[:1].upper() + frag[1:] + prev[m.end():], f"“{m.group(0)}” with “{frag}”"
 
 
 def _year_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:

@@ -51,4 +51,5 @@ def test_a_form_s_name_is_no_number_the_answer_must_hold():
 
     kinds = [(c.kind, c.text) for c in constraints("Which competitors does the 10-K name for GEICO?")]
     assert kinds == [("entity", "GEICO")]
-    assert ("number", "10") in [(c.kind, c.text) for c in constraints("How many of the 10 routes did BNSF run?")]
+    routes = constraints("How many of the 10 routes did BNSF run?")
+    assert ("number", "10") in [(c.kind, c.text) for c in routes]
