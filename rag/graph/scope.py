@@ -9,13 +9,17 @@ the question's names, so that document's best chunks come first.
 
 from __future__ import annotations
 
+import math
+import re
+from collections import Counter
+
 from rag.engines.checks import constraints
-from rag.engines.lexical import names_in_head
 from rag.graph.evidence import MAX_HEADS, document_heads
 from rag.models import Chunk
 from rag.store.bm25 import lexical_index
 from rag.store.chroma import to_chunk
 from rag.store.retrieval import reciprocal_rank_fusion
+from rag.text import terms
 
 SCOPED_KEYWORD_HITS = 400
 """Keyword hits read corpus-wide to find the named document's best chunks by BM25 (its own are kept)."""
@@ -25,23 +29,41 @@ SCOPED_MAX_DOCUMENTS = MAX_HEADS
 """Knowledge bases with more documents than this are not searched for the one a question names."""
 
 
-def named_document(kb, question: str) -> str | None:
-    """The ``doc_sha`` of the one complete document of ``kb`` whose head holds most of the question's names.
+_WORK = re.compile(r"\bthe\s+((?:[\w.-]+\s+){1,6}?)(?:paper|survey|benchmark|study)\b", re.I)
+"""A work the question names by a noun phrase: "the hallucination mitigation survey"."""
 
-    Heads are :func:`rag.graph.evidence.head_of` (title and authors, a filing's cover), names
-    :func:`rag.engines.lexical.names_in_head`. None when no head holds a name of the question, when two
-    heads hold as many (the question does not single one out), or when ``kb`` cannot list its documents.
+
+def _named_terms(question: str) -> set[str]:
+    """Index terms of the question's names (not numbers) and of the works it names ("the X survey")."""
+    found = {t for c in constraints(question) if c.kind != "number" for t in c.terms}
+    for m in _WORK.finditer(question):
+        found |= set(terms(m.group(1)))
+    return found
+
+
+def named_document(kb, question: str) -> str | None:
+    """The ``doc_sha`` of the one complete document of ``kb`` whose head the question's names point to.
+
+    Heads are :func:`rag.graph.evidence.head_of` (a paper's title and authors, a filing's cover). Each term of
+    the question's names (and of a work it names, "the RAG survey") that a head holds scores log((N + 1) /
+    df), df the number of the N heads that hold it: "Retrieval" is in most titles, "Lewis" in two. Ties go to
+    the head naming them first ("Lewis et al." is the paper Lewis leads). None when no head holds a term
+    that at most a quarter of the heads hold (the question singles no document out), when two heads tie
+    there too, or when ``kb`` cannot list its documents.
     """
     docs = list(kb.complete_documents()) if hasattr(kb, "complete_documents") else []
-    if not docs or len(docs) > SCOPED_MAX_DOCUMENTS:
+    asked = _named_terms(question)
+    if not docs or not asked or len(docs) > SCOPED_MAX_DOCUMENTS:
         return None
+    heads = document_heads(kb, docs)
+    held = {sha: [t for t in terms(head) if t in asked] for sha, head in heads.items()}
+    df = Counter(t for found in held.values() for t in set(found))
+    n = len(heads)
     ranked = []
-    for sha, head in document_heads(kb, docs).items():
-        found = names_in_head(question, head)
-        if found:  # more of the question's names, then the earliest: "Lewis et al." is the paper Lewis leads
-            first = min((head.lower().find(c.text.lower()) % (len(head) + 1) for c in constraints(question)
-                         if set(c.terms) & found), default=len(head))
-            ranked.append((-len(found), first, sha))
+    for sha, found in held.items():
+        if any(df[t] <= max(1, n // 4) for t in found):
+            score = round(sum(math.log((n + 1) / df[t]) for t in set(found)), 6)
+            ranked.append((-score, found and terms(heads[sha]).index(found[0]), sha))
     ranked.sort()
     if not ranked or (len(ranked) > 1 and ranked[1][:2] == ranked[0][:2]):
         return None
