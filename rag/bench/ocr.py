@@ -220,7 +220,8 @@ def bench_ocr(files: Sequence[Path | str], root: Path, *, workers: int | None = 
                   for name, truth in truths.items()})
     each = [ratio(pages / s if s else 0, b_read / b if b else 0)
             for (s, _), (b, _) in zip(ours_runs, base_runs, strict=True)]
-    vs = statistics.median(r for r in each if r is not None) if any(r is not None for r in each) else None
+    known = [r for r in each if r is not None]
+    vs = round(statistics.median(known), 3) if known else None
     points = {name: round((value - base["cer"][name]) * 100, 2) for name, value in cer.items()
               if name in base["cer"]}
     return {**out, "baseline": base, "vs_baseline": vs, "vs_baseline_runs": each,
