@@ -16,6 +16,11 @@ arena on (6 % less CPU). Recognition runs line by line (a batch pads every line 
 batch; a batch of 6 cost ~28 % more CPU). In a worker process of the pipeline (one per core), a page's
 lines are recognised in one thread. Cutting a page into pieces read at once (along blank bands,
 :mod:`rag.ingest.ocr_regions`) was slower: a page with no blank band near its middle stayed whole.
+
+Accuracy: the direction classifier's verdicts turn a page's lines only when most of them are called upside
+down (:func:`_page_orientation`); RapidOCR turns each such line, and on upright small print scanned at 200
+dpi it turned some and garbled them (a 10-K page: CER 8.1 % against 0.56 %). At 144 dpi instead of 108, a
+page of formulas read better (CER 18.5 % against 21.3 %) for 17 % more CPU on five test pages.
 """
 
 from __future__ import annotations
