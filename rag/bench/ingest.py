@@ -253,7 +253,7 @@ def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
         repeat: interleaved runs of the pipeline and the baselines.
         on_stage: called with a name as each measurement starts.
         ocr_files: scanned PDFs measured apart by :func:`rag.bench.ocr.bench_ocr`, against its
-            baseline script (result ``ocr``).
+            baseline script over the same pages, ``repeat`` alternating runs each (result ``ocr``).
 
     Returns:
         ``files``, ``pages``, ``chunks``, ``repeat``, ``skipped_duplicates``, ``stages``,
@@ -318,7 +318,7 @@ def bench_ingest(paths: Iterable[Path | str], *, workdir: Path | None = None,
             ocr = None
             if ocr_files:
                 note("ours, OCR of scanned pages")
-                ocr = bench_ocr(ocr_files, root, workers=workers)
+                ocr = bench_ocr(ocr_files, root, workers=workers, repeat=repeat)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

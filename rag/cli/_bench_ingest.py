@@ -119,7 +119,8 @@ def add_ingest_parsers(bsub, shared: SharedArgs) -> None:
     p.add_argument("paths", nargs="+", help="files or directories (.pdf, .txt, .md)")
     p.add_argument("--workers", type=int, help="PDF parsing processes (default: one per core)")
     p.add_argument("--repeat", type=int, default=1,
-                   help="runs of the pipeline and the baselines, interleaved; medians shown (default 1)")
+                   help="runs of the pipeline and the baselines (OCR's too), interleaved; medians shown "
+                        "(default 1)")
     p.add_argument("--chunk-size", type=int, default=1000)
     p.add_argument("--chunk-overlap", type=int, default=150)
     p.add_argument("--no-reference", action="store_true",
@@ -127,7 +128,8 @@ def add_ingest_parsers(bsub, shared: SharedArgs) -> None:
     p.add_argument("--ocr-files", nargs="*", metavar="PDF",
                    help="scanned PDFs for OCR pages/s and, where X.txt sits beside X.pdf, the "
                         "character error rate, ours and a baseline's (pypdfium2 at 300 dpi + RapidOCR()) "
-                        f"in the same run (default: c02-22 and linn in ${SHARED_DATA_ENV}/"
+                        "over the same pages (those our pipeline OCRs), in the same run "
+                        f"(default: c02-22 and linn in ${SHARED_DATA_ENV}/"
                         "tricky-pdfs; give none to skip)")
     p.set_defaults(func=cmd_bench_ingest)
 

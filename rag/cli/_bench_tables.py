@@ -111,7 +111,8 @@ def format_ingest(result: dict) -> str:
     if peak.get("self") is not None:
         head += (f"\npeak memory (RSS) of our whole pipeline: {peak['self']} MB in its process, "
                  f"{peak['largest_child']} MB in the largest worker")
-    return head + "\n" + table
+    comparison = format_ocr_comparison(ocr) if ocr else ""
+    return head + "\n" + table + ("\n" + comparison if comparison else "")
 
 
 def _ocr_rows(ocr: dict) -> list[dict]:
@@ -122,11 +123,25 @@ def _ocr_rows(ocr: dict) -> list[dict]:
     rows = []
     base = ocr.get("baseline")
     if base:
-        rows.append({"what": f"OCR baseline (pypdfium2 300 dpi + RapidOCR(), {base['ocr_pages']} pages)",
+        rows.append({"what": f"OCR baseline (pypdfium2 300 dpi + RapidOCR(), {base['pages']} pages)",
                      **base, "ours_vs": ocr.get("vs_baseline"), "note": cer(base)})
-    rows.append({"what": f"ours: OCR ({ocr['ocr_pages']} scanned pages, {ocr['files']} files)",
-                 **ocr, "note": cer(ocr)})
+    rows.append({"what": f"ours: OCR ({ocr['pages']} pages, {ocr['ocr_pages']} with text by OCR, "
+                         f"{ocr['files']} files)", **ocr, "note": cer(ocr)})
     return rows
+
+
+def format_ocr_comparison(ocr: dict) -> str:
+    """What the OCR rows compare, and the issue's target met or not ("" without a baseline)."""
+    base, target = ocr.get("baseline"), ocr.get("target")
+    if not base or not target:
+        return ""
+    points = ", ".join(f"{name} {value:+.2f}" for name, value in ocr["cer_points_vs_baseline"].items()) or "-"
+    runs = ", ".join(f"{r}x" for r in ocr["vs_baseline_runs"])
+    return (f"OCR: {ocr['compared']}.\nOCR: ours {ocr['pages_per_s']} pages/s, baseline "
+            f"{base['pages_per_s']} pages/s: {ocr['vs_baseline']}x (runs: {runs}); CPU s baseline/ours "
+            f"{ocr['cpu_vs_baseline']}x; CER points vs the baseline: {points}; target >= "
+            f"{target['min_vs_baseline']}x and <= +{target['max_cer_points']} points: "
+            f"{'met' if target['met'] else 'NOT met'}")
 
 
 def _corpus_collection(corpus: Path, prefix: str, suffix: str = "") -> str:

@@ -9,6 +9,7 @@ password) and gives the messages for corrupt and encrypted files.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import logging
 import re
@@ -213,6 +214,36 @@ def _maybe_ocr(page, number: int, text: str, warnings: list[str]) -> tuple[str, 
         warnings.append(f"page {number}: OCR failed: {_short_reason(exc)}")
         return text, False, "", ()
     return (read, True, raw, lines) if len(read) > len(text) else (text, False, "", ())
+
+
+def ocr_candidates(data: bytes, password: str | None = None) -> list[int]:
+    """The pages (1-based) of a PDF that ingestion with OCR on hands to OCR, none of them read.
+
+    :func:`extract_pages_pdfium`'s decision (:func:`needs_ocr` on each page's text layer and images), for the
+    OCR benchmark's baseline to read the same pages; [] when PDFium cannot open the file (pypdf then reads it,
+    with no OCR). A page whose text layer cannot be read is left out, as ingestion leaves it out.
+    """
+    pdf = _open_pdfium(data, password)
+    if pdf is None:
+        return []
+    fallback = _PypdfPages(data, password)
+    numbers: list[int] = []
+    with _PDFIUM_LOCK:
+        try:
+            for number in range(1, len(pdf) + 1):
+                page = pdf[number - 1]
+                try:
+                    text, _ = _text_layer(page, number, fallback)
+                    width, height = page.get_size()
+                    if needs_ocr(text, width, height, functools.partial(_image_cover, page)):
+                        numbers.append(number)
+                except Exception as exc:  # ingestion warns and goes on
+                    log.debug("page %d: %s", number, exc)
+                finally:
+                    page.close()
+        finally:
+            pdf.close()
+    return numbers
 
 
 def extract_pages_pdfium(pdf, numbers: Iterable[int], *, ocr: bool = True,

@@ -257,7 +257,8 @@ def test_character_error_rate():
         character_error_rate("x", " \n")
 
 
-OCR_KEYS = {"files", "ocr_pages", "seconds", "pages_per_s", "chunks_per_s", "cpu_seconds", "failed", "cer"}
+OCR_KEYS = {"files", "pages", "ocr_pages", "seconds", "pages_per_s", "chunks_per_s", "cpu_seconds", "failed",
+            "cer", "runs", "runs_cpu_seconds"}
 
 
 def _scan_with_truth(tmp_path: Path) -> Path:
@@ -278,12 +279,13 @@ def test_bench_ocr_reports_ours_and_the_baseline_script(tmp_path):
     scan.with_suffix(".txt").write_text("WE went tip-toeing along a path amongst the trees back "
                                         "towards the end of the widow's garden", encoding="utf-8")
     result = bench_ocr([scan], tmp_path / "stores")
-    assert result["ocr_pages"] == 1 and result["failed"] == [] and result["pages_per_s"] > 0
+    assert result["pages"] == result["ocr_pages"] == 1 and result["failed"] == []
+    assert result["pages_per_s"] > 0
     # The true text given is the page's first 95 characters, read right; the other ~1,000
     # characters OCR reads on the page are insertions: CER = about 1,000 / 95.
     assert 8.0 < result["cer"]["c02-22.pdf"] < 13.0
     base = result["baseline"]
-    assert base.keys() == OCR_KEYS and base["ocr_pages"] == 1 and base["failed"] == []
+    assert base.keys() == OCR_KEYS and base["pages"] == base["ocr_pages"] == 1 and base["failed"] == []
     assert 8.0 < base["cer"]["c02-22.pdf"] < 13.0  # the same page read by the same models
     assert result["vs_baseline"] == pytest.approx(result["pages_per_s"] / base["pages_per_s"], rel=0.05)
     points = result["cer_points_vs_baseline"]["c02-22.pdf"]
@@ -300,7 +302,9 @@ def test_cli_bench_ingest_json_has_the_ocr_baseline(tmp_path, cli):
     assert proc.returncode == 0, proc.stderr[-2000:]
     ocr = json.loads(proc.stdout)["ocr"]
     assert ocr.keys() >= OCR_KEYS and ocr["baseline"].keys() == OCR_KEYS
-    assert ocr["ocr_pages"] == ocr["baseline"]["ocr_pages"] == 1
+    assert ocr["ocr_pages"] == ocr["baseline"]["ocr_pages"] == ocr["pages"] == ocr["baseline"]["pages"] == 1
     assert set(ocr["cer"]) == set(ocr["baseline"]["cer"]) == {"kcs.pdf"}
-    assert ocr["vs_baseline"] > 0
+    assert ocr["vs_baseline"] > 0 and ocr["page_set"] == {"kcs.pdf": [1]} and set(ocr["target"]) == {
+        "min_vs_baseline", "max_cer_points", "met"}
     assert "| OCR baseline (pypdfium2 300 dpi + RapidOCR(), 1 pages) " in proc.stderr
+    assert "OCR: both sides timed over the same 1 pages" in proc.stderr

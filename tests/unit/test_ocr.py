@@ -207,6 +207,9 @@ def test_the_engine_is_built_with_the_measured_settings(monkeypatch: pytest.Monk
         def recognize_txt(self, imgs: list) -> None:
             return None
 
+        def cls_and_rotate(self, imgs: list) -> None:
+            return None
+
     monkeypatch.setattr(rapidocr, "RapidOCR", Fake)
     monkeypatch.setattr(ocr_module, "_engine", None)
     monkeypatch.setattr(ocr_module, "rec_threads", lambda: 2)
@@ -218,10 +221,34 @@ def test_the_engine_is_built_with_the_measured_settings(monkeypatch: pytest.Monk
     assert params["Rec.rec_batch_num"] == 1
     assert params["Det.limit_type"] == "max" and params["Det.limit_side_len"] == ocr_module.MAX_RENDER_SIDE
     assert params["Rec.model_path"].endswith(".onnx")
+    assert params["Cls.cls_thresh"] >= 1  # (a score over it) no line is turned by itself: the page decides
+    assert engine.cls_and_rotate.__qualname__.startswith("_page_orientation")
     assert engine.recognize_txt.__qualname__.startswith("_parallel_recognition")
     monkeypatch.setattr(ocr_module, "_engine", None)
     monkeypatch.setattr(ocr_module, "rec_threads", lambda: 1)
     assert ocr_module.engine().recognize_txt.__qualname__.endswith("Fake.recognize_txt")
+
+
+def test_lines_are_turned_only_when_most_of_the_page_is_upside_down() -> None:
+    import types
+
+    import numpy as np
+
+    def classify(labels: list[tuple[str, float]]):
+        def run(imgs: list):
+            return imgs, types.SimpleNamespace(img_list=imgs, cls_res=labels)
+        return ocr_module._page_orientation(run)
+
+    imgs = [np.arange(6).reshape(2, 3) + 10 * k for k in range(3)]
+    upright = [("0", 0.99), ("180", 0.95), ("0", 0.8)]  # one line called upside down: a mistake
+    turned, result = classify(upright)(imgs)
+    assert all((a == b).all() for a, b in zip(turned, imgs, strict=True))
+    upside_down = [("180", 0.99), ("180", 0.95), ("0", 0.6)]  # most lines: the page is upside down
+    turned, result = classify(upside_down)(imgs)
+    assert (turned[0] == imgs[0][::-1, ::-1]).all() and (turned[1] == imgs[1][::-1, ::-1]).all()
+    assert (turned[2] == imgs[2]).all() and result.img_list is turned
+    weak = [("180", 0.85), ("180", 0.8), ("0", 0.6)]  # under RapidOCR's own threshold
+    assert all((a == b).all() for a, b in zip(classify(weak)(imgs)[0], imgs, strict=True))
 
 
 def test_a_worker_process_recognises_in_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
