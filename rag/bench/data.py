@@ -13,6 +13,7 @@ import os
 import re
 import string
 import time
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -199,9 +200,11 @@ def normalize_answer(text: str) -> str:
     """Normalise an answer as SQuAD does.
 
     Follows Rajpurkar et al. 2016 (the official evaluation script): lower
-    case, drop punctuation, drop the articles a/an/the, collapse whitespace.
+    case, drop punctuation, drop the articles a/an/the, collapse whitespace. Punctuation is every Unicode
+    punctuation character, not only ASCII's: a PDF's “Retrieve-Read” is the gold answer "Retrieve-Read".
     """
-    text = "".join(ch for ch in text.lower() if ch not in _PUNCT)
+    text = "".join(ch for ch in text.lower()
+                   if ch not in _PUNCT and not unicodedata.category(ch).startswith("P"))
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 

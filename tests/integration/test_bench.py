@@ -45,6 +45,9 @@ QA_KEYS = {"questions", "k", "preset", "recall_all", "recall_any", "answer_hit",
 def test_scoring_by_hand():
     assert normalize_answer("The  Chief-of-Protocol!") == "chiefofprotocol"
     assert normalize_answer("An Animorphs series") == "animorphs series"
+    # every Unicode punctuation mark, as a PDF's curly quotes: “Retrieve-Read” is "Retrieve-Read"
+    assert normalize_answer("a “Retrieve-Read” framework") == normalize_answer('a "Retrieve-Read" framework')
+    assert answer_hit("is also characterized as a “Retrieve-Read” framework. [1]", ["Retrieve-Read"])
     assert answer_hit("She served as Chief of Protocol [1] of the United States.", ["Chief of Protocol"])
     assert not answer_hit("It was not released.", ["no"])  # whole words only
     assert answer_hit("No, it was not. [2]", ["no"])
