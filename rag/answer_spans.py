@@ -43,6 +43,14 @@ _RATIO = re.compile(r"\b(?:share|percentage|percent|proportion|fraction)\b(?!\s+
 """A question that asks for a part of a whole, which a percentage answers ("GEICO's share of the market")."""
 
 
+_AMOUNT = re.compile(r"\b(?:revenues?|sales|earnings|income|profits?|assets|liabilities|expenses|costs?|cash|"
+                     r"debt|premiums|dividends|capital expenditures|worth|value)\b", re.I)
+"""A question that asks for an amount of money."""
+_CHANGE = re.compile(r"\b(?:rate|growth|grow|change|changed|increase|increased|decrease|decreased|decline|"
+                     r"declined|rise|rose|fall|fell|margin|return|yield|by how much)\b", re.I)
+"""A question about an amount's change or rate, which a percentage answers."""
+
+
 _NAMED = re.compile(r"\b(?:[A-Z][A-Za-z0-9&.-]*[A-Z0-9][A-Za-z0-9&.-]*|[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
 """A capitalised name, or a word with two capitals or a capital and a digit ("BART", "GPT-3")."""
 
@@ -56,10 +64,13 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
         years = re.compile(r"^(?:1[0-9]|20)\d\d$")
         counting = bool(re.search(r"\bhow\s+many\b", question, re.I))
         ratio = bool(_RATIO.search(question))  # "what share of the market": a percentage, not "$42,916"
+        # "what were McLane's revenues": an amount, not "17.3% of revenues" (unless a change or rate is asked)
+        amount = bool(_AMOUNT.search(question)) and not ratio and not _CHANGE.search(question)
         return [m.group(0).strip() for m in _FIGURE.finditer(text)
                 if not years.match(m.group(0).strip(" $€£()")) and re.search(r"\w", m.group(0))
                 and not _label_number(text, m) and not (counting and re.search(r"%|percent", m.group(0)))
-                and not (ratio and not re.search(r"%|percent", m.group(0)))]
+                and not (ratio and not re.search(r"%|percent", m.group(0)))
+                and not (amount and re.search(r"%|percent", m.group(0)))]
     if kind == "person":
         return persons(text, question, common)
     if kind == "acronym":
