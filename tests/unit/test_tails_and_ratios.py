@@ -57,7 +57,8 @@ def test_a_form_s_name_is_no_number_the_answer_must_hold():
 
 def test_an_amount_is_answered_by_money_not_a_percentage_unless_a_change_is_asked():
     q = "What were McLane's revenues?"
-    text = "McLane's customers included Walmart (approximately 17.3% of revenues); revenues were $51,907 million."
+    text = ("McLane's customers included Walmart (approximately 17.3% of revenues); "
+            "revenues were $51,907 million.")
     assert _spans(text, "number", q, None) == ["$51,907 million"]
     assert _spans("Revenues increased 8.3%.", "number", "By how much did McLane's revenues increase?",
                   None) == ["8.3%"]
