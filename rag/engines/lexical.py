@@ -245,6 +245,18 @@ def _names_whole(head: str, name: str) -> bool:
     return bool(words) and re.search(rf"(?<![\w-]){words}(?![\w-])", head, re.I) is not None
 
 
+_WORK = re.compile(r"\bthe\s+((?:[\w.-]+\s+){1,6}?)(?:paper|survey|benchmark|study)\b", re.I)
+"""A work a question names by a noun phrase: "the Retrieval meets Long Context LLMs paper"."""
+
+
+def work_terms(question: str) -> set[str]:
+    """Index terms of the works ``question`` names ("the X paper", "the X survey").
+
+    A document's name, which its head holds, not what the question asks about it.
+    """
+    return {t for m in _WORK.finditer(question) for t in terms(m.group(1))}
+
+
 def names_in_head(question: str, head: str) -> frozenset[str]:
     """The index terms of the question's names (entities, quoted phrases; not numbers) that ``head`` holds.
 
@@ -345,10 +357,10 @@ class LexicalCore:
     def predicate(self, question: str) -> dict[str, float]:
         """Index term -> idf for what ``question`` asks about its names.
 
-        Its content terms besides the terms of its constraints (names, years, quoted phrases) and its type
-        cue words.
+        Its content terms besides the terms of its constraints (names, years, quoted phrases), of the works it
+        names (:func:`work_terms`) and its type cue words.
         """
-        held = {t for c in constraints(question) for t in c.terms}
+        held = {t for c in constraints(question) for t in c.terms} | work_terms(question)
         return {s: w for s, (_, w) in self.weighted_terms(question).items() if s not in held}
 
     @staticmethod

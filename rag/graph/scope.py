@@ -10,10 +10,10 @@ the question's names, so that document's best chunks come first.
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 
 from rag.engines.checks import constraints
+from rag.engines.lexical import work_terms
 from rag.graph.evidence import MAX_HEADS, document_heads
 from rag.models import Chunk
 from rag.store.bm25 import lexical_index
@@ -29,16 +29,9 @@ SCOPED_MAX_DOCUMENTS = MAX_HEADS
 """Knowledge bases with more documents than this are not searched for the one a question names."""
 
 
-_WORK = re.compile(r"\bthe\s+((?:[\w.-]+\s+){1,6}?)(?:paper|survey|benchmark|study)\b", re.I)
-"""A work the question names by a noun phrase: "the hallucination mitigation survey"."""
-
-
 def _named_terms(question: str) -> set[str]:
     """Index terms of the question's names (not numbers) and of the works it names ("the X survey")."""
-    found = {t for c in constraints(question) if c.kind != "number" for t in c.terms}
-    for m in _WORK.finditer(question):
-        found |= set(terms(m.group(1)))
-    return found
+    return {t for c in constraints(question) if c.kind != "number" for t in c.terms} | work_terms(question)
 
 
 def named_document(kb, question: str) -> str | None:

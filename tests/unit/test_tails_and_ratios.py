@@ -62,3 +62,15 @@ def test_an_amount_is_answered_by_money_not_a_percentage_unless_a_change_is_aske
     assert _spans(text, "number", q, None) == ["$51,907 million"]
     assert _spans("Revenues increased 8.3%.", "number", "By how much did McLane's revenues increase?",
                   None) == ["8.3%"]
+
+
+def test_the_words_of_a_named_work_are_not_what_the_question_asks_about_it():
+    from rag.engines.lexical import work_terms
+
+    q = "How many tokens was GPT-43B trained on in the Retrieval meets Long Context LLMs paper?"
+    assert {"meet", "long", "context"} <= work_terms(q)
+    engine = LocalEngine(LexicalStats.from_texts(["GPT-43B is trained with 1.1T tokens", "meets long context",
+                                                  "other text", "retrieval meets"]))
+    assert "meet" not in engine.predicate(q) and "token" in engine.predicate(q)
+    text = "GPT-43B is a 43 billion parameter model that is trained with 1.1T tokens with 70% English corpus."
+    assert holds(text, "number", q, None, engine.predicate(q)) == "1.1T"
