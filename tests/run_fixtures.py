@@ -73,14 +73,15 @@ def ungrounded_script(kind: str, body: dict) -> Reply:
 def llm_run(fake, kb, data_dir: Path) -> Run:
     """The full pipeline on the LLM engine, every grounding check failing.
 
-    It rewrites, the rewrite brings back the same evidence, so the answer is not generated again (issue 10)
-    and it answers with a caveat that says why.
+    It rewrites (the first correction searches the document the question names, so new evidence is answered
+    again), the second rewrite brings back the same evidence, so the answer is not generated again (issue
+    10) and it answers with a caveat that says why.
     """
     fake.script = ungrounded_script
     run = run_question(QUESTION, make_context(llm_settings(fake, data_dir), kb),
                        preset_options("full"))
     assert run.engine == "openai" and run.llm_calls > 0, run.stop_reason
-    assert run.stop_reason == ("Answered with caveat: 1 claim could not be verified and the "
-                               "evidence did not change after the last correction, so the "
-                               "previous answer stands"), run.stop_reason
+    assert run.stop_reason == ("Answered with caveat: the rewrite budget (2) was spent and 1 claim could "
+                               "not be verified and the evidence did not change after the last correction, "
+                               "so the previous answer stands"), run.stop_reason
     return run

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rag.models import Run
+from rag.text import clip
 from rag.trace import flow as viz
 from rag.trace.flow import esc, wrap_html
 from rag.trace.geometry import BOX_H, BOX_W, END, MARKER_R, START
@@ -37,7 +38,8 @@ def step_caption(step: Step | None, n: int) -> str:
         return (f"<b>Step 0 of {n}</b> · drag the slider to replay the run "
                 "step by step")
     nxt = f" → {step.next}: {step.why}" if step.next else f" · {step.why}"
-    body = wrap_html(f"{step.decided}{nxt}", CAPTION_WIDTH)
+    # what the step did, cut to one line's worth, so the decision (→ next) always shows
+    body = wrap_html(f"{clip(step.decided, CAPTION_WIDTH)}{nxt}", CAPTION_WIDTH)
     return f"<b>Step {step.step} of {n} · {esc(step.label)}</b><br>{body}"
 
 

@@ -263,8 +263,8 @@ def test_llm_run_shows_claims_fallbacks_tokens_and_cost(data_dir, papers_kb, tmp
     # (issue 10: the rewrite brings back the same evidence, so the answer is not generated and
     # checked again; the old second rewrite, where the rewriter fell back, no longer happens)
     assert [plain(w.value) for w in at.warning] == [
-        "Answered with caveat: 1 claim could not be verified and the evidence did not change "
-        "after the last correction, so the previous answer stands"]
+        "Answered with caveat: the rewrite budget (2) was spent and 1 claim could not be verified and "
+        "the evidence did not change after the last correction, so the previous answer stands"]
     text = markdown(at)
     assert text.count(f"ungrounded: {CLAIM}") >= 1  # the failed check lists its claim
     assert ":red-badge[not grounded]" in text
