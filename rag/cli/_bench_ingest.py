@@ -77,9 +77,10 @@ def cmd_bench_scale(args: argparse.Namespace) -> int:
     result["fill"] = fill
     result["chroma_add"] = limit
     if limit:
-        own = limit["chunks_per_s"] or 0.0
-        limit["fill_vs_chroma_add"] = ratio(fill["chunks_per_s"] or 0.0, own)
-        limit["first_vs_chroma_add"] = ratio(fill.get("mark_chunks_per_s") or 0.0, own)
+        own = limit["chunks_per_s"] or 0.0  # None below: this run added nothing (a store reused)
+        limit["fill_vs_chroma_add"] = ratio(fill["chunks_per_s"], own) if fill["chunks_per_s"] else None
+        first = fill.get("mark_chunks_per_s")
+        limit["first_vs_chroma_add"] = ratio(first, own) if first else None
     result["disk"] = disk
     if args.replica_tries and settings.chroma_host:
         with progress_bar("replica delay", args.replica_tries) as bar:
