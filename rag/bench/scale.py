@@ -12,14 +12,18 @@ import random
 import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import cast
+from pathlib import Path
+from typing import Any, cast
 
 from rag.bench.data import Progress, mean, percentile, ratio
 from rag.ingest.types import ChunkRecord
 from rag.store.bm25 import index_path, lexical_index
 from rag.store.chroma import COMPLETE_KEY
+from rag.store.kbs import fresh_metadata
+from rag.store.records import TEXT_KEY
 from rag.store.retrieval import RetrievalMode, retrieve
 from rag.text import sentences
+from rag.text import terms as text_terms
 
 
 def synthetic_documents(corpus: Sequence[dict], n_chunks: int, *, seed: int = 0,
@@ -64,7 +68,7 @@ def synthetic_documents(corpus: Sequence[dict], n_chunks: int, *, seed: int = 0,
 
 
 def fill_store(kb, corpus: Sequence[dict], n_chunks: int, *, seed: int = 0,
-               batch_docs: int = 50, on_progress: Progress = None) -> dict:
+               batch_docs: int = 50, mark: int | None = None, on_progress: Progress = None) -> dict:
     """Fill ``kb`` with :func:`synthetic_documents` up to ``n_chunks`` chunks.
 
     Documents already stored are skipped, so a filled store is reused.
@@ -75,15 +79,25 @@ def fill_store(kb, corpus: Sequence[dict], n_chunks: int, *, seed: int = 0,
         n_chunks: chunks in all.
         seed: the sampling seed.
         batch_docs: documents per store call.
+        mark: also time the fill up to this many chunks (the first store call reaching it).
         on_progress: ``(done, total)`` in chunks.
 
     Returns:
-        ``added`` (chunks), ``seconds`` and ``chunks_per_s`` (None when nothing was added).
+        ``added`` (chunks), ``seconds`` and ``chunks_per_s`` (None when nothing was added); with
+        ``mark``, ``mark_added``, ``mark_seconds`` and ``mark_chunks_per_s`` (chunks added, seconds and
+        rate up to the mark; None when nothing was added by then).
     """
     started = time.perf_counter()
     added = 0
     batch: list = []
     seen = 0
+    marked: dict = {}
+
+    def at_mark() -> None:
+        if mark is not None and not marked and seen >= mark:
+            secs = time.perf_counter() - started
+            marked.update(mark_added=added, mark_seconds=round(secs, 1),
+                          mark_chunks_per_s=round(added / secs, 1) if added and secs else None)
 
     def flush() -> None:
         nonlocal added, batch
@@ -101,15 +115,81 @@ def fill_store(kb, corpus: Sequence[dict], n_chunks: int, *, seed: int = 0,
         seen += len(doc[0])
         if len(batch) >= batch_docs:
             flush()
+            at_mark()
             if on_progress:
                 on_progress(seen, n_chunks)
     if batch:
         flush()
+        at_mark()
         if on_progress:
             on_progress(seen, n_chunks)
     seconds = time.perf_counter() - started
     return {"added": added, "seconds": round(seconds, 1),
-            "chunks_per_s": round(added / seconds, 1) if added and seconds else None}
+            "chunks_per_s": round(added / seconds, 1) if added and seconds else None, **marked}
+
+
+def chroma_add_rate(kb, corpus: Sequence[dict], n_chunks: int, *, seed: int = 0,
+                    scratch_dir: Path | None = None) -> dict:
+    """Chroma's own ``add`` of ``n_chunks`` precomputed vectors: the limit of :func:`fill_store`.
+
+    The first ``n_chunks`` of :func:`synthetic_documents` (the fill's ids, vectors and metadata, text
+    included) go to a scratch collection in batches of ``kb.max_batch_size()``. Each batch is embedded
+    first, untimed; only the ``add`` calls are timed. With ``scratch_dir``, the collection is in a fresh
+    ``PersistentClient`` there (an empty store, its directory removed after); else it sits beside
+    ``kb``'s on its client and is deleted after.
+
+    Returns:
+        ``chunks``, ``seconds`` (the add calls), ``chunks_per_s``, ``embed_s`` (untimed above) and
+        ``batch`` (records per add).
+    """
+    import chromadb
+
+    ef = kb.embedding_function
+    embed_terms = getattr(ef, "embed_terms", None)
+    if scratch_dir is not None:
+        shutil.rmtree(scratch_dir, ignore_errors=True)
+        client = chromadb.PersistentClient(
+            path=str(scratch_dir), settings=chromadb.config.Settings(anonymized_telemetry=False))
+    else:
+        client = kb.client
+    name = f"{kb.name[:50]}-chroma-add"
+    if name in [getattr(c, "name", c) for c in client.list_collections()]:
+        client.delete_collection(name)
+    col = client.create_collection(name, embedding_function=ef, metadata=fresh_metadata(ef))
+    size = kb.max_batch_size()
+    records = (r for chunks, _, _ in synthetic_documents(corpus, n_chunks, seed=seed) for r in chunks)
+    add_s = embed_s = 0.0
+    done = 0
+    now = time.time()
+    try:
+        while True:
+            batch = [r for _, r in zip(range(size), records, strict=False)]
+            if not batch:
+                break
+            t = time.perf_counter()
+            vectors = ([embed_terms(text_terms(r.text)) for r in batch] if embed_terms is not None
+                       else list(ef([r.text for r in batch])))
+            metadatas: list[Any] = [{**r.metadata, "pages": 1, "size_bytes": len(r.text), "added_at": now,
+                          TEXT_KEY: r.text} for r in batch]
+            embed_s += time.perf_counter() - t
+            t = time.perf_counter()
+            col.add(ids=[r.id for r in batch], embeddings=vectors, metadatas=metadatas)
+            add_s += time.perf_counter() - t
+            done += len(batch)
+    finally:
+        client.delete_collection(name)
+        if scratch_dir is not None:
+            del col, client
+            shutil.rmtree(scratch_dir, ignore_errors=True)
+    return {"chunks": done, "seconds": round(add_s, 1),
+            "chunks_per_s": round(done / add_s, 1) if add_s else None, "embed_s": round(embed_s, 1),
+            "batch": size}
+
+
+def disk_mb(*paths: Path) -> float:
+    """The size in MB (10^6 bytes) of the files under ``paths`` (those missing count 0)."""
+    total = sum(f.stat().st_size for p in paths if p.exists() for f in p.rglob("*") if f.is_file())
+    return round(total / 1e6, 1)
 
 
 def bench_scale(kb, queries: Sequence[str], *, k: int = 6,

@@ -9,10 +9,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from rag.bench.data import SHARED_DATA_ENV, format_table, read_jsonl, shared_data_dir
+from rag.bench.data import SHARED_DATA_ENV, format_table, ratio, read_jsonl, shared_data_dir
+from rag.bench.harness import peak_rss_mb
 from rag.bench.ingest import bench_ingest
 from rag.bench.replica import replica_delay
-from rag.bench.scale import bench_scale, fill_store
+from rag.bench.scale import bench_scale, chroma_add_rate, disk_mb, fill_store
 from rag.cli._bench_tables import bench_settings, emit, format_ingest, progress, progress_bar
 from rag.cli._common import SharedArgs
 from rag.store.chroma import open_knowledge_base
@@ -54,16 +55,33 @@ def cmd_bench_scale(args: argparse.Namespace) -> int:
     settings = bench_settings(args)
     name = args.collection or f"bench-scale-{args.chunks}"
     kb = open_knowledge_base(settings, name)
+    subset = min(args.chroma_add_chunks, args.chunks)
     with progress_bar(f"filling '{name}'", args.chunks) as bar:
         bar.unit = "chunk"
-        fill = fill_store(kb, read_jsonl(corpus), args.chunks, on_progress=progress(bar))
+        fill = fill_store(kb, read_jsonl(corpus), args.chunks, mark=subset or None,
+                          on_progress=progress(bar))
     print(f"store: {kb.count()} chunks ({fill['added']} added in {fill['seconds']} s)",
           file=sys.stderr)
+    disk = None if settings.chroma_host else {
+        "chroma_mb": disk_mb(settings.data_dir / "chroma"),
+        "keyword_mb": disk_mb(settings.data_dir / "bm25" / name)}
+    limit = None
+    if subset:
+        print(f"Chroma's own add of {subset} precomputed vectors ...", file=sys.stderr, flush=True)
+        scratch = None if settings.chroma_host else settings.data_dir / "chroma-add"
+        limit = chroma_add_rate(kb, read_jsonl(corpus), subset, scratch_dir=scratch)
     texts = [q["text"] for q in read_jsonl(queries)][:args.queries_limit]
     with progress_bar("queries") as bar:
         result = bench_scale(kb, texts, k=args.k, reopen=lambda: open_knowledge_base(settings, name),
                              corpus=read_jsonl(corpus), on_progress=progress(bar))
     result["fill"] = fill
+    result["chroma_add"] = limit
+    if limit:
+        own = limit["chunks_per_s"] or 0.0  # None below: this run added nothing (a store reused)
+        limit["fill_vs_chroma_add"] = ratio(fill["chunks_per_s"], own) if fill["chunks_per_s"] else None
+        first = fill.get("mark_chunks_per_s")
+        limit["first_vs_chroma_add"] = ratio(first, own) if first else None
+    result["disk"] = disk
     if args.replica_tries and settings.chroma_host:
         with progress_bar("replica delay", args.replica_tries) as bar:
             result["replica"] = replica_delay(settings, name, read_jsonl(corpus), tries=args.replica_tries,
@@ -90,8 +108,32 @@ def cmd_bench_scale(args: argparse.Namespace) -> int:
             ("extra_ms", "extra vs p50 ms"), ("extra_vs_max_ms", "extra vs max ms"),
             ("first_vs_p50", "first vs p50")])
     table += _replica_table(result.get("replica"), args.replica_tries)
+    result["peak_rss_mb"] = peak_rss_mb()  # the whole run: fill, Chroma's add, index build, questions
+    table += _size_lines(result)
     emit(args, result, table)
     return 0
+
+
+def _size_lines(result: dict) -> str:
+    """The fill against Chroma's own add, the peak memory and the store on disk."""
+    fill, limit, disk = result["fill"], result.get("chroma_add"), result.get("disk")
+    rss = result["peak_rss_mb"]
+    lines = [f"fill: {fill['added']} chunks added in {fill['seconds']} s ({fill['chunks_per_s']} chunks/s)"]
+    if fill.get("mark_added") is not None:
+        lines[0] += (f"; the first {fill['mark_added']} in {fill['mark_seconds']} s "
+                     f"({fill['mark_chunks_per_s']} chunks/s)")
+    if limit:
+        lines.append(f"Chroma's own add of {limit['chunks']} precomputed vectors (a scratch store, "
+                     f"batches of {limit['batch']}): {limit['seconds']} s ({limit['chunks_per_s']} chunks/s; "
+                     f"embedding them, untimed, {limit['embed_s']} s); fill vs that: "
+                     f"{limit['fill_vs_chroma_add']} (whole fill), {limit['first_vs_chroma_add']} "
+                     f"(first {fill.get('mark_added')})")
+    if disk:
+        lines.append(f"store on disk: Chroma {disk['chroma_mb']:,} MB, keyword index "
+                     f"{disk['keyword_mb']:,} MB")
+    lines.append(f"peak resident memory: {rss['self']:,} MB (this process), {rss['largest_child']:,} MB "
+                 "(largest child)")
+    return "\n\n" + "\n".join(lines)
 
 
 def _replica_table(replica: dict | None, tries: int) -> str:
@@ -142,6 +184,9 @@ def add_ingest_parsers(bsub, shared: SharedArgs) -> None:
                                      f"in {shared_hotpotqa})")
     p.add_argument("--queries-limit", type=int, default=200, help="queries per mode (default 200)")
     p.add_argument("--k", type=int, default=6)
+    p.add_argument("--chroma-add-chunks", type=int, default=100_000,
+                   help="chunks that Chroma's own add stores as precomputed vectors in a scratch store, the "
+                        "limit of the fill (at most --chunks; 0 skips; default 100000)")
     p.add_argument("--replica-tries", type=int, default=5,
                    help="documents added while another process searches for them, to time keyword search "
                         "across replicas (needs CHROMA_HOST; RAG_DATABASE_URL shares the index; 0 skips; "

@@ -22,29 +22,31 @@ import numpy as np
 from sqlalchemy import Connection
 
 from rag.models import Chunk
+from rag.store import postings
 from rag.store.client import test_kill_in_keywords
 from rag.store.keyword_db import KeywordStore, execute_rows, sql
-from rag.store.lexical import LexicalIndex, LexicalStats, bm25_top, build_postings, unpack_postings
+from rag.store.lexical import LexicalIndex, LexicalStats, bm25_top, build_postings
 from rag.store.records import read_document_texts
 from rag.text import terms
 
 __all__ = ["INDEX_FORMAT", "KeywordIndex", "LexicalIndex", "LexicalStats", "index_path", "keyword_index",
            "lexical_index", "lexical_stats"]
 
-INDEX_FORMAT = 6
+INDEX_FORMAT = 7
 """Version of the keyword index layout and of the tokenizer (:func:`rag.text.terms`) it was built with
 (5: posting lists in SQLite, complete documents only; 6: the same in SQLAlchemy Core tables keyed by index,
-SQLite or PostgreSQL): an index saved under another version is emptied and rebuilt from the store."""
+SQLite or PostgreSQL; 7: each posting list in segments, :mod:`rag.store.postings`): an index saved under
+another version is emptied and rebuilt from the store."""
 
 
 class KeywordIndex:
     """The persistent, incremental BM25 index of one knowledge base: an inverted index in SQL.
 
     Each chunk's :func:`rag.text.terms` (stems, CJK bigrams) are stored with it, and each term has one
-    posting list (a blob of int32 (chunk row, term frequency, chunk length) triples) that adds append to
-    (the database concatenates: nothing is read back) and deletes rewrite. A question reads the posting
-    lists of its terms only and scores every chunk they hold with numpy: bm25s' Lucene BM25 (k1 =
-    :data:`K1`, b = :data:`B`, idf ln(1 + (N - df + 0.5) / (df + 0.5))), exactly, over all matches.
+    posting list (int32 (chunk row, term frequency, chunk length) triples, in a few segments:
+    :mod:`rag.store.postings`) that adds append to (nothing is read back) and deletes rewrite. A question
+    reads the posting lists of its terms only and scores every chunk they hold with numpy: bm25s' Lucene
+    BM25 (k1 = :data:`K1`, b = :data:`B`, idf ln(1 + (N - df + 0.5) / (df + 0.5))), exactly, over all matches.
     (SQLite FTS5 was measured first: its ``bm25()`` ranking of an OR query took 2.5 s at 100,000 chunks,
     where common terms match 40% of the chunks, and its vocabulary lookups 15 ms a term.)
 
@@ -73,7 +75,7 @@ class KeywordIndex:
         self._stats: tuple[int, LexicalStats] | None = None
         with self._write() as db:
             if self._meta(db, "format") != str(INDEX_FORMAT):  # another layout: start afresh
-                for table in ("keyword_docs", "keyword_chunks", "keyword_postings", "keyword_meta"):
+                for table in ("keyword_docs", "keyword_chunks", "keyword_segments", "keyword_meta"):
                     db.execute(sql(f"DELETE FROM {table} WHERE ix = :ix"), self.ix)
                 self._set_meta(db, "format", INDEX_FORMAT)
 
@@ -100,7 +102,7 @@ class KeywordIndex:
                    {**self.ix, "key": key, "value": str(value)})
 
     def _clear(self, db: Connection) -> None:
-        for table in ("keyword_docs", "keyword_chunks", "keyword_postings"):
+        for table in ("keyword_docs", "keyword_chunks", "keyword_segments"):
             db.execute(sql(f"DELETE FROM {table} WHERE ix = :ix"), self.ix)
         db.execute(sql("DELETE FROM keyword_meta WHERE ix = :ix AND key IN ('chunks', 'length')"), self.ix)
         self._bump(db)
@@ -195,35 +197,17 @@ class KeywordIndex:
                        {**self.ix, "shas": part})
         return removed
 
-    def _postings(self, db: Connection, term: str) -> np.ndarray:
-        """The posting list of ``term``: a (3, n) int32 view of chunk rows, term frequencies, lengths."""
-        blob = db.execute(sql("SELECT rows FROM keyword_postings WHERE ix = :ix AND term = :term"),
-                          {**self.ix, "term": term}).scalar()
-        return unpack_postings(blob)
-
     def _merge(self, db: Connection, terms_: list[str], bounds: np.ndarray, triples: np.ndarray) -> None:
         """Append new postings to their terms' lists (the arguments: :func:`build_postings`'s result).
 
-        Posting lists are int32 (row, tf, length) triples, so appending is concatenation, done by the
-        database (no list is read back here): a term's list grows with the index, and reading and
-        rewriting it from Python cost every ingest more as the knowledge base grew.
+        Each term gets a new segment (:func:`rag.store.postings.append`): no list is read back or rewritten
+        whole, which made every ingest cost more as the knowledge base grew.
         """
-        joined = "keyword_postings.rows || excluded.rows"
-        execute_rows(  # SQLite's || makes text of two blobs (their bytes unchanged): cast back to a blob
-            db, "INSERT INTO keyword_postings(ix, term, rows) VALUES (?, ?, ?) ON CONFLICT (ix, term) "
-                f"DO UPDATE SET rows = {joined if self.store.postgres else f'CAST({joined} AS BLOB)'}",
-            [(self.store.ix, t, triples[bounds[i]:bounds[i + 1]].tobytes()) for i, t in enumerate(terms_)])
+        if len(triples):
+            postings.append(db, self.store, terms_, bounds, triples, int(triples[:, 0].min()))
 
     def _unpost(self, db: Connection, rowids: np.ndarray, affected: set[str]) -> None:
-        for term in affected:
-            kept = self._postings(db, term)
-            kept = kept[:, ~np.isin(kept[0], rowids)]
-            if kept.shape[1]:
-                db.execute(sql("UPDATE keyword_postings SET rows = :rows WHERE ix = :ix AND term = :term"),
-                           {**self.ix, "term": term, "rows": np.ascontiguousarray(kept.T).tobytes()})
-            else:
-                db.execute(sql("DELETE FROM keyword_postings WHERE ix = :ix AND term = :term"),
-                           {**self.ix, "term": term})
+        postings.remove_rows(db, self.store, rowids, affected)
 
     def sync(self, complete: dict[str, int], read: Callable[[list[str]], Iterator[tuple[str, list]]]
              ) -> tuple[int, int]:
@@ -278,8 +262,7 @@ class KeywordIndex:
         with self._lock, self._read() as db:
             generation = int(self._meta(db, "generation") or 0)
             if self._stats is None or self._stats[0] != generation:
-                df = {t: int(n) // 12 for t, n in db.execute(
-                    sql("SELECT term, length(rows) FROM keyword_postings WHERE ix = :ix"), self.ix)}
+                df = postings.document_frequencies(db, self.store.ix)
                 self._stats = (generation, LexicalStats(n_docs=self._totals(db)[0], df=df))
             return self._stats[1]
 
@@ -294,13 +277,11 @@ class KeywordIndex:
             return []
         weight = Counter(q)  # a repeated question term counts once per repetition, as in bm25s
         with self._read() as db:
-            got = db.execute(sql("SELECT term, rows FROM keyword_postings WHERE ix = :ix AND term IN :terms",
-                                 "terms"), {**self.ix, "terms": list(weight)}).all()
+            got = postings.read(db, self.store.ix, list(weight))
             n, length = self._totals(db)
             if not got or n <= 0:
                 return []
-            lists = [unpack_postings(blob) for _, blob in got]
-            order, acc = bm25_top(lists, [weight[t] for t, _ in got], n, length / n, k)
+            order, acc = bm25_top(list(got.values()), [weight[t] for t in got], n, length / n, k)
             if not order:
                 return []
             names = {int(r): cid for r, cid in db.execute(

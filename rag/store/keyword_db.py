@@ -51,20 +51,23 @@ TABLES = (
           Column("chunk_id", Text, nullable=False), Column("doc_sha", Text, nullable=False),
           Column("length", Integer, nullable=False), Column("terms", Text, nullable=False),
           PrimaryKeyConstraint("row", "ix"), Index("keyword_chunks_by_doc", "doc_sha", "ix")),
-    Table("keyword_postings", META, Column("ix", Text), Column("term", Text),
-          Column("rows", LargeBinary, nullable=False), PrimaryKeyConstraint("term", "ix"),
+    Table("keyword_segments", META, Column("ix", Text), Column("term", Text),
+          Column("seg", Integer, autoincrement=False), Column("tier", Integer, nullable=False),
+          Column("rows", LargeBinary, nullable=False), PrimaryKeyConstraint("term", "ix", "seg"),
           sqlite_with_rowid=False),
 )
 """meta: format, collection id, totals, generation; docs: indexed documents; chunks: each chunk's row number,
-length and terms; postings: per term, int32 (row, term frequency, chunk length) triples. Keys lead with the
+length and terms; segments: per term, a few segments of int32 (row, term frequency, chunk length) triples
+(:mod:`rag.store.postings`; before format 7, ``keyword_postings`` held one blob per term). Keys lead with the
 column looked up with ``IN (...)``: PostgreSQL 15 does not use a list on the second column of an index, and
 ``ix`` alone selects the whole index (measured: 0.3 s per lookup of 500 terms at 2,000 chunks)."""
 
 _READ = "retrace_read"
 """Execution option of a SQLite connection that only reads: no ``BEGIN`` (the driver runs in autocommit)."""
 
-_LEGACY_TABLES = ("meta", "docs", "chunks", "postings", "terms_vocab", "keywords")
-"""The tables of the keyword file before format 6 (dropped; the index is rebuilt from the store)."""
+_LEGACY_TABLES = ("meta", "docs", "chunks", "postings", "terms_vocab", "keywords", "keyword_postings")
+"""The tables of the keyword file before format 6, and format 6's posting lists (dropped; the index is rebuilt
+from the store)."""
 
 _SQL: dict[str, TextClause] = {}
 

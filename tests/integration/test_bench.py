@@ -28,11 +28,12 @@ from rag.bench.harness import isolated
 from rag.bench.ingest import after_extraction, bench_ingest
 from rag.bench.ocr import bench_ocr, character_error_rate
 from rag.bench.qa import run_qa, summarize_qa
-from rag.bench.scale import bench_scale, fill_store
+from rag.bench.scale import bench_scale, chroma_add_rate, fill_store
 from rag.cli._bench_tables import format_ingest
 from rag.config import preset_options
 from rag.store.bm25 import lexical_index
 from rag.store.chroma import open_knowledge_base
+from rag.store.client import list_knowledge_bases
 from tests.conftest import DATA, LEWIS, ROOT, SELF_RAG, TRICKY
 
 HOTPOT = DATA / "hotpotqa"
@@ -192,8 +193,9 @@ def test_bench_ingest_on_two_papers(tmp_path):
 def test_bench_scale_on_a_small_store(settings):
     kb = open_knowledge_base(settings, "scale")
     corpus = read_jsonl(HOTPOT / "corpus.jsonl")[:200]
-    filled = fill_store(kb, corpus, 300)
+    filled = fill_store(kb, corpus, 300, batch_docs=2, mark=100)  # store calls of 40 chunks
     assert filled["added"] == 300 and kb.count() == 300
+    assert filled["mark_added"] == 120 and 0 < filled["mark_seconds"] <= filled["seconds"]
     assert fill_store(kb, corpus, 300)["added"] == 0  # a filled store is reused
     queries = [q["text"] for q in read_jsonl(HOTPOT / "queries.jsonl")[:8]]
     result = bench_scale(kb, queries, k=6, reopen=lambda: open_knowledge_base(settings, "scale"),
@@ -210,6 +212,9 @@ def test_bench_scale_on_a_small_store(settings):
     for r in changes:
         assert r["first_ms"] > 0 and r["extra_ms"] == pytest.approx(r["first_ms"] - r["p50_ms"], abs=0.02)
     assert kb.count() == 300 and len(lexical_index(kb).ids) == 300  # the store is left as it was
+    limit = chroma_add_rate(kb, corpus, 50)  # beside kb's collection on its client
+    assert limit["chunks"] == 50 and limit["chunks_per_s"] > 0 and limit["batch"] == kb.max_batch_size()
+    assert list_knowledge_bases(kb.client) == ["scale"]  # the scratch collection is gone
 
 
 def test_cli_bench_qa_refuses_an_unknown_preset(tmp_path, cli):
@@ -245,6 +250,13 @@ def test_cli_bench_scale_reads_the_shared_data_from_the_environment(tmp_path, cl
     assert "| dense " in proc.stderr and "60 chunks, k=6, 6 queries per mode" in proc.stderr
     assert "The first question after adding or deleting one document" in proc.stderr
     assert len(result["after_change"]) == 6
+    assert result["fill"]["mark_added"] == 60 and result["chroma_add"]["chunks"] == 60  # at most --chunks
+    assert result["chroma_add"]["chunks_per_s"] > 0 and result["chroma_add"]["fill_vs_chroma_add"] > 0
+    assert result["disk"]["chroma_mb"] > 0 and result["disk"]["keyword_mb"] > 0
+    assert result["peak_rss_mb"]["self"] > 0
+    assert "Chroma's own add of 60 precomputed vectors" in proc.stderr
+    assert "peak resident memory" in proc.stderr
+    assert not (tmp_path / "stores" / "chroma-add").exists()  # the scratch store is removed
 
     monkeypatch.setenv("RAG_SHARED_DATA", str(tmp_path / "nowhere"))
     proc = cli("bench", "scale", "--chunks", "60", "--data-dir", tmp_path / "stores")

@@ -184,7 +184,7 @@ def raw_keyword_index(data_dir: Path) -> dict:
         return {
             "docs": sorted(r[0] for r in con.execute("SELECT doc_sha FROM keyword_docs")),
             "chunks": con.execute("SELECT count(*) FROM keyword_chunks").fetchone()[0],
-            "terms": con.execute("SELECT count(*) FROM keyword_postings").fetchone()[0],
+            "terms": con.execute("SELECT count(DISTINCT term) FROM keyword_segments").fetchone()[0],
         }
     finally:
         con.close()

@@ -42,7 +42,10 @@ def digest(kb) -> dict:
                 "SELECT row, chunk_id, doc_sha, length, terms FROM keyword_chunks ORDER BY chunk_id")):
             names[row] = cid
             h["keyword_chunks"].update(f"{cid}|{sha}|{length}|{toks}\n".encode())
-        for term, blob in db.execute(sql("SELECT term, rows FROM keyword_postings ORDER BY term")):
+        lists: dict[str, bytes] = {}  # a term's segments, joined
+        for term, blob in db.execute(sql("SELECT term, rows FROM keyword_segments ORDER BY term, seg")):
+            lists[term] = lists.get(term, b"") + bytes(blob)
+        for term, blob in lists.items():
             posts = sorted((names[int(r)], int(tf), int(n))
                            for r, tf, n in np.frombuffer(blob, dtype=np.int32).reshape(-1, 3))
             h["keyword_postings"].update(term.encode() + b"|" + json.dumps(posts).encode())

@@ -94,6 +94,38 @@ def test_keyword_index_ranks_exactly_as_bm25s(kb, paragraphs):
     assert incremental.stats.df == reference.stats.df and incremental.stats.n_docs == len(rows)
 
 
+def test_posting_segments_merge_and_still_rank_exactly_as_bm25s(kb, paragraphs):
+    """Added one document at a time (70 adds), a term's postings stay in few segments.
+
+    They are merged by tier once :data:`rag.store.postings.FANOUT` fill one; deletes then rewrite them.
+    Ranked as bm25s throughout.
+    """
+    from rag.store.keyword_db import sql
+    from rag.store.postings import FANOUT
+
+    rows = list(paragraphs.values())[:70]
+    for doc in corpus_documents(rows):
+        kb.add_documents([doc])
+    index = lexical_index(kb)
+    with index.store.read() as db:
+        tiers = db.execute(sql("SELECT term, tier, count(*) FROM keyword_segments "
+                               "GROUP BY term, tier")).all()
+        docs = dict(db.execute(sql("SELECT term, sum(length(rows)) / 12 FROM keyword_segments "
+                                   "GROUP BY term")).all())
+    assert max(t for _, t, _ in tiers) >= 1 and max(n for *_, n in tiers) < FANOUT  # < FANOUT a tier
+    assert max(docs.values()) > 2 * FANOUT  # a term in more chunks than segments it may keep
+    shas = list(kb.complete_documents())
+    for sha in shas[::3]:
+        kb.delete_document(sha)
+    index = lexical_index(kb)
+    reference = LexicalIndex.build((c.id, c.text) for c in kb.iter_chunks())
+    for q in [r["title"] + " " + " ".join(r["text"].split()[5:12]) for r in rows[::5]] + ["the film of 1940"]:
+        ours, theirs = index.search_ids(q, 6), reference.search_ids(q, 6)
+        assert [i for i, _ in ours] == [i for i, _ in theirs], q
+        assert [s for _, s in ours] == pytest.approx([s for _, s in theirs], rel=1e-4), q
+    assert index.stats.df == reference.stats.df
+
+
 def test_keyword_index_reconciles_with_the_completion_records(kb, paragraphs):
     """A crash between the keyword write and the completion record, or a lost keyword write."""
     temple, corliss = as_file(paragraphs["Shirley Temple"]), as_file(paragraphs["Meet Corliss Archer"])
