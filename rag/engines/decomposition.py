@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from rag.answer_types import affiliation, is_authorship
 from rag.engines.base import Decomposition
 from rag.engines.grading import GradingMixin
-from rag.engines.lexical import DEMONYMS, _names, _quote, constraints, entities
+from rag.engines.lexical import DEMONYMS, _names, _quote, constraints, entities, work_terms
 from rag.models import Chunk
 from rag.text import QUESTION_WORDS, sentences, stem, terms
 
@@ -176,7 +176,10 @@ class DecompositionMixin(GradingMixin):
                 + (f", each asking about {_quote(attribute)}." if attribute else ".")))
 
         signal = _bridge_signal(question)
-        n_cons = len(constraints(question))
+        # a document the question names ("the X paper", "Lewis et al.") is where to look, not a hop
+        work = work_terms(question)
+        n_cons = len([c for c in constraints(question) if not set(c.terms) <= work
+                      and not re.search(rf"\b{re.escape(c.text)}\s+et\s+al\.", question)])
         if signal is None and n_cons >= 2 and len(q_weights) >= LONG_QUESTION_TERMS:
             signal = (f"a long question ({len(q_weights)} content words) with {n_cons} "
                       f"constraints, which one passage rarely holds together")

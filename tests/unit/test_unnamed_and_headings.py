@@ -36,3 +36,17 @@ def test_a_question_word_phrase_without_a_verb_replaces_the_previous_one():
     assert "At which conference" in how
     assert fill_slot("in which city", "Where is GEICO headquartered", None)[0] == \
         "In which city is GEICO headquartered"
+
+
+def test_a_document_the_question_names_is_no_hop_of_a_long_question():
+    from rag.engines.lexical import constraints, work_terms
+
+    q = "On which GPUs did Lewis et al. distribute training?"
+    engine = LocalEngine(LexicalStats.from_texts(["Lewis et al. train on GPUs", "distributed training"]))
+    plan = engine.decompose(q, [])
+    assert plan.kind == "single" and not plan.sub_questions
+    assert plan.reasoning.startswith("Single-hop")  # not "Looks multi-hop (a long question …)"
+    # the document's name is not counted among the question's constraints for a hop
+    named = "What is the Retrieval meets Long Context paper's output?"
+    assert {"meet", "long", "context"} <= work_terms(named)
+    assert [c.text for c in constraints(q)] == ["GPUs", "Lewis"]
