@@ -38,9 +38,11 @@ occur near the typed span: "Marc D. Hamburg … Chief Financial Officer" is no a
 executive officer", and "41,500 people" none to "how large was the float"."""
 
 
-_RATIO = re.compile(r"\b(?:share|percentage|percent|proportion|fraction)\b(?!\s+(?:price|count|repurchase))",
-                    re.I)
-"""A question that asks for a part of a whole, which a percentage answers ("GEICO's share of the market")."""
+_RATIO = re.compile(r"\b(?:share|percentage|percent|proportion|fraction)\b(?!\s+(?:price|count|repurchase))|"
+                    r"\b(?:tax|interest|growth|discount|error|success|retention|churn|default|vacancy|occupancy|"
+                    r"utilization|participation|unemployment)\s+rate\b", re.I)
+"""A question that asks for a part of a whole or a rate of one, which a percentage answers ("GEICO's share of
+the market", "BNSF's effective income tax rate"; not a learning rate)."""
 
 
 _AMOUNT = re.compile(r"\b(?:revenues?|sales|earnings|income|profits?|assets|liabilities|expenses|costs?|cash|"

@@ -74,3 +74,13 @@ def test_the_words_of_a_named_work_are_not_what_the_question_asks_about_it():
     assert "meet" not in engine.predicate(q) and "token" in engine.predicate(q)
     text = "GPT-43B is a 43 billion parameter model that is trained with 1.1T tokens with 70% English corpus."
     assert holds(text, "number", q, None, engine.predicate(q)) == "1.1T"
+
+
+def test_a_tax_rate_is_a_percentage_but_a_learning_rate_is_not():
+    q = "What was BNSF's effective income tax rate in 2024?"
+    row = "Hypothetical income tax expense at the U.S. federal statutory rate, 2024: $23,179 million"
+    assert _spans(row, "number", q, None) == []
+    assert _spans("The effective income tax rate was 24.3% in 2024.", "number", q, None) == ["24.3%"]
+    # a learning rate is no part of a whole: a plain figure answers it
+    lr = "We use a learning rate of 0.5 for the first epochs."
+    assert _spans(lr, "number", "What learning rate was used?", None) == ["0.5"]
