@@ -68,11 +68,15 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
         ratio = bool(_RATIO.search(question))  # "what share of the market": a percentage, not "$42,916"
         # "what were McLane's revenues": an amount, not "17.3% of revenues" (unless a change or rate is asked)
         amount = bool(_AMOUNT.search(question)) and not ratio and not _CHANGE.search(question)
-        return [m.group(0).strip() for m in _FIGURE.finditer(text)
-                if not years.match(m.group(0).strip(" $€£()")) and re.search(r"\w", m.group(0))
-                and not _label_number(text, m) and not (counting and re.search(r"%|percent", m.group(0)))
-                and not (ratio and not re.search(r"%|percent", m.group(0)))
-                and not (amount and re.search(r"%|percent", m.group(0)))]
+        out = []
+        for m in _FIGURE.finditer(text):
+            figure = m.group(0)
+            pct = bool(re.search(r"%|percent", figure))  # answers a share or rate, not a count or an amount
+            wrong_kind = (pct and (counting or amount)) or (ratio and not pct)
+            if not years.match(figure.strip(" $€£()")) and re.search(r"\w", figure) and \
+                    not _label_number(text, m) and not wrong_kind:
+                out.append(figure.strip())
+        return out
     if kind == "person":
         return persons(text, question, common)
     if kind == "acronym":

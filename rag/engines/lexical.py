@@ -257,16 +257,6 @@ def work_terms(question: str) -> set[str]:
     return {t for m in _WORK.finditer(question) for t in terms(m.group(1))}
 
 
-def names_in_head(question: str, head: str) -> frozenset[str]:
-    """The index terms of the question's names (entities, quoted phrases; not numbers) that ``head`` holds.
-
-    Each name as written, a whole word: a head naming "Berkshire Hathaway Inc." is not about "Berkshire
-    Hathaway Energy", nor is "SELF-RAG" about "RAG".
-    """
-    return frozenset(t for c in constraints(question)
-                     if c.kind != "number" and _names_whole(head, c.text) for t in c.terms)
-
-
 class LexicalCore:
     """IDF weighting over corpus statistics ``stats`` (document frequencies of the KB)."""
 
@@ -323,7 +313,10 @@ class LexicalCore:
         """
         if not chunk.head:
             return frozenset()
-        found = names_in_head(question, chunk.head)
+        # the name as written, a whole word: a head naming "Berkshire Hathaway Inc." is not about "Berkshire
+        # Hathaway Energy", nor is "SELF-RAG" about "RAG"
+        found = frozenset(t for c in constraints(question)
+                          if c.kind != "number" and _names_whole(chunk.head, c.text) for t in c.terms)
         if found:
             self.head_memo.add(question, {chunk.id: tuple(sorted(found))})
         return found

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from functools import lru_cache
 
 from rag.engines.checks import constraints
 from rag.engines.lexical import work_terms
 from rag.graph.evidence import MAX_HEADS, document_heads
 from rag.models import Chunk
 from rag.store.bm25 import lexical_index
-from rag.store.chroma import to_chunk
 from rag.store.retrieval import reciprocal_rank_fusion
 from rag.text import terms
 
@@ -32,6 +32,12 @@ SCOPED_MAX_DOCUMENTS = MAX_HEADS
 def _named_terms(question: str) -> set[str]:
     """Index terms of the question's names (not numbers) and of the works it names ("the X survey")."""
     return {t for c in constraints(question) if c.kind != "number" for t in c.terms} | work_terms(question)
+
+
+@lru_cache(maxsize=MAX_HEADS)
+def _head_terms(head: str) -> tuple[str, ...]:
+    """The index terms of a document head, in order (read once per head and process)."""
+    return tuple(terms(head))
 
 
 def named_document(kb, question: str) -> str | None:
@@ -49,14 +55,17 @@ def named_document(kb, question: str) -> str | None:
     if not docs or not asked or len(docs) > SCOPED_MAX_DOCUMENTS:
         return None
     heads = document_heads(kb, docs)
-    held = {sha: [t for t in terms(head) if t in asked] for sha, head in heads.items()}
-    df = Counter(t for found in held.values() for t in set(found))
+    # the question's terms each head holds, with the place of the first
+    held = {sha: [(i, t) for i, t in enumerate(_head_terms(head)) if t in asked]
+            for sha, head in heads.items()}
+    df = Counter(t for found in held.values() for t in {t for _, t in found})
     n = len(heads)
     ranked = []
     for sha, found in held.items():
-        if any(df[t] <= max(1, n // 4) for t in found):
-            score = round(sum(math.log((n + 1) / df[t]) for t in set(found)), 6)
-            ranked.append((-score, found and terms(heads[sha]).index(found[0]), sha))
+        names = {t for _, t in found}
+        if any(df[t] <= max(1, n // 4) for t in names):
+            score = round(sum(math.log((n + 1) / df[t]) for t in names), 6)
+            ranked.append((-score, found[0][0], sha))
     ranked.sort()
     if not ranked or (len(ranked) > 1 and ranked[1][:2] == ranked[0][:2]):
         return None
@@ -71,18 +80,12 @@ def within_document(kb, query: str, doc_sha: str, k: int) -> list[Chunk]:
     :class:`rag.store.chroma.KnowledgeBase`; raises what Chroma or the keyword index raise.
     """
     n = max(20, 4 * k)
-    got = kb.collection.query(query_embeddings=[kb.embed_query(query)], n_results=n,
-                              where={"doc_sha": doc_sha}, include=["documents", "metadatas", "distances"])
-    dense = [to_chunk(cid, t, m, score=1.0 - float(d))
-             for cid, t, m, d in zip(got["ids"][0], got["documents"][0], got["metadatas"][0],
-                                     got["distances"][0], strict=False)]
-    hits = lexical_index(kb).search_ids(query, SCOPED_KEYWORD_HITS)
-    prefix = f"{doc_sha[:16]}-"
-    mine = [(cid, s) for cid, s in hits if cid.startswith(prefix)][:n]
-    scores = dict(mine)
-    lexical = [c.model_copy(update={"score": scores[c.id]}) for c in kb.get_chunks([cid for cid, _ in mine])
-               if c.doc_sha == doc_sha]
-    lexical.sort(key=lambda c: -c.score)
+    dense = kb.query(query, n, where={"doc_sha": doc_sha})
+    prefix = f"{doc_sha[:16]}-"  # chunk ids start with the document's sha
+    mine = [(cid, s) for cid, s in lexical_index(kb).search_ids(query, SCOPED_KEYWORD_HITS)
+            if cid.startswith(prefix)][:n]
+    scores = dict(mine)  # best first, as get_chunks keeps the order asked
+    lexical = [c.model_copy(update={"score": scores[c.id]}) for c in kb.get_chunks(scores)]
     return reciprocal_rank_fusion([dense, lexical], k)
 
 

@@ -349,10 +349,10 @@ class KnowledgeBase:
         return [by_id[i] for i in ids if i in by_id]
 
     @translate_unreachable
-    def query(self, text: str, k: int) -> list[Chunk]:
+    def query(self, text: str, k: int, where: dict | None = None) -> list[Chunk]:
         """Dense retrieval: the ``k`` nearest chunks of complete documents to ``text``, best first.
 
-        ``Chunk.score`` is cosine similarity (1 - cosine distance).
+        ``Chunk.score`` is cosine similarity (1 - cosine distance); ``where`` is a Chroma metadata filter.
         """
         n = self.fingerprint()[2]
         if n == 0 or not text.strip():
@@ -361,12 +361,12 @@ class KnowledgeBase:
         want = min(k, n)
         while True:
             got = self.collection.query(query_embeddings=[self.embed_query(text)], n_results=want,
-                                        include=["documents", "metadatas", "distances"])
+                                        where=where, include=["documents", "metadatas", "distances"])
             hits = [to_chunk(cid, t, m, score=1.0 - float(d))
                     for cid, t, m, d in zip(got["ids"][0], got["documents"][0],
                                             got["metadatas"][0], got["distances"][0], strict=False)
                     if (m or {}).get("doc_sha") in complete]
-            if len(hits) >= k or want >= n:
+            if len(hits) >= k or want >= n or len(got["ids"][0]) < want:  # or nothing more matches
                 return hits[:k]
             want = min(n, want * 4)  # chunks of incomplete documents took some places
 
