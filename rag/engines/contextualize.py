@@ -21,6 +21,7 @@ from rag.answer_spans import holds
 from rag.answer_types import expected_type
 from rag.engines.base import StandaloneQuestion
 from rag.engines.checks import CheckingMixin
+from rag.engines.coreference import refers_inside
 from rag.engines.lexical import LexicalCore
 from rag.engines.phrases import (
     _CLAUSE_START,
@@ -108,36 +109,6 @@ def self_contained(question: str, standalone: str) -> bool:
     bare = question.strip()
     return (standalone == question and not _ANY_REF.search(bare) and not _ELLIPSIS.match(bare.rstrip("?.! "))
             and not _is_fragment(bare.rstrip("?.! ")))
-
-
-def _refers_inside(question: str, at: int) -> bool:
-    """Whether the back-reference at ``at`` points inside ``question`` itself.
-
-    As in "What is the retriever of RAG and how is it trained?": a name comes before it and a new clause
-    ("and", "but", "or", a comma) starts between that name and the reference; or "they" after a plural
-    noun of the question's own.
-    """
-    before = question[:at]
-    if re.match(r"(?:its|their)\b", question[at:], re.I) and _has_subject(before):
-        return True  # "How many hubs does BNSF have across its system?", "does it sell its products"
-    if re.match(r"(?:they|them|their|theirs)\b", question[at:], re.I) and re.search(
-            r"\b[a-z]{3,}s\b.*\b(?:when|if|because|while|as|that|which|who|whether|so)\s+$", before):
-        return True  # "How do language models behave when they …": a plural noun of its own
-    joins = [m.start() for m in re.finditer(r"\s(?:and|but|or)\s|[,;:]", before, re.I)]
-    return bool(joins) and bool(topics(before[:joins[-1]]))
-
-
-_SUBJECT = re.compile(r"\b(?:does|do|did|is|are|was|were|has|have|had|can|could|will|would)\s+"
-                      r"(?:it|they|(?:the\s+)?[A-Z][\w&.'’-]*(?:\s+(?:of\s+)?[A-Z][\w&.'’-]*)*)\s+[a-z]")
-"""An auxiliary, then its subject (a pronoun or a name), then the verb: "does BNSF have", "does it sell"."""
-
-
-def _has_subject(before: str) -> bool:
-    """Whether the question up to a possessive names its own subject, which the possessive then means.
-
-    "What does HCL stand for in its business?" asks what a term means: the term is no owner.
-    """
-    return bool(_SUBJECT.search(before)) and not re.search(r"\bstand\s+for\b|\bmean\b", before, re.I)
 
 
 _AGENT_VERB = re.compile(r"\s+(?:use|used|train|trained|propose|proposed|evaluate|evaluated|build|built|find|"
@@ -272,7 +243,7 @@ class ContextualizeMixin(LexicalCore):
         first: list[str] = []
 
         def swap(m: re.Match) -> str:
-            if _refers_inside(asked, m.start()):
+            if refers_inside(asked, m.start()):
                 return m.group(0)
             first.append(m.group(0))
             return _replacement(m.group(0).lower(), name, name, name)
@@ -328,7 +299,7 @@ class ContextualizeMixin(LexicalCore):
                  ) -> tuple[str, tuple[str, str] | None, int | None]:
         """Replace the references of ``asked``; returns (text, (name, reference) or None, turn or None)."""
         refs = [r for r in list(_SINGULAR_REF.finditer(asked)) + list(_PLURAL_REF.finditer(asked))
-                if not _refers_inside(asked, r.start())]
+                if not refers_inside(asked, r.start())]
         if history:
             asked = _head_noun_refs(asked, history[-1].understood())
             asked = _same_year(asked, history[-1].understood())
@@ -336,8 +307,8 @@ class ContextualizeMixin(LexicalCore):
             return asked, None, None
         answered = self._answered(history[-1])
         if answered is not None:
-            persons_ = [r for r in _PERSON_REF.finditer(asked) if not _refers_inside(asked, r.start())]
-            singular = [r for r in _FIRM_REF.finditer(asked) if not _refers_inside(asked, r.start())]
+            persons_ = [r for r in _PERSON_REF.finditer(asked) if not refers_inside(asked, r.start())]
+            singular = [r for r in _FIRM_REF.finditer(asked) if not refers_inside(asked, r.start())]
             if (answered[1] == "person" and persons_) or (answered[1] == "organisation" and singular):
                 return self._to_answer(asked, answered, len(history))
         if not refs:
@@ -354,7 +325,7 @@ class ContextualizeMixin(LexicalCore):
         authors = f"the authors of {named}" if name.endswith(" paper") else None
 
         def swap(m: re.Match) -> str:
-            if _refers_inside(asked, m.start()):
+            if refers_inside(asked, m.start()):
                 return m.group(0)
             ref = m.group(0).lower()
             if ref == "they" and authors and "authors" not in plural and _AGENT_VERB.match(asked[m.end():]):

@@ -1,0 +1,89 @@
+"""Whether a pronoun or a definite noun phrase of a question points inside the question itself.
+
+contextualize_question replaces a back-reference ("it", "its", "their", "the company") with a name from an
+earlier turn only when the question has no antecedent of its own. A question such as "The arena where the
+Lewiston Maineiacs played their home games can seat how many people?" or "Which function gets a collection
+by name, creating it if it doesn't exist?" is self-contained, and must pass unchanged whatever came before.
+
+The rules are about grammar (agreement in number, the phrase the question asks about, restrictive
+modifiers), not about any one corpus.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rag.engines.phrases import topics
+
+_AUX = (r"(?:does|do|did|is|are|was|were|has|have|had|can|could|will|would|should|may|might|must)")
+_SUBJECT = re.compile(rf"\b{_AUX}\s+(?:it|they|(?:the\s+)?[A-Z][\w&.'’-]*(?:\s+(?:of\s+)?[A-Z][\w&.'’-]*)*)"
+                      r"\s+[a-z]")
+"""An auxiliary, then its subject (a pronoun or a name), then the verb: "does BNSF have", "does it sell"."""
+_WH_PHRASE = re.compile(rf"^\s*(?:(?:in|on|at|for|from|by|with|under|of|to|since|about)\s+)?"
+                        rf"(?:how\s+(?:many|much)|which|what|whose)\s+(?:(?!{_AUX}\b|of\b)[\w.&-]+\s+){{0,4}}?"
+                        rf"(?={_AUX}\b|of\b|$)", re.I)
+"""The head of the phrase a question asks about ("Which API", "How much CPU memory", "Which committee" of
+"Which committee of Berkshire's board"): a reference never means it."""
+_INDEFINITE = re.compile(r"\b(?:a|an)\s+(?:[\w'’-]+\s+){0,3}?[a-z][\w-]*[a-rt-z]\b")
+"""An indefinite singular noun phrase ("a collection", "a Chroma collection"): a later "it" means it."""
+_PLURAL_NOUN = re.compile(r"\b(?!(?:is|was|has|does|this|its|as|us|yes|less|unless|across|plus|thus|"
+                          r"whereas|always|perhaps|news|series|analysis|basis|class|process|access|"
+                          r"business|address|status|bus|gas)\b)[a-z][a-z-]{2,}[^s'’\W]s\b")
+"""A plural common noun ("records", "restaurants"), leaving out common words that merely end in "s"."""
+_RESTRICTED = re.compile(r"\s+(?:of|that|which|who|whom|whose|where|when|in\s+which)\b")
+"""What makes a definite noun phrase restrictive: "the company that …", "the work of …", "the authors of …"."""
+
+
+def has_subject(before: str) -> bool:
+    """Whether the question up to a possessive names its own subject, which the possessive then means.
+
+    "What does HCL stand for in its business?" asks what a term means: the term is no owner.
+    """
+    return bool(_SUBJECT.search(before)) and not re.search(r"\bstand\s+for\b|\bmean\b", before, re.I)
+
+
+def _own_phrases(before: str) -> str:
+    """``before`` without the phrase the question asks about (which a reference never means)."""
+    m = _WH_PHRASE.match(before)
+    return before[m.end():] if m else before
+
+
+def refers_inside(question: str, at: int) -> bool:
+    """Whether the back-reference at character ``at`` of ``question`` points inside ``question`` itself.
+
+    True when:
+
+    - a definite noun phrase is restricted by what follows it ("the company that Sachin Warrier worked
+      for", "the work of a historian", "the authors of the Lewis et al. RAG paper");
+    - the reference is capitalised inside a sentence, so part of a title ("The Thing of It Is");
+    - "its" or "their" follows the question's own subject ("does BNSF … its system"), or a name the question
+      gives besides the phrase it asks about ("… Berkshire's board … overseeing its …", "the Lewiston
+      Maineiacs played their home games");
+    - "their" or "them" follows a plural noun of the question's own ("filter records by their metadata");
+    - "it" follows an indefinite noun phrase ("a collection …, creating it");
+    - a name comes before it and a new clause ("and", "but", "or", a comma) starts between that name and
+      the reference ("What is the retriever of RAG and how is it trained?"); or "they" follows a plural
+      noun and a subordinating word ("How do language models behave when they …").
+    """
+    before, rest = question[:at], question[at:]
+    word = re.match(r"[\w'’]+(?:\s+\w+)?", rest)
+    ref = word.group(0) if word else ""
+    if re.match(r"(?:the|this|that)\s", ref, re.I) and _RESTRICTED.match(rest[len(ref):]):
+        return True
+    if rest[:1].isupper() and before.strip() and not re.search(r"[.?!:]\s*$", before):
+        return True  # "The Thing of It Is", "titled "Their Lives"": capitalised inside a sentence, a title
+    own = _own_phrases(before)
+    lower = ref.lower()
+    names = [t for t in topics(own) if not (before.startswith(t) and " " not in t and not t.isupper())]
+    if lower.startswith(("its", "their")) and (has_subject(before) or (
+            names and not re.search(r"\bstand\s+for\b|\bmean\b", before, re.I))):
+        return True  # "How many hubs does BNSF have across its system?", "the Maineiacs played their games"
+    if lower.startswith(("their", "them")) and _PLURAL_NOUN.search(own):
+        return True  # "used to filter records by their metadata", "to have them strip search"
+    if re.fullmatch(r"it", lower.split()[0] if lower else "") and _INDEFINITE.search(own):
+        return True  # "Which function gets a collection by name, creating it if it doesn't exist?"
+    if re.match(r"(?:they|them|their|theirs)\b", rest, re.I) and re.search(
+            r"\b[a-z]{3,}s\b.*\b(?:when|if|because|while|as|that|which|who|whether|so)\s+$", before):
+        return True  # "How do language models behave when they …": a plural noun of its own
+    joins = [m.start() for m in re.finditer(r"\s(?:and|but|or)\s|[,;:]", before, re.I)]
+    return bool(joins) and bool(topics(before[:joins[-1]]))

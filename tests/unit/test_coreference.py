@@ -1,0 +1,97 @@
+"""A self-contained question passes contextualize_question unchanged, whatever came before it.
+
+The questions below are the ones that were altered before rag/engines/coreference.py (HotpotQA's first
+half, the dev conversations' first turns). The whole check over shared questions after unrelated
+conversations is at the end: every first turn of the dev conversations and HotpotQA's first 100
+questions, each asked after two turns of another conversation.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rag.engines.coreference import refers_inside
+from rag.engines.local import LocalEngine
+from rag.models import Turn
+from rag.store.bm25 import LexicalStats
+
+ROOT = Path(__file__).parents[2]
+SHARED = ROOT.parent / "shared" / "data"
+DEV_SETS = [ROOT / "tests/data/conversations/retrace-dev.jsonl",
+            ROOT / "tests/data/conversations/retrace-dev2.jsonl",
+            ROOT / "tests/data/conversations/retrace-dev3.jsonl",
+            SHARED / "conversations/mixed-dev.jsonl", SHARED / "conversations/dev.jsonl"]
+
+
+def _conversations() -> list[dict]:
+    return [json.loads(line) for path in DEV_SETS for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def engine():
+    texts = [t["question"] for c in _conversations() for t in c["turns"]]
+    return LocalEngine(LexicalStats.from_texts(texts))
+
+
+def _at(question: str, ref: str) -> bool:
+    return refers_inside(question, question.index(ref))
+
+
+@pytest.mark.parametrize("question, ref", [
+    ("The arena where the Lewiston Maineiacs played their home games can seat how many people?", "their"),
+    ("Which committee of Berkshire's board is responsible for overseeing its cybersecurity risk management "
+     "program?", "its"),
+    ("Which argument in get and query is used to filter records by their metadata?", "their"),
+    ("Which function gets a collection by name, creating it if it doesn't exist?", "it "),
+    ("Which method of a Chroma collection returns the first 10 records in it?", "it?"),
+    ("Where is the company that Sachin Warrier worked for as a software engineer headquartered?",
+     "the company"),
+    ("Georges-Henri Bousquet translated the work of a historian who is of what heritage?", "the work"),
+    ("Which lab are the authors of the Lewis et al. RAG paper from?", "the authors"),
+    ("The author of The Thing of It Is... is what Nationality?", "It"),
+    ('What was the name of a woman from the book titled "Their Lives: The Women Targeted"?', "Their"),
+])
+def test_a_reference_with_an_antecedent_in_the_question_points_inside(question, ref):
+    assert _at(question, ref)
+
+
+@pytest.mark.parametrize("question, ref", [
+    ("Which API was used to collect its news articles?", "its"),  # the phrase asked about is no antecedent
+    ("How much CPU memory does their document index need for all of Wikipedia?", "their"),
+    ("How many retail customers do its U.S. utilities serve?", "its"),
+    ("What is the default value of its space parameter?", "its"),
+    ("What does HCL stand for in its business?", "its"),
+    ("Two of its authors are also affiliated with a company. Which one?", "its"),
+    ("Under which names does it mainly operate them?", "them"),
+    ("How long are the passages they split Wikipedia articles into?", "they"),
+    ("What dataset did the authors create to evaluate it?", "it?"),
+    ("Which company are they from?", "they"),
+])
+def test_a_reference_without_one_points_back(question, ref):
+    assert not _at(question, ref)
+
+
+def test_follow_ups_are_still_resolved(engine):
+    history = [Turn(question="What is the hallucination mitigation survey about?")]
+    out = engine.contextualize("Two of its authors are also affiliated with a company. Which one?", history)
+    assert out.question == ("Two of the hallucination mitigation survey's authors are also affiliated with a "
+                            "company. Which one?")
+    out = engine.contextualize("Which API was used to collect its news articles?",
+                               [Turn(question="How many queries does the MultiHop-RAG benchmark contain?")])
+    assert out.question == "Which API was used to collect the MultiHop-RAG benchmark's news articles?"
+
+
+def test_no_self_contained_question_is_altered_after_another_conversation(engine):
+    conversations = _conversations()
+    hotpot = [json.loads(line)["text"] for line in
+              (SHARED / "hotpotqa/queries.jsonl").read_text().splitlines()[:100]]
+    pool = [c["turns"][0]["question"] for c in conversations] + hotpot
+    histories = [[Turn(question=t["question"]) for t in c["turns"][:2]] for c in conversations]
+    altered = []
+    for i, question in enumerate(pool):
+        out = engine.contextualize(question, histories[i % len(histories)])
+        if out.question != question:
+            altered.append((question, out.question))
+    assert len(pool) > 150
+    assert altered == []
