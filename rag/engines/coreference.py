@@ -31,7 +31,7 @@ _PLURAL_NOUN = re.compile(r"\b(?!(?:is|was|has|does|this|its|as|us|yes|less|unle
                           r"business|address|status|bus|gas)\b)[a-z][a-z-]{2,}[^s'’\W]s\b")
 """A plural common noun ("records", "restaurants"), leaving out common words that merely end in "s"."""
 _RESTRICTED = re.compile(r"\s+(?:of|that|which|who|whom|whose|where|when|in\s+which)\b")
-"""What makes a definite noun phrase restrictive: "the company that …", "the work of …", "the authors of …"."""
+"""What makes a definite noun phrase restrictive: "the company that …", "the authors of …"."""
 
 
 def has_subject(before: str) -> bool:
