@@ -23,6 +23,7 @@ from rag.answer_types import (
     expansion,
     persons,
 )
+from rag.places import asks_region, place_names
 from rag.text import STOPWORDS, has_date, terms, words
 
 _FIGURE = re.compile(r"(?<![\w.])[$€£]?\s?\(?\d[\d,]*(?:\.\d+)?\)?\s?(?:%|percent|million|billion|thousand|"
@@ -85,8 +86,13 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
         return [found] if found else []
     asked = set(words(question.lower()))
     if kind == "place":
-        return [m.group(1) for m in _PLACE_AFTER.finditer(text)
-                if m.group(1).split()[0].lower() not in _NOT_NAME and not _in_question(m.group(1), asked)]
+        named = [n for n in place_names(text) if not _in_question(n, asked)]
+        if asks_region(question):  # "which state": a state, province or country, not any capitalised phrase
+            return named
+        after = [m.group(1) for m in _PLACE_AFTER.finditer(text)
+                 if m.group(1).split()[0].lower() not in _NOT_NAME | _DOCUMENT_PARTS | _FILING_PARTS
+                 and not _in_question(m.group(1), asked)]
+        return after + [n for n in named if not any(n in a for a in after)]
     if kind == "organisation" and (where := affiliation(question)):
         return institutions(text, university=where == "university")
     out = []  # organisation, or any named thing "which X" asks for: a name or an acronym it does not give
@@ -101,6 +107,8 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
     return out
 
 
+_FILING_PARTS = frozenset({"registration", "form", "exhibit", "schedule", "statement", "rule", "regulation"})
+"""Words that begin the name of a filing or a rule ("in Registration Statement No. …"), which is no place."""
 _DOCUMENT_PARTS = frozenset({"table", "figure", "fig", "section", "appendix", "eq", "equation", "algorithm",
                              "chapter", "step", "item", "note", "part", "line", "page"})
 """Words that label a part of a document: "Table 1" names no thing and counts nothing."""

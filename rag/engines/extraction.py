@@ -303,7 +303,8 @@ class ExtractionMixin(LexicalCore):
             about = frozenset(terms(f"{chunk.source} {chunk.title}"))
             lines = [" ".join(line.split()) for line in chunk.text.splitlines() if line.strip()]
             for pos, line in enumerate(lines):
-                for text in (line, f"{line} {lines[pos + 1]}" if pos + 1 < len(lines) else ""):
+                for text in (line, f"{line} {lines[pos + 1]}" if pos + 1 < len(lines) else "",
+                             *_labelled(lines, pos)):
                     text = _quotable(text)
                     if not 15 <= len(text) <= 300 or _boilerplate(text) or _dangling(text):
                         continue
@@ -350,6 +351,23 @@ class ExtractionMixin(LexicalCore):
         return next((_Passage(r, 0, s, frozenset(), 0.0, 0, s) for r, c in enumerate(chunks)
                      for s in map(_quotable, sentences(c.text))
                      if self._readable(s) and not _boilerplate(s)), None)
+
+
+def _labelled(lines: Sequence[str], pos: int) -> list[str]:
+    """Line ``pos`` with the two or three caption lines under it, as a form prints a value above its label.
+
+    A filing's cover page: "Delaware 47-0813844" above "State or other jurisdiction of", "incorporation or
+    organization", "(I.R.S. Employer", "Identification No.)". Caption lines hold no digit, and one of them is
+    parenthesised; the value line is short.
+    """
+    out = []
+    for n in (2, 3, 4):
+        under = lines[pos + 1:pos + 1 + n]
+        if len(lines[pos]) > 60 or len(under) < n or any(re.search(r"\d", u) or len(u) > 60 for u in under):
+            break
+        if any(re.match(r"\(|.*\)$", u) for u in under):  # a caption is parenthesised: "(I.R.S. Employer"
+            out.append(" ".join([lines[pos], *under]))
+    return out
 
 
 def _exact(text: str, names: Sequence[Constraint]) -> int:
