@@ -86,13 +86,7 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
         return [found] if found else []
     asked = set(words(question.lower()))
     if kind == "place":
-        named = [n for n in place_names(text) if not _in_question(n, asked)]
-        if asks_region(question):  # "which state": a state, province or country, not any capitalised phrase
-            return named
-        after = [m.group(1) for m in _PLACE_AFTER.finditer(text)
-                 if m.group(1).split()[0].lower() not in _NOT_NAME | _DOCUMENT_PARTS | _FILING_PARTS
-                 and not _in_question(m.group(1), asked)]
-        return after + [n for n in named if not any(n in a for a in after)]
+        return _places(text, question, asked)
     if kind == "organisation" and (where := affiliation(question)):
         return institutions(text, university=where == "university")
     out = []  # organisation, or any named thing "which X" asks for: a name or an acronym it does not give
@@ -105,6 +99,20 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
             continue  # a capitalised corpus word ("Retrieval"), not a name
         out.append(name)
     return out
+
+
+def _places(text: str, question: str, asked: set[str]) -> list[str]:
+    """The places of ``text``: after a preposition of place, or a state, province or country it names.
+
+    "Which state" takes only a state, province or country, not any capitalised phrase after "in".
+    """
+    named = [n for n in place_names(text) if not _in_question(n, asked)]
+    if asks_region(question):
+        return named
+    after = [m.group(1) for m in _PLACE_AFTER.finditer(text)
+             if m.group(1).split()[0].lower() not in _NOT_NAME | _DOCUMENT_PARTS | _FILING_PARTS
+             and not _in_question(m.group(1), asked)]
+    return after + [n for n in named if not any(n in a for a in after)]
 
 
 _FILING_PARTS = frozenset({"registration", "form", "exhibit", "schedule", "statement", "rule", "regulation"})

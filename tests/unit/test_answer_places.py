@@ -1,0 +1,47 @@
+"""Place answers and a form's value above its caption (issue 19: answers of the type asked for)."""
+
+from rag.answer_spans import holds
+from rag.answer_types import expected_type
+from rag.engines.extraction import _labelled
+from rag.places import asks_region, place_names
+
+STATE_Q = "In which state is Berkshire Hathaway incorporated?"
+COVER = ("Delaware 47-0813844 State or other jurisdiction of incorporation or organization "
+         "(I.R.S. Employer Identification No.)")
+
+
+def test_a_state_is_a_place_without_a_preposition():
+    assert expected_type(STATE_Q) == "place"
+    assert holds(COVER, "place", STATE_Q, None, None) == "Delaware"
+
+
+def test_a_filing_name_after_in_is_no_place():
+    text = "We consent to the incorporation by reference in Registration Statement No. 333-284622 on Form S-3"
+    assert holds(text, "place", STATE_Q, None, None) is None
+    assert holds(text, "place", "Where is the consent filed?", None, None) is None
+
+
+def test_a_state_inside_a_longer_name_is_no_place():
+    assert place_names("The Bank of New York Mellon Trust Company, as trustee") == []
+    assert place_names("The Washington Post reported it") == []
+    assert place_names("3555 Farnam Street, Omaha, Nebraska 68131") == ["Nebraska"]
+
+
+def test_which_state_takes_only_a_region():
+    assert asks_region(STATE_Q) and asks_region("Which country is it based in?")
+    assert not asks_region("Which city hosts it?")
+    # a city after "in" answers "where", but not "which state"
+    assert holds("Its headquarters is in Omaha.", "place", "Where is BNSF headquartered?", None, None) == "Omaha"
+    assert holds("Its headquarters is in Omaha.", "place", "In which state is BNSF headquartered?",
+                 None, None) is None
+
+
+def test_a_value_line_is_read_with_its_parenthesised_caption():
+    lines = ["BERKSHIRE HATHAWAY INC.", "(Exact name of Registrant as specified in its charter)",
+             "Delaware 47-0813844", "State or other jurisdiction of", "incorporation or organization",
+             "(I.R.S. Employer", "Identification No.)", "3555 Farnam Street, Omaha, Nebraska 68131"]
+    assert _labelled(lines, 2)[-1] == COVER
+    # prose lines under a heading have no parenthesised caption: nothing is glued
+    prose = ["2.1 Experimental Setup", "In the multi-document question answering task, the model",
+             "inputs are a question to answer and k documents", "where exactly one holds the answer"]
+    assert _labelled(prose, 0) == []
