@@ -188,17 +188,21 @@ COUNTED_NEAR = (6, 4)
 def _counts(text: str, span: str, noun: str) -> bool:
     """Whether ``noun`` (an index term) occurs within COUNTED_NEAR of ``span`` in ``text``.
 
-    "14,200 miles" counts miles; "five pipeline systems" does not.
+    "14,200 miles" counts miles; "five pipeline systems" does not, and neither does "four types of queries"
+    count queries.
     """
     before, after = COUNTED_NEAR
     for m in re.finditer(re.escape(span), text):
-        following = terms(text[m.end():])[:after]
-        if noun in terms(span) or noun in following:
+        if noun in terms(span):
             return True
         # a figure followed by a plural noun of its own counts that: "five Canadian provinces" after
-        # "travel centers" counts provinces
+        # "travel centers" counts provinces, "four types of multi-hop queries" counts types
         own = _OWN_NOUN.match(text, m.end())
-        if own is None and noun in terms(text[:m.start()])[-before:]:
+        if own is not None:
+            if noun in terms(own.group(0)):
+                return True
+            continue
+        if noun in terms(text[m.end():])[:after] or noun in terms(text[:m.start()])[-before:]:
             return True
     return False
 

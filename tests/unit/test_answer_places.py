@@ -45,3 +45,12 @@ def test_a_value_line_is_read_with_its_parenthesised_caption():
     prose = ["2.1 Experimental Setup", "In the multi-document question answering task, the model",
              "inputs are a question to answer and k documents", "where exactly one holds the answer"]
     assert _labelled(prose, 0) == []
+
+
+def test_a_figure_with_its_own_plural_noun_counts_that_noun():
+    q = "How many queries does the MultiHop-RAG benchmark contain?"
+    assert holds("MultiHopRAG contains four types of multi-hop queries.", "number", q, None, {}) is None
+    assert holds("The MultiHop-RAG benchmark contains 2,556 queries.", "number", q, None, {}) == "2,556"
+    miles = "About how many miles of natural gas pipelines does its system consist of?"
+    assert holds("a system of approximately 14,200 miles of natural gas pipelines", "number", miles, None,
+                 {}) == "14,200"
