@@ -10,7 +10,15 @@ from rag.answer_spans import holds
 from rag.answer_types import SPAN_TYPES, affiliation, expected_type, is_authorship, persons
 from rag.engines.aliases import expand
 from rag.engines.base import Answer, AnswerCitation
-from rag.engines.lexical import Constraint, LexicalCore, _names, _quotable, _same_text, constraints
+from rag.engines.lexical import (
+    Constraint,
+    LexicalCore,
+    _names,
+    _quotable,
+    _same_text,
+    constraints,
+    without_marks,
+)
 from rag.engines.passages import _boilerplate, _dangling, _tabular
 from rag.engines.tables import table_rows
 from rag.models import Chunk, Turn
@@ -116,7 +124,7 @@ class ExtractionMixin(LexicalCore):
         for rank, chunk in enumerate(chunks):
             # a sentence is read in the context of its passage: the names the chunk holds
             # ("RAG" in a chunk about RAG) count as held; numbers must be in the sentence
-            chunk_seq = expand(terms(chunk.text), short)
+            chunk_seq = expand(terms(without_marks(chunk.text)), short)
             context = frozenset(t for t in chunk_seq if t in name_terms)
             head = self.head_names(question, chunk)
             context |= head

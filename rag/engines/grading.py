@@ -16,6 +16,7 @@ from rag.engines.lexical import (
     _pct,
     _quote,
     constraints,
+    without_marks,
 )
 from rag.models import Chunk
 from rag.text import terms
@@ -183,7 +184,8 @@ class GradingMixin(LexicalCore):
                     f"The knowledge base never mentions the question's {_constraint_words(unknown)}: no "
                     f"passage of it is about what the question asks.")))
                 continue
-            seq = expand(terms(chunk.text), short)  # "PCC's revenues" reads as Precision Castparts'
+            text = without_marks(chunk.text)  # an author line's "Lin2" is the name "Lin"
+            seq = expand(terms(text), short)  # "PCC's revenues" reads as Precision Castparts'
             by_head = self.head_names(question, chunk) if not partial else frozenset()
             cov, matched, missing = self.window_coverage(weights, seq, by_head)
             held, lacking = self.constraints_held(cons, seq, by_head)
@@ -203,7 +205,7 @@ class GradingMixin(LexicalCore):
             relevant = cov >= threshold and cons_ok and said
             typed = None
             if not relevant and cons_ok and asks is not None:
-                typed = holds(chunk.text, kind, question, self.common_word, asks)
+                typed = holds(text, kind, question, self.common_word, asks)
                 relevant = typed is not None
             ambiguous = not relevant and cons_ok and not partial and cov >= AMBIGUOUS_AT
             score = ("high" if relevant and cov >= HIGH_AT else "medium" if relevant or ambiguous else "low")

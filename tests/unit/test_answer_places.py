@@ -31,7 +31,8 @@ def test_which_state_takes_only_a_region():
     assert asks_region(STATE_Q) and asks_region("Which country is it based in?")
     assert not asks_region("Which city hosts it?")
     # a city after "in" answers "where", but not "which state"
-    assert holds("Its headquarters is in Omaha.", "place", "Where is BNSF headquartered?", None, None) == "Omaha"
+    where = "Where is BNSF headquartered?"
+    assert holds("Its headquarters is in Omaha.", "place", where, None, None) == "Omaha"
     assert holds("Its headquarters is in Omaha.", "place", "In which state is BNSF headquartered?",
                  None, None) is None
 
@@ -54,3 +55,23 @@ def test_a_figure_with_its_own_plural_noun_counts_that_noun():
     miles = "About how many miles of natural gas pipelines does its system consist of?"
     assert holds("a system of approximately 14,200 miles of natural gas pipelines", "number", miles, None,
                  {}) == "14,200"
+
+
+def test_an_author_lines_affiliation_marks_become_commas():
+    from rag.engines.lexical import _quotable, without_marks
+    line = "Nelson F. Liu1∗ Kevin Lin2 John Hewitt1 Ashwin Paranjape3"
+    assert without_marks(line) == "Nelson F. Liu, Kevin Lin, John Hewitt, Ashwin Paranjape"
+    assert _quotable(f"Lost in the Middle {line}").endswith("Kevin Lin, John Hewitt, Ashwin Paranjape")
+    assert without_marks("We fine-tune Llama2 on it.") == "We fine-tune Llama2 on it."
+
+
+def test_the_grader_reads_a_marked_name_as_the_name():
+    from rag.engines.local import LocalEngine
+    from rag.models import Chunk
+    from rag.store.bm25 import LexicalStats
+    front = Chunk(id="a-00000", text="Lost in the Middle\nNelson F. Liu1∗ Kevin Lin2 John Hewitt1\n"
+                  "1Stanford University 2University of California, Berkeley", source="p.pdf", page=1)
+    other = "Retrieval helps language models answer questions about long documents."
+    engine = LocalEngine(LexicalStats.from_texts([front.text, other, other]))
+    grade = engine.grade("Which university is Kevin Lin at?", [front])[0]
+    assert grade.relevant, grade.reasoning
