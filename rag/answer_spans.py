@@ -84,7 +84,7 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
         acronym = acronym_of(question)
         found = expansion(text, acronym) if acronym else None
         return [found] if found else []
-    asked = set(words(question.lower()))
+    asked = _asked_words(question)
     if kind == "place":
         return _places(text, question, asked)
     if kind == "organisation" and (where := affiliation(question)):
@@ -99,6 +99,16 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
             continue  # a capitalised corpus word ("Retrieval"), not a name
         out.append(name)
     return out
+
+
+def _asked_words(question: str) -> set[str]:
+    """The question's lower-case words, and the initials of each run of two to four of them.
+
+    "QA" in "Multi-Document QA" is a word "multi-document question answering" asks, not a name it asks for.
+    """
+    seq = [w for w in words(question.lower()) if w not in STOPWORDS]
+    initials = {"".join(w[0] for w in seq[i:i + n]) for n in (2, 3, 4) for i in range(len(seq) - n + 1)}
+    return set(words(question.lower())) | initials
 
 
 def _places(text: str, question: str, asked: set[str]) -> list[str]:
