@@ -35,6 +35,12 @@ _NOUN_END = re.compile(r"^(?:[\w'’-]+\s+){0,4}?[\w'’-]+(?=\s+(?:" + "|".join
                        r"|do|does|did|is|are|was|were|have|has|had)\b|$)", re.I)
 
 
+_INNER_POSSESSIVE = re.compile(r"(?:(?<=\w['’]s)|(?<=s['’]))\s+(?=[A-Z]\.(?:[A-Z]\.?)+|[A-Z]{2,}\b|"
+                               r"[A-Z][a-z]+(?:ean|ian|ese|ish|an)\b)")
+"""A possessive inside a capitalised span, before an acronym or an adjective of place ("NetJets' European
+operations", "BHE's U.S. utilities"): the name ends there. "See's Candy" stays one name."""
+
+
 def _bare(name: str) -> str:
     """``name`` without a possessive ending (Berkshire's -> Berkshire)."""
     return _POSSESSIVE.sub("", name.strip()) if re.search(r"['’]s?$", name) and len(name) > 2 else name
@@ -59,6 +65,8 @@ def topics(text: str, *, possessives: bool = False) -> list[str]:
         joined = " ".join(parts)
         pieces = re.split(r"\s+(?:in|of|on|for|and|the|to)\s+", joined) if possessives and \
             re.search(r"\s(?:in|of|on|for|and|the|to)\s", joined) else [joined]
+        # a possessive inside a span ends a name: "NetJets' European operations", "BHE's U.S. utilities"
+        pieces = [p for piece in pieces for p in _INNER_POSSESSIVE.split(piece)]
         for piece in pieces:
             name = _bare(piece)
             if not name or (len(name.split()) == 1 and (name.lower() in STOPWORDS | QUESTION_WORDS

@@ -95,3 +95,19 @@ def test_no_self_contained_question_is_altered_after_another_conversation(engine
             altered.append((question, out.question))
     assert len(pool) > 150
     assert altered == []
+
+
+def test_a_possessive_inside_a_span_ends_the_name_before_an_acronym_or_a_place_adjective():
+    from rag.engines.phrases import owners, topics
+    assert topics("What about NetJets' European operations?") == ["NetJets", "European"]
+    assert owners("What about NetJets' European operations?") == ["NetJets"]
+    assert owners("How many customers do Berkshire Hathaway Energy's U.S. utilities serve?") == [
+        "Berkshire Hathaway Energy"]
+    assert topics("About how many retail stores does See's Candy operate?") == ["See's Candy"]
+
+
+def test_its_after_a_possessive_adjective_span_is_the_owner(engine):
+    out = engine.contextualize("How do its shared aircraft ownership programs work?",
+                               [Turn(question="What does NetJets do?"),
+                                Turn(question="What about NetJets' European operations?")])
+    assert out.question == "How do NetJets' shared aircraft ownership programs work?"
