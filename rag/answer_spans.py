@@ -97,8 +97,6 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
             continue
         if " " not in name and name[1:].islower() and (common is not None and common(name)):
             continue  # a capitalised corpus word ("Retrieval"), not a name
-        if " " not in name and name[1:].islower() and re.search(r"(?:^|[.!?:;]\s*|\)\s*)$", text[:m.start()]):
-            continue  # one capitalised word opening a sentence ("Surprisingly, …", "Closed-set tasks …")
         out.append(name)
     return out
 
