@@ -7,7 +7,11 @@ import re
 from rag.answer_types import expected_type
 from rag.text import number_tokens, terms
 
-_YEARS_HEADER = re.compile(r"((?:\b(?:19|20)\d\d\b\s*){2,})$")
+_YEARS_HEADER = re.compile(r"((?:\b(?:19|20)\d\d\b\s*){2,})((?:(?:19|20)\d\d\s+vs\.?\s+(?:19|20)\d\d\s*)*)$")
+"""A column header of years, then any change columns ("2024 2023 2022 2024 vs 2023 2023 vs 2022")."""
+_CAPTION_OWNER = re.compile(r"\b([A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*){0,3})['’]s?\s+(?:[a-z-]+\s+){0,3}?"
+                            r"(?:follows?|are\s+summari[sz]ed|is\s+summari[sz]ed)\b")
+"""Whose table a caption announces: "A summary of BNSF’s earnings follows (dollars in millions)."."""
 
 
 def _row_cells(line: str, n: int) -> tuple[str, list[str]] | None:
@@ -15,7 +19,7 @@ def _row_cells(line: str, n: int) -> tuple[str, list[str]] | None:
     cells: list[str] = []
     rest = line.rstrip()
     while len(cells) < n:
-        m = re.search(r"(\$?\s*(?:\(\s*[\d,]+(?:\.\d+)?\s*\)|-?\d[\d,]*(?:\.\d+)?|—|–))\s*$", rest)
+        m = re.search(r"(\$?\s*(?:\(\s*[\d,]+(?:\.\d+)?\s*\)|-?\d[\d,]*(?:\.\d+)?|—|–))\s*%?\s*$", rest)
         if not m:
             return None
         cells.insert(0, re.sub(r"\(\s*|\s*\)", lambda x: x.group(0).strip(), " ".join(m.group(1).split())))
@@ -43,28 +47,37 @@ def table_rows(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
 
     As ``("<label>, 2024: $ 88,995 (2023: $ 96,223; 2022: $ (22,759))", header stems)``; the question's year
     comes first when the header has it; figures carry the table's scale ("(in millions)" makes
-    ``$88,995 million``). Only for questions about figures.
+    ``$88,995 million``). Change columns after the years ("2024 vs 2023") are left out, and a caption
+    naming whose table it is ("A summary of BNSF’s earnings follows") names each row's owner ("BNSF’s net
+    earnings, 2024: $5,031 million"). Only for questions about figures.
     """
     if expected_type(question) != "number":
         return []
     asked = [w for w in number_tokens(question) if re.fullmatch(r"(?:19|20)\d\d", w)]
     out = []
     years: list[str] = []
-    scale = ""
+    changes = 0
+    scale = owner = ""
     for line in text.splitlines():
         line = line.strip()
         if found := _SCALE.search(line):
             scale = _SCALE_WORD[found.group(1).lower()]
+        if caption := _CAPTION_OWNER.search(line):
+            owner = caption.group(1)
         m = _YEARS_HEADER.search(line)
-        if m and len(line.split()) <= 12:
+        if m and len(line.split()) <= 16:
             years = m.group(1).split()
+            changes = len(re.findall(r"\bvs\b", m.group(2) or ""))
             continue
         if not years:
             continue
-        row = _row_cells(line, len(years))
+        row = _row_cells(line, len(years) + changes)
         if row is None:
             continue
         label, cells = row
+        cells = cells[:len(years)]  # the change columns ("(0.5 )%") are no year's figure
+        if owner and owner.lower() not in label.lower():
+            label = f"{owner}’s {label[:1].lower()}{label[1:]}" if label[1:2].islower() else f"{owner}’s {label}"
         if scale:
             cells = [_scaled(c, scale) for c in cells]
         pairs = list(zip(years, cells, strict=False))

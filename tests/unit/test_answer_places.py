@@ -75,3 +75,15 @@ def test_the_grader_reads_a_marked_name_as_the_name():
     engine = LocalEngine(LexicalStats.from_texts([front.text, other, other]))
     grade = engine.grade("Which university is Kevin Lin at?", [front])[0]
     assert grade.relevant, grade.reasoning
+
+
+def test_a_table_with_change_columns_is_read_with_its_captions_owner():
+    from rag.engines.tables import table_rows
+    text = ("Burlington Northern Santa Fe, LLC (“BNSF”) operates one of the largest railroad systems. A summary\n"
+            "of BNSF’s earnings follows (dollars in millions).\nPercentage Change\n"
+            "2024 2023 2022 2024 vs 2023 2023 vs 2022\n"
+            "Railroad operating revenues $ 23,355 $ 23,474 $ 25,203 (0.5 )% (6.9 )%\n"
+            "Net earnings $ 5,031 $ 5,087 $ 5,946 (1.1 ) (14.4 )")
+    rows = [r for r, _ in table_rows(text, "What were BNSF's net earnings in 2022?")]
+    assert rows[1] == "BNSF’s net earnings, 2022: $5,946 million (2024: $5,031 million; 2023: $5,087 million)"
+    assert all("%" not in r for r in rows)  # the change columns are no year's figure
