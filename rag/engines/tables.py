@@ -77,7 +77,7 @@ def table_rows(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
         label, cells = row
         cells = cells[:len(years)]  # the change columns ("(0.5 )%") are no year's figure
         if owner and owner.lower() not in label.lower():
-            label = f"{owner}’s {label[:1].lower()}{label[1:]}" if label[1:2].islower() else f"{owner}’s {label}"
+            label = f"{owner}’s {label[:1].lower() if label[1:2].islower() else label[:1]}{label[1:]}"
         if scale:
             cells = [_scaled(c, scale) for c in cells]
         pairs = list(zip(years, cells, strict=False))

@@ -79,7 +79,7 @@ def test_the_grader_reads_a_marked_name_as_the_name():
 
 def test_a_table_with_change_columns_is_read_with_its_captions_owner():
     from rag.engines.tables import table_rows
-    text = ("Burlington Northern Santa Fe, LLC (“BNSF”) operates one of the largest railroad systems. A summary\n"
+    text = ("Burlington Northern Santa Fe, LLC (“BNSF”) operates a large railroad system. A summary\n"
             "of BNSF’s earnings follows (dollars in millions).\nPercentage Change\n"
             "2024 2023 2022 2024 vs 2023 2023 vs 2022\n"
             "Railroad operating revenues $ 23,355 $ 23,474 $ 25,203 (0.5 )% (6.9 )%\n"
