@@ -16,10 +16,10 @@ from rag.engines.lexical import (
     LexicalCore,
     _constraint_words,
     _pct,
-    _quotable,
     _quote,
     constraints,
 )
+from rag.engines.passages import _quotable
 from rag.models import Chunk
 from rag.text import terms
 

@@ -14,12 +14,10 @@ from rag.engines.lexical import (
     Constraint,
     LexicalCore,
     _names,
-    _quotable,
     _same_text,
     constraints,
-    without_marks,
 )
-from rag.engines.passages import _boilerplate, _dangling, _tabular
+from rag.engines.passages import _boilerplate, _dangling, _labelled, _quotable, _tabular, without_marks
 from rag.engines.tables import table_rows
 from rag.models import Chunk, Turn
 from rag.text import STOPWORDS, sentences, terms
@@ -359,23 +357,6 @@ class ExtractionMixin(LexicalCore):
         return next((_Passage(r, 0, s, frozenset(), 0.0, 0, s) for r, c in enumerate(chunks)
                      for s in map(_quotable, sentences(c.text))
                      if self._readable(s) and not _boilerplate(s)), None)
-
-
-def _labelled(lines: Sequence[str], pos: int) -> list[str]:
-    """Line ``pos`` with the two or three caption lines under it, as a form prints a value above its label.
-
-    A filing's cover page: "Delaware 47-0813844" above "State or other jurisdiction of", "incorporation or
-    organization", "(I.R.S. Employer", "Identification No.)". Caption lines hold no digit, and one of them is
-    parenthesised; the value line is short.
-    """
-    out = []
-    for n in (2, 3, 4):
-        under = lines[pos + 1:pos + 1 + n]
-        if len(lines[pos]) > 60 or len(under) < n or any(re.search(r"\d", u) or len(u) > 60 for u in under):
-            break
-        if any(re.match(r"\(|.*\)$", u) for u in under):  # a caption is parenthesised: "(I.R.S. Employer"
-            out.append(" ".join([lines[pos], *under]))
-    return out
 
 
 def _exact(text: str, names: Sequence[Constraint]) -> int:

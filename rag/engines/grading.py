@@ -16,8 +16,8 @@ from rag.engines.lexical import (
     _pct,
     _quote,
     constraints,
-    without_marks,
 )
+from rag.engines.passages import without_marks
 from rag.models import Chunk
 from rag.text import terms
 

@@ -23,44 +23,11 @@ answer is its lead; key passages only support it). Chosen on retrace-dev and mix
 13 of the 20 clean answers that were wrong there, against 16 of 55 right ones."""
 
 
-_SOURCE_REFS = re.compile(r"\s*\[\d+(?:\s*[,–-]\s*\d+)*\]")
-
-
 MAX_DOCUMENTS = 512
 """Documents whose short forms an engine remembers (:meth:`LexicalCore.learn_document`)."""
 COMMON_WORD_SHARE = 0.05
 """A capitalised word found in more than this share of the chunks is a word of the corpus ("Retriever",
 "Critic"), not part of a person's name ("Buffett", "Asai")."""
-_MARKDOWN = re.compile(r"^#{1,6}\s+|\*\*|__|`|\{%.*?%\}")
-
-
-_FOOTNOTE_MARK = re.compile(r"(?:(?<=\s)|^)[\d†‡∗*§♢¶]{1,2}(?=[A-Z][a-z])")
-"""A footnote mark a PDF glued to the name it marks: "1Google Research", "†University of Washington"."""
-
-
-_AFFILIATION_MARK = re.compile(r"(\b[A-Z][a-z]+)\d{1,2}(?:[,∗†‡*§]\d?)*(?=[\s,]|$)")
-"""Affiliation marks after an author's name: "Nelson F. Liu1∗ Kevin Lin2" (read only on an author line,
-two or more names so marked, so that "Llama2" stays)."""
-
-
-def _quotable(sentence: str) -> str:
-    """A source sentence made fit to quote.
-
-    Without the source's own ``[26]`` references (they would read as our citation markers), Markdown/Markdoc
-    syntax, footnote marks glued to a name, and the affiliation marks of an author line.
-    """
-    return without_marks(_FOOTNOTE_MARK.sub("", _MARKDOWN.sub("", _SOURCE_REFS.sub("", sentence)))).strip()
-
-
-def without_marks(text: str) -> str:
-    """``text`` with the affiliation marks of an author line turned into commas.
-
-    "Nelson F. Liu1∗ Kevin Lin2" -> "Nelson F. Liu, Kevin Lin": "Lin" then reads as the name it is. Unchanged
-    unless two or more names are so marked ("Llama2" alone stays).
-    """
-    if len(_AFFILIATION_MARK.findall(text)) < 2:
-        return text
-    return _AFFILIATION_MARK.sub(r"\1,", text).rstrip(",")
 
 
 def _same_text(a: str, b: str) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 _BOILERPLATE = re.compile(
     r"^(?:in the following|in the next section|in (?:the )?future work|in this section|"
@@ -60,3 +61,54 @@ def _dangling(line: str) -> bool:
     """
     first, last = line.split()[0], line.split()[-1]
     return bool(re.match(r"[(\[;,]*[a-z]", first)) or last.lower() in ("the", "a", "an")
+
+
+_SOURCE_REFS = re.compile(r"\s*\[\d+(?:\s*[,–-]\s*\d+)*\]")
+
+_MARKDOWN = re.compile(r"^#{1,6}\s+|\*\*|__|`|\{%.*?%\}")
+
+
+_FOOTNOTE_MARK = re.compile(r"(?:(?<=\s)|^)[\d†‡∗*§♢¶]{1,2}(?=[A-Z][a-z])")
+"""A footnote mark a PDF glued to the name it marks: "1Google Research", "†University of Washington"."""
+
+
+_AFFILIATION_MARK = re.compile(r"(\b[A-Z][a-z]+)\d{1,2}(?:[,∗†‡*§]\d?)*(?=[\s,]|$)")
+"""Affiliation marks after an author's name: "Nelson F. Liu1∗ Kevin Lin2" (read only on an author line,
+two or more names so marked, so that "Llama2" stays)."""
+
+
+def _quotable(sentence: str) -> str:
+    """A source sentence made fit to quote.
+
+    Without the source's own ``[26]`` references (they would read as our citation markers), Markdown/Markdoc
+    syntax, footnote marks glued to a name, and the affiliation marks of an author line.
+    """
+    return without_marks(_FOOTNOTE_MARK.sub("", _MARKDOWN.sub("", _SOURCE_REFS.sub("", sentence)))).strip()
+
+
+def without_marks(text: str) -> str:
+    """``text`` with the affiliation marks of an author line turned into commas.
+
+    "Nelson F. Liu1∗ Kevin Lin2" -> "Nelson F. Liu, Kevin Lin": "Lin" then reads as the name it is. Unchanged
+    unless two or more names are so marked ("Llama2" alone stays).
+    """
+    if len(_AFFILIATION_MARK.findall(text)) < 2:
+        return text
+    return _AFFILIATION_MARK.sub(r"\1,", text).rstrip(",")
+
+
+def _labelled(lines: Sequence[str], pos: int) -> list[str]:
+    """Line ``pos`` with the two or three caption lines under it, as a form prints a value above its label.
+
+    A filing's cover page: "Delaware 47-0813844" above "State or other jurisdiction of", "incorporation or
+    organization", "(I.R.S. Employer", "Identification No.)". Caption lines hold no digit, and one of them is
+    parenthesised; the value line is short.
+    """
+    out = []
+    for n in (2, 3, 4):
+        under = lines[pos + 1:pos + 1 + n]
+        if len(lines[pos]) > 60 or len(under) < n or any(re.search(r"\d", u) or len(u) > 60 for u in under):
+            break
+        if any(re.match(r"\(|.*\)$", u) for u in under):  # a caption is parenthesised: "(I.R.S. Employer"
+            out.append(" ".join([lines[pos], *under]))
+    return out

@@ -2,7 +2,7 @@
 
 from rag.answer_spans import holds
 from rag.answer_types import expected_type
-from rag.engines.extraction import _labelled
+from rag.engines.passages import _labelled
 from rag.places import asks_region, place_names
 
 STATE_Q = "In which state is Berkshire Hathaway incorporated?"
@@ -58,7 +58,7 @@ def test_a_figure_with_its_own_plural_noun_counts_that_noun():
 
 
 def test_an_author_lines_affiliation_marks_become_commas():
-    from rag.engines.lexical import _quotable, without_marks
+    from rag.engines.passages import _quotable, without_marks
     line = "Nelson F. Liu1∗ Kevin Lin2 John Hewitt1 Ashwin Paranjape3"
     assert without_marks(line) == "Nelson F. Liu, Kevin Lin, John Hewitt, Ashwin Paranjape"
     assert _quotable(f"Lost in the Middle {line}").endswith("Kevin Lin, John Hewitt, Ashwin Paranjape")
