@@ -21,7 +21,7 @@ from rag.answer_spans import holds
 from rag.answer_types import expected_type
 from rag.engines.base import StandaloneQuestion
 from rag.engines.checks import CheckingMixin
-from rag.engines.coreference import refers_inside
+from rag.engines.coreference import asked_phrase, refers_inside
 from rag.engines.lexical import LexicalCore
 from rag.engines.phrases import (
     _CLAUSE_START,
@@ -193,8 +193,9 @@ class ContextualizeMixin(LexicalCore):
         asked = [history[k].understood().lower() for k in range(len(history))]
         for n in range(len(history), 0, -1):
             text = history[n - 1].understood()
+            head = asked_phrase(text)  # "Which API did …": the API is what was asked, not the topic
             names = list(dict.fromkeys(t for t in owners(text) + topics(text)
-                                       if t.lower() not in question.lower()))
+                                       if t.lower() not in question.lower() and t not in head))
             paper = _PAPER.search(text)
             if paper and paper.group(1).lower() not in question.lower():
                 return f"the {paper.group(1)} paper", n  # the turn asked about a paper: it is the topic

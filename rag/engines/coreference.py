@@ -16,9 +16,10 @@ import re
 from rag.engines.phrases import topics
 
 _AUX = (r"(?:does|do|did|is|are|was|were|has|have|had|can|could|will|would|should|may|might|must)")
-_SUBJECT = re.compile(rf"\b{_AUX}\s+(?:it|they|(?:the\s+)?[A-Z][\w&.'’-]*(?:\s+(?:of\s+)?[A-Z][\w&.'’-]*)*)"
-                      r"\s+[a-z]")
-"""An auxiliary, then its subject (a pronoun or a name), then the verb: "does BNSF have", "does it sell"."""
+_SUBJECT = re.compile(rf"\b{_AUX}\s+(?:it|they|the\s+(?:company|firm|group|paper|authors|model|system)|"
+                      r"(?:the\s+)?[A-Z][\w&.'’-]*(?:\s+(?:of\s+)?[A-Z][\w&.'’-]*)*)\s+[a-z]")
+"""An auxiliary, then its subject (a pronoun, "the company" or a name), then the verb: "does BNSF have",
+"did the company use … its"."""
 _WH_PHRASE = re.compile(rf"^\s*(?:(?:in|on|at|for|from|by|with|under|of|to|since|about)\s+)?"
                         rf"(?:how\s+(?:many|much)|which|what|whose)\s+(?:(?!{_AUX}\b|of\b)[\w.&-]+\s+){{0,4}}?"
                         rf"(?={_AUX}\b|of\b|$)", re.I)
@@ -40,6 +41,13 @@ def has_subject(before: str) -> bool:
     "What does HCL stand for in its business?" asks what a term means: the term is no owner.
     """
     return bool(_SUBJECT.search(before)) and not re.search(r"\bstand\s+for\b|\bmean\b", before, re.I)
+
+
+def asked_phrase(question: str) -> str:
+    """The head of the phrase ``question`` asks about ("API" in "Which API did … use?"), or ""."""
+    m = _WH_PHRASE.match(question)
+    lead = r"^\W*(?:\w+\s+)?(?:how\s+(?:many|much)|which|what|whose)\s+"
+    return re.sub(lead, "", m.group(0), flags=re.I).strip() if m else ""
 
 
 def _own_phrases(before: str) -> str:

@@ -263,10 +263,11 @@ def _possessor_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] 
 
 
 def _possessed_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
-    if not owner or not re.match(rf"{re.escape(owner)}['’]s\s", frag):
+    own = re.match(rf"{re.escape(owner)}['’]s\s+", frag) if owner else None
+    if own is None or owner is None:
         return None
-    # "Berkshire's revenue" after "What were Berkshire's net earnings in 2024?"
-    noun = frag.split(None, 1)[1]
+    # "Berkshire's revenue" after "What were Berkshire's net earnings in 2024?" (a name of any length)
+    noun = frag[own.end():]
     at = re.search(rf"{re.escape(owner)}['’]s\s+", prev)
     tail = _NOUN_END.match(prev[at.end():]) if at else None
     if not at or not tail:

@@ -131,3 +131,23 @@ def test_its_after_a_possessive_adjective_span_is_the_owner(engine):
                                [Turn(question="What does NetJets do?"),
                                 Turn(question="What about NetJets' European operations?")])
     assert out.question == "How do NetJets' shared aircraft ownership programs work?"
+
+
+def test_the_phrase_a_previous_question_asked_about_is_not_its_topic(engine):
+    from rag.engines.coreference import asked_phrase
+    previous = "Which API did the MultiHop-RAG authors use to download their news dataset?"
+    assert asked_phrase(previous) == "API"
+    out = engine.contextualize("Which four types of multi-hop queries does the benchmark define?",
+                               [Turn(question=previous)])
+    assert "API" not in out.question and "MultiHop-RAG" in out.question, out.question
+
+
+def test_an_ellipsis_keeps_a_long_owner_whole(engine):
+    out = engine.contextualize("How about its retailing group?", [
+        Turn(question="What were the revenues of Berkshire Hathaway's service group in 2024?")])
+    assert out.question == "What were the revenues of Berkshire Hathaway's retailing group in 2024?"
+
+
+def test_its_after_the_company_as_subject_stays():
+    q = "What weighted average discount rate did the company use to measure its operating lease liabilities?"
+    assert refers_inside(q, q.index("its"))
