@@ -181,12 +181,6 @@ class DecompositionMixin(GradingMixin):
         n_cons = len([c for c in constraints(question) if not set(c.terms) <= work
                       and not re.search(rf"\b{re.escape(c.text)}\s+et\s+al\.", question)])
         if signal is None and n_cons >= 2 and len(q_weights) >= LONG_QUESTION_TERMS:
-            whole = [c for c, g in zip(first_hop[:3], self.grade(question, first_hop[:3]), strict=False)
-                     if g.relevant]
-            if whole:  # one passage of the first hop holds the whole question: nothing to bridge
-                return Decomposition(kind="single", sub_questions=[], reasoning=(
-                    f"Single-hop: a long question ({len(q_weights)} content words) with {n_cons} "
-                    f"constraints, but the first hop's chunk from {whole[0].source} holds them all."))
             signal = (f"a long question ({len(q_weights)} content words) with {n_cons} "
                       f"constraints, which one passage rarely holds together")
         if signal is None:
