@@ -106,9 +106,10 @@ def _asked_words(question: str) -> set[str]:
 
     "QA" in "Multi-Document QA" is a word "multi-document question answering" asks, not a name it asks for.
     """
-    seq = [w for w in words(question.lower()) if w not in STOPWORDS]
+    asked = words(question.lower())
+    seq = [w for w in asked if w not in STOPWORDS]
     initials = {"".join(w[0] for w in seq[i:i + n]) for n in (2, 3, 4) for i in range(len(seq) - n + 1)}
-    return set(words(question.lower())) | initials
+    return set(asked) | initials
 
 
 def _places(text: str, question: str, asked: set[str]) -> list[str]:

@@ -32,6 +32,8 @@ COUNTRIES = (
     "United States", "Vietnam", "England", "Scotland", "Wales")
 _GAZETTEER = re.compile(r"\b(?:" + "|".join(sorted((re.escape(n) for n in US_STATES + PROVINCES + COUNTRIES),
                                                    key=len, reverse=True)) + r")\b")
+_OF_NAME = re.compile(r"[A-Z][\w.&'’-]*\s+of\s+(?:the\s+)?$")
+"""What comes before a place inside a longer name: "Bank of", "University of the"."""
 _REGION = re.compile(r"\b(?:which|what)\s+(?:u\.?s\.?\s+)?(state|province|country|nation)\b", re.I)
 
 
@@ -41,8 +43,8 @@ def place_names(text: str) -> list[str]:
     Not inside a longer name: "The Bank of New York", "University of Washington", "Washington Post".
     """
     return [m.group(0) for m in _GAZETTEER.finditer(text)
-            if not re.search(r"[A-Z][\w.&'’-]*\s+of\s+(?:the\s+)?$", text[:m.start()])
-            and not re.match(r"\s+[A-Z][a-z]", text[m.end():])]
+            if not _OF_NAME.search(text, max(0, m.start() - 60), m.start())
+            and not re.match(r"\s+[A-Z][a-z]", text[m.end():m.end() + 8])]
 
 
 def asks_region(question: str) -> bool:

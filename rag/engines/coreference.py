@@ -21,8 +21,8 @@ _SUBJECT = re.compile(rf"\b{_AUX}\s+(?:it|they|the\s+(?:company|firm|group|paper
 """An auxiliary, then its subject (a pronoun, "the company" or a name), then the verb: "does BNSF have",
 "did the company use … its"."""
 _WH_PHRASE = re.compile(rf"^\s*(?:(?:in|on|at|for|from|by|with|under|of|to|since|about)\s+)?"
-                        rf"(?:how\s+(?:many|much)|which|what|whose)\s+(?:(?!{_AUX}\b|of\b)[\w.&-]+\s+){{0,4}}?"
-                        rf"(?={_AUX}\b|of\b|$)", re.I)
+                        rf"(?:how\s+(?:many|much)|which|what|whose)\s+"
+                        rf"(?P<head>(?:(?!{_AUX}\b|of\b)[\w.&-]+\s+){{0,4}}?)(?={_AUX}\b|of\b|$)", re.I)
 """The head of the phrase a question asks about ("Which API", "How much CPU memory", "Which committee" of
 "Which committee of Berkshire's board"): a reference never means it."""
 _INDEFINITE = re.compile(r"\b(?:a|an)\s+(?:[\w'’-]+\s+){0,3}?[a-z][\w-]*[a-rt-z]\b")
@@ -31,29 +31,16 @@ _PLURAL_NOUN = re.compile(r"\b(?!(?:is|was|has|does|this|its|as|us|yes|less|unle
                           r"whereas|always|perhaps|news|series|analysis|basis|class|process|access|"
                           r"business|address|status|bus|gas)\b)[a-z][a-z-]{2,}[^s'’\W]s\b")
 """A plural common noun ("records", "restaurants"), leaving out common words that merely end in "s"."""
+_DEFINES_TERM = re.compile(r"\bstand\s+for\b|\bmean\b", re.I)
+"""A question about what a term means ("What does HCL stand for in its business?"): the term is no owner."""
 _RESTRICTED = re.compile(r"\s+(?:of|that|which|who|whom|whose|where|when|in\s+which)\b")
 """What makes a definite noun phrase restrictive: "the company that …", "the authors of …"."""
-
-
-def has_subject(before: str) -> bool:
-    """Whether the question up to a possessive names its own subject, which the possessive then means.
-
-    "What does HCL stand for in its business?" asks what a term means: the term is no owner.
-    """
-    return bool(_SUBJECT.search(before)) and not re.search(r"\bstand\s+for\b|\bmean\b", before, re.I)
 
 
 def asked_phrase(question: str) -> str:
     """The head of the phrase ``question`` asks about ("API" in "Which API did … use?"), or ""."""
     m = _WH_PHRASE.match(question)
-    lead = r"^\W*(?:\w+\s+)?(?:how\s+(?:many|much)|which|what|whose)\s+"
-    return re.sub(lead, "", m.group(0), flags=re.I).strip() if m else ""
-
-
-def _own_phrases(before: str) -> str:
-    """``before`` without the phrase the question asks about (which a reference never means)."""
-    m = _WH_PHRASE.match(before)
-    return before[m.end():] if m else before
+    return m.group("head").strip() if m else ""
 
 
 def refers_inside(question: str, at: int) -> bool:
@@ -80,11 +67,12 @@ def refers_inside(question: str, at: int) -> bool:
         return True
     if rest[:1].isupper() and before.strip() and not re.search(r"[.?!:]\s*$", before):
         return True  # "The Thing of It Is", "titled "Their Lives"": capitalised inside a sentence, a title
-    own = _own_phrases(before)
+    wh = _WH_PHRASE.match(before)
+    own = before[wh.end():] if wh else before  # a reference never means the phrase the question asks about
     lower = ref.lower()
-    names = [t for t in topics(own) if not (before.startswith(t) and " " not in t and not t.isupper())]
-    if lower.startswith(("its", "their")) and (has_subject(before) or (
-            names and not re.search(r"\bstand\s+for\b|\bmean\b", before, re.I))):
+    if lower.startswith(("its", "their")) and not _DEFINES_TERM.search(before) and (
+            _SUBJECT.search(before) or any(not (before.startswith(t) and " " not in t and not t.isupper())
+                                           for t in topics(own))):
         return True  # "How many hubs does BNSF have across its system?", "the Maineiacs played their games"
     if lower.startswith(("their", "them")) and _PLURAL_NOUN.search(own):
         return True  # "used to filter records by their metadata", "to have them strip search"

@@ -263,8 +263,7 @@ def _possessor_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] 
 
 
 def _possessed_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
-    own = re.match(rf"{re.escape(owner)}['’]s\s+", frag) if owner else None
-    if own is None or owner is None:
+    if not owner or (own := re.match(rf"{re.escape(owner)}['’]s\s+", frag)) is None:
         return None
     # "Berkshire's revenue" after "What were Berkshire's net earnings in 2024?" (a name of any length)
     noun = frag[own.end():]
