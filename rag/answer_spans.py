@@ -89,7 +89,12 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
         return _places(text, question, asked)
     if kind == "organisation" and (where := affiliation(question)):
         return institutions(text, university=where == "university")
-    out = []  # organisation, or any named thing "which X" asks for: a name or an acronym it does not give
+    return _named(text, asked, common)
+
+
+def _named(text: str, asked: set[str], common: Callable[[str], bool] | None) -> list[str]:
+    """The names in ``text`` an ``organisation`` question may ask for: names or acronyms it does not give."""
+    out = []
     for m in _NAMED.finditer(text):
         name = m.group(0)
         if _in_question(name, asked) or name.lower() in _NOT_NAME | STOPWORDS or \
@@ -97,8 +102,14 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
             continue
         if " " not in name and name[1:].islower() and (common is not None and common(name)):
             continue  # a capitalised corpus word ("Retrieval"), not a name
+        if _CITED.match(text, m.end()):
+            continue  # "(Guu et al., 2020)", "Lewis et al.": an author cited, not the thing asked for
         out.append(name)
     return out
+
+
+_CITED = re.compile(r"\s+et\s+al\b|,?\s+\(?(?:19|20)\d\d[a-z]?\b[);,]")
+"""What follows a cited author's name: "et al." or the year of the work ("Lewis, 2020)", "Guu (2020)")."""
 
 
 def _asked_words(question: str) -> set[str]:
@@ -243,10 +254,20 @@ def holds(text: str, kind: AnswerType | None, question: str,
     # a figure for "how many miles" counts miles (an assembled table row, predicate None, has its unit in its
     # header)
     noun = counted_noun(question) if kind == "number" and predicate is not None else None
-    if kind == "organisation" and affiliation(question):
-        predicate = None  # an affiliation line holds none of the question's words
+    if (kind == "organisation" and affiliation(question)) or kind == "acronym":
+        # an affiliation line holds none of the question's words; an acronym's expansion is found by the
+        # acronym itself, whatever the question says of where ("in the hallucination survey")
+        predicate = None
     for span in _spans(text, kind, question, common):
+        if noun is not None and _counts_own(text, span, noun):
+            return span  # "21,015,324 passages" for "how many passages": the figure names what it counts
         if (predicate is None or nearness(text, span, predicate) >= NEAR_AT) and \
                 (noun is None or _counts(text, span, noun)):
             return span
     return None
+
+
+def _counts_own(text: str, span: str, noun: str) -> bool:
+    """Whether the figure ``span`` is followed by ``noun`` as its own plural noun ("21,015,324 passages")."""
+    return any((own := _OWN_NOUN.match(text, m.end())) is not None and noun in terms(own.group(0))
+               for m in re.finditer(re.escape(span), text))

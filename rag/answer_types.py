@@ -78,6 +78,23 @@ is not in the passage that expands an acronym, "authors" is not in a paper's aut
 out of the terms a passage must hold, and out of the search query."""
 
 
+_FRAME = re.compile(r"^([^,:;?]{1,80}?)[,:;]\s+(?=\S)")
+"""A framing phrase before the question proper: "In the DPR paper, how many …", "Different paper: which …"."""
+_WH = re.compile(r"\b(?:who|whom|whose|what|which|when|where|why|how)\b", re.I)
+
+
+def main_clause(question: str) -> str:
+    """``question`` without its framing phrases ("In total, ", "According to the survey, ", "Other paper: ").
+
+    A phrase before a comma, colon or semicolon is framing when it holds no question word and the rest does;
+    the question is returned whole otherwise ("What is X, and how …" keeps its first clause).
+    """
+    q = " ".join(question.strip().split())
+    while (m := _FRAME.match(q)) and not _WH.search(m.group(1)) and _WH.search(q[m.end():]):
+        q = q[m.end():]
+    return q[:1].upper() + q[1:]
+
+
 def expected_type(question: str) -> AnswerType | None:
     """The answer type ``question`` asks for (one of :data:`TYPES`), or None.
 
@@ -86,7 +103,7 @@ def expected_type(question: str) -> AnswerType | None:
     company" an organisation and "which generator" a named thing (``organisation``); "what is X" a
     definition.
     """
-    q = " ".join(question.strip().split())
+    q = main_clause(question)
     low = q.lower()
     if _ACRONYM_Q.search(q):
         return "acronym"
@@ -138,7 +155,14 @@ def cue_words(question: str) -> frozenset[str]:
         return frozenset()
     if affiliation(question) and (m := _AFFILIATION_Q.search(question)):
         writers |= {m.group(1).lower()}  # "university" names the answer's type, not a word of its passage
+    if kind == "number" and (how := _HOW_MUCH.search(question)):
+        writers |= {how.group(1).lower()}  # "How large was the float?": its passage never says "large"
     return (CUE_WORDS.get(kind or "", frozenset()) & asked) | writers
+
+
+_HOW_MUCH = re.compile(r"\bhow\s+(large|big|long|old|far|tall|high|often|wide|deep|heavy|fast)\b", re.I)
+"""The adjective of "how large", "how old": it names the kind of figure asked for, not the figure's passage.
+"""
 
 
 def about_authors(question: str) -> bool:
@@ -309,14 +333,27 @@ def expansion(text: str, acronym: str) -> str | None:
         inner = re.findall(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*", m.group(1))
         if len(inner) >= 2 and _spelled(inner, 0, target, 0) == len(inner):
             return m.group(1).strip()  # "`ip` (inner product)": the expansion follows, in any case
+    for m in re.finditer(rf"\(\s*{re.escape(acronym)}\s*[),;]", text):
+        # "hypothetical document embeddings (HyDE)": the words just before the acronym in parentheses
+        # spell it, in any case; they end where the parenthesis starts
+        before = re.findall(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*", text[max(0, m.start() - 160):m.start()])
+        for i in range(max(0, len(before) - len(target) - 3), len(before)):
+            if _spelled(before, i, target, 0) == len(before) - i and _pieces(before[i:]) >= 2:
+                return " ".join(before[i:])
     tokens = re.findall(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*", text)
     for i, token in enumerate(tokens):
-        if not token[:1].isupper() or token.replace("-", "").lower() == target:
+        if not token[:1].isupper() or token.lower().replace("-", "") == target \
+                or token.lower().startswith(target):
             continue
         used = _spelled(tokens, i, target, 0)
-        if used and used >= 2:
+        if used and _pieces(tokens[i:i + used]) >= 2:  # "Chain-of-Verification" spells CoVe by its pieces
             return " ".join(tokens[i:i + used])
     return None
+
+
+def _pieces(tokens: list[str]) -> int:
+    """Words and hyphen pieces in ``tokens`` ("Chain-of-Verification" has three)."""
+    return sum(len([p for p in t.split("-") if p]) for t in tokens)
 
 
 _COUNTED = re.compile(r"\bhow\s+many\s+((?:[\w/-]+\s+){0,3}?)([a-z][\w-]*s)\b(?=\s+(?:do|does|did|is|are|"

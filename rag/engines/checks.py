@@ -34,6 +34,19 @@ _MARKERS = re.compile(r"((?:\s*\[\d+\])+)")
 _NUM = re.compile(r"\[(\d+)\]")
 
 
+def _without_content_words(question: str, answer: Answer) -> AnswerGrade:
+    """The answer check of a question with no content words: judged by its citations.
+
+    Never useful for a person the question does not name ("How old is he?").
+    """
+    if (who := _UNNAMED_PERSON.search(question)) and not constraints(question):
+        return AnswerGrade(useful=False, reasoning=(
+            f"Not useful: it asks about a person the question does not name (“{who.group(0)}”), so no answer "
+            f"can be checked."))
+    return AnswerGrade(useful=bool(answer.citations),
+                       reasoning="The question has no content words; judged by citations.")
+
+
 class CheckingMixin(LexicalCore):
     """The grounding check of each claim and the answer check against the question."""
 
@@ -121,8 +134,7 @@ class CheckingMixin(LexicalCore):
         weights = self.weighted_terms(question)
         text = "\n".join(claim for claim, _ in self.claims(answer.text))
         if not weights:
-            return AnswerGrade(useful=bool(answer.citations),
-                               reasoning="The question has no content words; judged by citations.")
+            return _without_content_words(question, answer)
         short = self.aliases(question, [answer.text])  # and those grading and generation found
         # the names the cited chunks' documents are about (their heads), as grading and generation read them
         by_head = self.cited_head_names(question, [c.chunk_id for c in answer.citations])
@@ -164,7 +176,11 @@ class CheckingMixin(LexicalCore):
         off_topic = [c for c in names if not set(c.terms) <= lead_names] if not multi_hop(question) else []
         if lead and not lacking and off_topic:
             problems.append(f"its lead passage is not about the question's {_constraint_words(off_topic)}")
-        if kind in SPAN_TYPES and cov >= USEFUL_AT and lead and not self.acceptable(
+        if TABLE_ROW.match(lead) and not self.row_label_fits(question, lead):
+            asked = self.predicate(question)
+            problems.append(f"its lead is a table row whose label holds none of "
+                            f"{_quote([w for s, (w, _) in weights.items() if s in asked], 4)}")
+        elif kind in SPAN_TYPES and cov >= USEFUL_AT and lead and not self.acceptable(
                 question, lead, kind, assembled=bool(TABLE_ROW.match(lead)), held=lead_head):
             problems.append(f"its lead passage covers only {_pct(lead_cov)} of the question's IDF-weighted "
                             f"terms (the lead must cover {_pct(LEAD_USEFUL_AT)})")

@@ -17,7 +17,16 @@ from rag.engines.lexical import (
     _same_text,
     constraints,
 )
-from rag.engines.passages import _boilerplate, _dangling, _labelled, _quotable, _tabular, without_marks
+from rag.engines.passages import (
+    HEAD_WORDS,
+    _boilerplate,
+    _dangling,
+    _labelled,
+    _quotable,
+    _tabular,
+    cut_head,
+    without_marks,
+)
 from rag.engines.tables import table_rows
 from rag.models import Chunk, Turn
 from rag.text import STOPWORDS, sentences, terms
@@ -139,8 +148,11 @@ class ExtractionMixin(LexicalCore):
                         and len(sent.split()) >= TAIL_WORDS and pos < len(sents) - 1 \
                         and not re.search(r"[@{}`=<>|#/\\]", sent):  # prose, not a line of code
                     sent = f"… {sent}"  # the end of a sentence the chunk boundary cut: quoted as a tail
+                elif pos == len(sents) - 1 and pos > 0 and sent[-1:] not in ".!?" and sent[:1].isupper() \
+                        and len(sent.split()) >= HEAD_WORDS and not re.search(r"[@{}`=<>|#/\\]", sent):
+                    sent = cut_head(sent)  # the start of a sentence the chunk's end cut: quoted with "…"
                 cut_off = (bool(re.match(r"[(\[;,]*[a-z]", sent))  # "(approximately 13.2% of revenues); …"
-                           or (pos == len(sents) - 1 and sent[-1:] not in ".!?")
+                           or (pos == len(sents) - 1 and sent[-1:] not in ".!?…")
                            # "… of queries in the dataset are"
                            or (sent[-1:].isalpha() and sent.split()[-1].lower() in STOPWORDS))
                 if not self._readable(sent) or cut_off or _boilerplate(sent) or _tabular(sent):

@@ -339,6 +339,12 @@ class LexicalCore:
         held = {t for c in constraints(question) for t in c.terms} | work_terms(question)
         return {s: w for s, (_, w) in self.weighted_terms(question).items() if s not in held}
 
+    def row_label_fits(self, question: str, row: str) -> bool:
+        """Whether a table row's label (before ", <year>:") holds a :meth:`predicate` term, if it has any."""
+        asked = self.predicate(question)
+        label = re.split(r", (?:19|20)\d\d: ", row, maxsplit=1)[0]
+        return not asked or bool(asked.keys() & set(expand(terms(label), self.alias_memo.get(question))))
+
     @staticmethod
     def coverage(weights: dict[str, tuple[str, float]], present: set[str]
                  ) -> tuple[float, list[str], list[str]]:
@@ -357,11 +363,15 @@ class LexicalCore:
 
         It holds the kind of answer asked for (checked by the caller), and covers LEAD_USEFUL_AT of the
         question's IDF-weighted terms (``held``: terms its document's head holds, :meth:`head_names`); an
-        assembled table row (``assembled``: its label and header are the question's) or a list of people's
+        assembled table row (``assembled``: its header is the question's year) needs only a label that holds
+        something of what the question asks about its names (:meth:`predicate`): "Berkshire Hathaway Energy,
+        2024: 3,730" answers for the row's own measure, not for "BHE's interest expense"; a list of people's
         names for a "who" question needs no coverage.
         """
         weights = self.weighted_terms(question)
-        if assembled or not weights:
+        if assembled:
+            return self.row_label_fits(question, text)
+        if not weights:
             return True
         if kind == "person" and name_list(text, question, self.common_word):
             return True

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from rag.text import STOPWORDS
+
 _BOILERPLATE = re.compile(
     r"^(?:in the following|in the next section|in (?:the )?future work|in this section|"
     r"the rest of this paper|this paper is organi[sz]ed|see (?:section|appendix|table|figure|fig)|"
@@ -112,3 +114,19 @@ def _labelled(lines: Sequence[str], pos: int) -> list[str]:
         if any(re.match(r"\(|.*\)$", u) for u in under):  # a caption is parenthesised: "(I.R.S. Employer"
             out.append(" ".join([lines[pos], *under]))
     return out
+
+
+HEAD_WORDS = 16
+"""Words the start of a sentence cut by a chunk's end must have to be quoted (with a trailing "…")."""
+
+
+def cut_head(sentence: str) -> str:
+    """The start of a sentence the chunk's end cut, quoted to its last whole clause word and "…".
+
+    Trailing stop words and punctuation go ("… to retrieve the k − 1 Wikipedia chunks that" ends at
+    "chunks"), so the quote never ends mid-phrase on "that" or "the".
+    """
+    toks = sentence.split()
+    while toks and (toks[-1].lower().strip(",;:(") in STOPWORDS or not re.search(r"\w", toks[-1])):
+        toks.pop()
+    return " ".join(toks).rstrip(",;:(") + " …"

@@ -339,11 +339,11 @@ class KnowledgeBase:
 
     @translate_unreachable
     def get_chunks(self, ids: Iterable[str]) -> list[Chunk]:
-        """The chunks with these ids, in the given order (unknown ids are left out)."""
+        """The chunks with these ids, in the given order (unknown ids left out; a repeated id, each time)."""
         ids = list(ids)
         if not ids:
             return []
-        got = self.collection.get(ids=ids, include=["documents", "metadatas"])
+        got = self.collection.get(ids=list(dict.fromkeys(ids)), include=["documents", "metadatas"])
         by_id = {cid: to_chunk(cid, t, m)
                  for cid, t, m in zip(got["ids"], got["documents"], got["metadatas"], strict=False)}
         return [by_id[i] for i in ids if i in by_id]

@@ -77,7 +77,8 @@ def test_generation_is_extractive_and_cited(engine, retrieved):
     for claim, numbers in engine.claims(answer.text):
         cited = [c for c in retrieved
                  if c.id in {a.chunk_id for a in answer.citations if a.n in numbers}]
-        quoted = claim.removeprefix("… ")  # a sentence cut by its chunk's start is quoted as a tail
+        # a sentence cut by its chunk's start is quoted as a tail, one cut by its end with a trailing "…"
+        quoted = claim.removeprefix("… ").removesuffix(" …")
         assert any(quoted in " ".join(c.text.split()) for c in cited), claim
     assert engine.generate(QUESTION, []).citations == []
 

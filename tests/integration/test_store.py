@@ -206,3 +206,13 @@ def test_the_document_list_is_read_once_until_the_store_changes(kb, monkeypatch)
     assert sorted(d.doc_sha for d in kb.documents()) == ["1" * 64, "2" * 64] and reads == [1]
     kb.delete_document("1" * 64)
     assert [d.doc_sha for d in kb.documents()] == ["2" * 64] and reads == [1, 1]
+
+
+def test_get_chunks_takes_an_id_more_than_once_and_keeps_the_order_given(kb):
+    """Evidence gathered over several steps may name a chunk twice: Chroma alone refuses duplicate ids."""
+    sha = "d" * 64
+    kb.add_document(records(sha, 3), pages=1, size_bytes=10)
+    a, b = f"{sha[:16]}-00002", f"{sha[:16]}-00000"
+    got = kb.get_chunks([a, b, a, "unknown-00009"])
+    assert [c.id for c in got] == [a, b, a]
+    assert got[0].text == "chunk number 2 about retrieval"
