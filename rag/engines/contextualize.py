@@ -17,15 +17,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from rag.answer_spans import holds
-from rag.answer_types import expected_type
+from rag.engines.answered import AnsweredMixin, _replacement
 from rag.engines.base import StandaloneQuestion
-from rag.engines.checks import CheckingMixin
 from rag.engines.coreference import asked_phrase, refers_inside
-from rag.engines.lexical import LexicalCore
 from rag.engines.phrases import (
     _CLAUSE_START,
     _ELLIPSIS,
+    _WHOLE_CLAUSE,
     _head_noun_refs,
     _is_fragment,
     _possessive,
@@ -36,28 +34,16 @@ from rag.engines.phrases import (
     topics,
 )
 from rag.models import Turn
-from rag.text import terms
 
 _SINGULAR_REF = re.compile(
     r"\b(?:(?:[Tt]he|[Tt]his|[Tt]hat|said)\s+(?:company|firm|business|group|corporation|paper|article|method|model|"
     r"approach|work|system|framework|technique|study|benchmark|dataset|retriever|report|filing)\b"
     r"|[Ii]t['’]s|[Ii]ts|[Ii]t)\b")
-_ASKS_FIRM = re.compile(r"^(?:which|what)\s+(?:[\w'’-]+\s+){0,4}?(?:company|companies|subsidiary|"
-                        r"subsidiaries|business|firm|organi[sz]ation|insurer|operator|railroad|utility)\b",
-                        re.I)
-"""A question asking which company: "it" in the next turn is the company the answer named."""
-_FIRM_REF = re.compile(r"\b(?:[Ii]t['’]s|[Ii]ts|[Ii]t|(?:[Tt]he|[Tt]his|[Tt]hat)\s+(?:company|firm|business|"
-                       r"subsidiary))\b")
-"""The references that may mean the company a previous answer named (not "the paper", "the dataset")."""
-_PERSON_REF = re.compile(r"\b(?:[Hh]e|[Ss]he|[Hh]im|[Hh]is|[Hh]er)\b")
-"""A reference to a person: resolved only to a person the previous turn's answer named."""
+_IT_ONLY = re.compile(r"\b(?:[Ii]t|[Ii]ts)\b")
+"""A bare "it"/"its", which a paper that only says where to look ("in the X paper") does not take."""
 _PLURAL_REF = re.compile(
     r"\b(?:(?:[Tt]hese|[Tt]hose|[Tt]he)\s+(?:models|methods|papers|approaches|systems|companies|authors)\b"
     r"|[Tt]hey|[Tt]hem|[Tt]heir|[Tt]heirs)\b")
-_DOCUMENT_NOUNS = frozenset({"paper", "article", "model", "method", "approach", "work", "system", "framework",
-                             "technique", "study", "benchmark", "dataset", "retriever", "report", "filing",
-                             "models", "methods", "papers", "approaches", "systems"})
-"""Nouns that keep the name they refer to as a modifier: "that paper" -> "the Self-RAG paper"."""
 _PAPER = re.compile(r"\bthe\s+([A-Z][\w.-]*(?:\s+(?:[A-Z][\w.-]*|et\s+al\.|[a-z]{1,5}))*?)\s+paper\b")
 """A paper named by its title or authors: "the Lewis et al. RAG paper", "the Lost in the Middle paper"."""
 _DOCUMENT_NP = re.compile(r"\bthe\s+(?:(?!(?:the|of|a|an)\b)[\w-]+\s+){1,4}?"
@@ -87,17 +73,6 @@ def _latest_paper(history: Sequence[Turn]) -> tuple[str, int] | None:
         if named and (name := named.group(1) or named.group(2)) and name.lower() not in ("the", "which"):
             return f"the {name} paper", n  # "… one of the InstructRetro authors from?"
     return None
-
-
-def _answer_lead(answer: str) -> str:
-    """The lead passage of an answer, as the answer check reads it (:meth:`CheckingMixin.claims`).
-
-    Its first claim, after any caveat line; "" for an abstention (:data:`rag.graph.endings.NO_ANSWER`
-    cites nothing).
-    """
-    body = "\n".join(line for line in answer.splitlines() if not line.lower().startswith("caveat:"))
-    claims = CheckingMixin.claims(body)
-    return claims[0][0] if claims and claims[0][1] else ""
 
 
 def self_contained(question: str, standalone: str) -> bool:
@@ -144,29 +119,6 @@ def _plural_focus(question: str, owner: str | None) -> str | None:
     return None
 
 
-def _replacement(ref: str, name: str, named: str, plural: str) -> str:
-    """What the lower-case reference ``ref`` becomes.
-
-    ``name`` (or ``named``, with its article) in the form the sentence needs, or ``plural`` for "they" and
-    "them".
-    """
-    if ref in ("it's", "it’s"):
-        return f"{name} is"
-    if ref in ("its", "their", "theirs", "his", "hers", "her"):
-        return _possessive(name)
-    if ref == "it":
-        return named
-    if ref in ("they", "them"):
-        return plural
-    if ref == "the authors":
-        return f"the authors of {named}"
-    if ref.split()[-1] in _DOCUMENT_NOUNS:
-        if name.startswith("the ") and re.search(r"\s(?:paper|survey|benchmark|study)$", name):
-            return name  # already "the X paper", "the X benchmark": the work itself
-        return f"{name} {ref.split()[-1]}" if name.startswith("the ") else f"the {name} {ref.split()[-1]}"
-    return named  # "the company", "the firm", "these companies"
-
-
 def _contrasted(prev: str, earlier: Sequence[str]) -> str | None:
     """The name of ``prev`` (the previous question) that an elliptical follow-up replaces, or None.
 
@@ -182,7 +134,7 @@ def _contrasted(prev: str, earlier: Sequence[str]) -> str | None:
     return max(new, key=lambda n: prev.find(n)) if new else names[0]
 
 
-class ContextualizeMixin(LexicalCore):
+class ContextualizeMixin(AnsweredMixin):
     """The offline engine's contextualize_question judgment."""
 
     def _antecedent(self, history: Sequence[Turn], question: str) -> tuple[str | None, int | None]:
@@ -197,9 +149,20 @@ class ContextualizeMixin(LexicalCore):
             names = list(dict.fromkeys(t for t in owners(text) + topics(text)
                                        if t.lower() not in question.lower() and t not in head))
             paper = _PAPER.search(text)
-            if paper and paper.group(1).lower() not in question.lower():
+            framed = paper is not None and bool(re.search(r"\b(?:in|from|of|according\s+to)\s+$",
+                                                          text[:paper.start()]))
+            others = [] if paper is None else [  # the names besides the paper's title, not corpus words
+                t for t in dict.fromkeys(re.split(r"\s+(?:in|of|from)\s+the\s+", t)[0] for t in names
+                                         if t.lower() not in paper.group(0).lower())
+                if not paper.group(1).lower().startswith(t.lower())
+                and not all(self.common_word(w) for w in t.split())]
+            where = (framed and bool(others) and bool(_IT_ONLY.search(question))
+                     and not _PLURAL_REF.search(question))
+            if where:
+                names = others  # "… of MPT-30B-Instruct in the Lost in the Middle paper": "it" is the model
+            elif paper and paper.group(1).lower() not in question.lower():
                 return f"the {paper.group(1)} paper", n  # the turn asked about a paper: it is the topic
-            work = _DOCUMENT_NP.search(text)
+            work = None if where else _DOCUMENT_NP.search(text)
             if work and work.group(0).lower() not in question.lower():
                 return work.group(0), n  # "the hallucination mitigation survey", "the RAG survey": a work
             if names:
@@ -212,45 +175,6 @@ class ContextualizeMixin(LexicalCore):
                     best += " et al."  # "Lewis et al.": the authors, whom "they" means
                 return best, n
         return None, None
-
-    def _answered(self, turn: Turn) -> tuple[str, str] | None:
-        """(the name ``turn``'s answer gave, "person" or "organisation") when it asked who or which, or None.
-
-        "Who is the company's CFO?" answered "Marc D. Hamburg …": a "he" in the next turn is Marc D.
-        Hamburg; "Which subsidiary operates the largest pipeline?" answered "Northern Natural …": an "it" is
-        that subsidiary. The name is the span of the asked type in the answer's lead (as the answer check
-        reads it).
-        """
-        asked = turn.understood()
-        kind = expected_type(asked)
-        lead = _answer_lead(turn.answer)
-        if kind not in ("person", "organisation") or not lead or (
-                kind == "organisation" and not _ASKS_FIRM.match(asked)):
-            return None  # "which model", "which university": an "it" after them is rarely the answer
-        span = holds(lead, kind, asked, self.common_word, self.predicate(asked))
-        given = {t for name in topics(asked) for t in terms(name)}
-        if not span or len(span.split()) > 6 or span.lower() in asked.lower() or set(terms(span)) & given:
-            return None  # "Berkshire Hathaway Inc" after "Which company audits Berkshire's statements?"
-        return span, kind
-
-    @staticmethod
-    def _to_answer(asked: str, answered: tuple[str, str], turn: int
-                   ) -> tuple[str, tuple[str, str] | None, int | None]:
-        """``asked`` with its references replaced by the name the previous turn's answer gave.
-
-        "it", "its", "the company" for a company; "he", "his", "she", "her" for a person.
-        """
-        name, kind = answered
-        first: list[str] = []
-
-        def swap(m: re.Match) -> str:
-            if refers_inside(asked, m.start()):
-                return m.group(0)
-            first.append(m.group(0))
-            return _replacement(m.group(0).lower(), name, name, name)
-
-        text = (_PERSON_REF if kind == "person" else _FIRM_REF).sub(swap, asked)
-        return text, ((name, first[0]) if first else None), (turn if first else None)
 
     def _vague(self, question: str) -> bool:
         """No name and only common content words: the question leaves its topic implied."""
@@ -272,7 +196,7 @@ class ContextualizeMixin(LexicalCore):
         m = _ELLIPSIS.match(bare)
         fragment = (m.group(1) or m.group(2) or "").strip() if m else (bare if _is_fragment(bare) else "")
         if fragment and previous:
-            if _CLAUSE_START.match(fragment):
+            if _CLAUSE_START.match(fragment) or _WHOLE_CLAUSE.match(fragment):
                 asked = fragment[:1].upper() + fragment[1:] + "?"  # "And how is it trained?"
                 done.append("dropped the leading conjunction")
             elif fragment:
@@ -306,12 +230,8 @@ class ContextualizeMixin(LexicalCore):
             asked = _same_year(asked, history[-1].understood())
         if not history:
             return asked, None, None
-        answered = self._answered(history[-1])
-        if answered is not None:
-            persons_ = [r for r in _PERSON_REF.finditer(asked) if not refers_inside(asked, r.start())]
-            singular = [r for r in _FIRM_REF.finditer(asked) if not refers_inside(asked, r.start())]
-            if (answered[1] == "person" and persons_) or (answered[1] == "organisation" and singular):
-                return self._to_answer(asked, answered, len(history))
+        if (resolved := self._to_named(asked, history)) is not None:
+            return resolved
         if not refs:
             return asked, None, None
         name, turn = self._antecedent(history, asked)

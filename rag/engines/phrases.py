@@ -23,6 +23,9 @@ _CLAUSE_START = re.compile(
     r"^(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|could|has|have|had|"
     r"will|would|should|list|name|describe|explain|tell|give)\b", re.I)
 """A fragment that starts like a question is a whole question, not an ellipsis."""
+_WHOLE_CLAUSE = re.compile(r"^\S.*\s(?:is|are|was|were|has|have|had|do|does|did)\s.*"
+                           r"\b(?:when|where|which|what|who|how\s+(?:many|much|long|old))\s*$", re.I)
+"""A fragment with its own verb that ends on its question word: "And Buffett has been CEO since when"."""
 _PREPOSITIONS = ("in", "for", "of", "at", "on", "during", "from", "to", "by", "with", "under", "over",
                  "after",
                  "before", "since", "between", "among")
@@ -163,7 +166,7 @@ def fill_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None
     another possessor ("Lubrizol's revenues in 2024"), the possessed noun ("Berkshire's revenue"), a noun
     phrase with the same head noun ("the manufacturing businesses" for "service businesses").
     """
-    for slot in (_wh_slot, _year_slot, _count_slot, _phrase_slot, _name_slot, _possessor_slot,
+    for slot in (_wh_slot, _year_slot, _count_slot, _phrase_slot, _sibling_slot, _name_slot, _possessor_slot,
                  _possessed_slot, _head_slot):
         found = slot(frag, prev, owner)
         if found is not None:
@@ -240,6 +243,17 @@ def _phrase_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | N
     return prev[:start] + frag + prev[end:], f"the phrase “{prev[start:end]}” by “{frag}”"
 
 
+def _sibling_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
+    """"RAG-Token" after "… does RAG-Sequence get …": a name of the same family (first piece) is swapped."""
+    m = re.fullmatch(r"([A-Z][\w.]*)([- ])([\w.-]+)", frag.strip())
+    if not m:
+        return None
+    for other in re.finditer(rf"\b{re.escape(m.group(1))}{re.escape(m.group(2))}([\w.-]+)", prev):
+        if other.group(1).lower() != m.group(3).lower():
+            return prev[:other.start()] + frag.strip() + prev[other.end():], f"“{other.group(0)}” by “{frag}”"
+    return None
+
+
 def _name_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
     names = topics(frag)
     if not (names and owner and frag.lower() == " ".join(names[0].split()).lower()):
@@ -275,12 +289,14 @@ def _possessed_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] 
 
 
 def _head_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
-    # "the manufacturing businesses" after "How many people did Berkshire's service businesses employ …"
-    m = re.fullmatch(r"(?:the\s+)?((?:[a-z][\w-]*\s+){1,2})([a-z][\w-]*)", frag.strip())
+    # "the manufacturing businesses" after "How many people did Berkshire's service businesses employ …";
+    # "the 2022 Wildfire" after "How many acres did the 2020 wildfires … burn" (the head in either number)
+    m = re.fullmatch(r"(?:the\s+)?((?:(?:[a-z][\w-]*|(?:19|20)\d\d)\s+){1,2})([A-Za-z][\w-]*)", frag.strip())
     if not m:
         return None
     head = m.group(2)
-    for at in re.finditer(rf"((?:\b[a-z][\w-]*\s+){{1,2}}){re.escape(head)}\b", prev):
+    for at in re.finditer(rf"((?:\b(?:[a-z][\w-]*|(?:19|20)\d\d)\s+){{1,2}})(?i:{re.escape(head)})(?:e?s)?\b",
+                          prev):
         mods = at.group(1).split()
         while mods and mods[0].lower() in STOPWORDS | QUESTION_WORDS:
             mods = mods[1:]
