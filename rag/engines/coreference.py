@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from rag.engines.phrases import topics
+from rag.text import STOPWORDS
 
 _AUX = (r"(?:does|do|did|is|are|was|were|has|have|had|can|could|will|would|should|may|might|must)")
 _SUBJECT = re.compile(rf"\b{_AUX}\s+(?:it|they|the\s+(?:company|firm|group|paper|authors|model|system)|"
@@ -31,6 +32,11 @@ _PLURAL_NOUN = re.compile(r"\b(?!(?:is|was|has|does|this|its|as|us|yes|less|unle
                           r"whereas|always|perhaps|news|series|analysis|basis|class|process|access|"
                           r"business|address|status|bus|gas)\b)[a-z][a-z-]{2,}[^s'’\W]s\b")
 """A plural common noun ("records", "restaurants"), leaving out common words that merely end in "s"."""
+_NAMED_SUBJECT = re.compile(rf"\b{_AUX}\s+(?:the\s+)?[A-Z][\w&.'’-]*(?:\s+(?:of\s+)?[A-Z][\w&.'’-]*)*"
+                            r"\s+[a-z]")
+"""An auxiliary, then a name as its subject, then the verb: "did Berkshire Hathaway Energy repurchase"."""
+_REDUCED_RELATIVE = re.compile(r"it\s+(?!(?:is|was|has|does|did|can|will)\b)[a-z]+(?:ed|s)\b")
+""""it" as the subject of a clause that describes a noun: "the plaintiffs it settled with"."""
 _DEFINES_TERM = re.compile(r"\bstand\s+for\b|\bmean\b", re.I)
 """A question about what a term means ("What does HCL stand for in its business?"): the term is no owner."""
 _RESTRICTED = re.compile(r"\s+(?:of|that|which|who|whom|whose|where|when|in\s+which)\b")
@@ -74,6 +80,12 @@ def refers_inside(question: str, at: int) -> bool:
             _SUBJECT.search(before) or any(not (before.startswith(t) and " " not in t and not t.isupper())
                                            for t in topics(own))):
         return True  # "How many hubs does BNSF have across its system?", "the Maineiacs played their games"
+    if lower.startswith(("its", "their")) and _NAMED_SUBJECT.search(rest):
+        return True  # "What share of its stock did Berkshire Hathaway Energy buy?": the subject after it
+    noun = re.search(r"\b([a-z]{3,})\s+$", before)
+    if re.fullmatch(r"it", lower.split()[0] if lower else "") and topics(own) and noun is not None and \
+            noun.group(1) not in STOPWORDS and _REDUCED_RELATIVE.match(rest):
+        return True  # "How much did PacifiCorp pay the plaintiffs it settled with?": a clause about a noun
     if lower.startswith(("their", "them")) and _PLURAL_NOUN.search(own):
         return True  # "used to filter records by their metadata", "to have them strip search"
     if re.fullmatch(r"it", lower.split()[0] if lower else "") and _INDEFINITE.search(own):

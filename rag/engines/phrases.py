@@ -167,7 +167,7 @@ def fill_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None
     phrase with the same head noun ("the manufacturing businesses" for "service businesses").
     """
     for slot in (_wh_slot, _year_slot, _count_slot, _phrase_slot, _sibling_slot, _name_slot, _possessor_slot,
-                 _possessed_slot, _head_slot):
+                 _possessed_slot, _head_slot, _subject_slot):
         found = slot(frag, prev, owner)
         if found is not None:
             return found
@@ -306,6 +306,19 @@ def _head_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | Non
             new = f"{m.group(1).strip()} {head}"
             return prev[:start] + new + prev[at.end():], f"“{old}” by “{new}”"
     return None
+
+
+_NAMED_SUBJECT = re.compile(rf"^(.*?\b(?:{_AUX})\s+)([A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*)(\s+[a-z].*)$")
+
+
+def _subject_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
+    """"the question decomposition baseline" after "What score does FLAREdirect achieve on X": the subject."""
+    if not re.fullmatch(r"the\s+(?:[a-z][\w-]*\s+){0,4}[a-z][\w-]*", frag.strip()):
+        return None
+    m = _NAMED_SUBJECT.match(prev)
+    if m is None:
+        return None
+    return m.group(1) + frag.strip() + m.group(3), f"“{m.group(2)}” by “{frag.strip()}”"
 
 
 def _swap_name(prev: str, old: str, new: str) -> str:

@@ -1,5 +1,8 @@
-"""contextualize on the offline engine, round 7: whole clauses after "And", sibling names, head nouns with a
-year, "he" for the person the last question named, and a paper that only says where to look."""
+"""contextualize on the offline engine, round 7.
+
+Whole clauses after "And", sibling names, head nouns with a year, "he" for the person the last question
+named, a paper that only says where to look, a named subject as the slot of a noun phrase.
+"""
 
 import pytest
 
@@ -41,8 +44,8 @@ def test_an_ellipsis_swaps_the_noun_phrase_with_the_same_head_and_another_year(e
 
 
 def test_an_ellipsis_swaps_a_name_of_the_same_family(engine):
-    got = _ask(engine, "What exact match score does RAG-Sequence get on Natural Questions in the Lewis et al. "
-                       "RAG paper?", "And RAG-Token?")
+    got = _ask(engine, "What exact match score does RAG-Sequence get on Natural Questions in the Lewis et "
+                       "al. RAG paper?", "And RAG-Token?")
     assert got[1] == ("What exact match score does RAG-Token get on Natural Questions in the Lewis et al. "
                       "RAG paper?")
 
@@ -72,8 +75,28 @@ def test_he_with_an_antecedent_in_the_question_itself_stays(engine):
 
 
 def test_it_is_the_model_not_the_paper_that_only_says_where_to_look(engine):
-    got = _ask(engine, "What is the maximum context length of MPT-30B-Instruct in the Lost in the Middle paper?",
-               "On how many tokens was it initially pre-trained?")
+    got = _ask(engine, "What is the maximum context length of MPT-30B-Instruct in the Lost in the Middle "
+                       "paper?", "On how many tokens was it initially pre-trained?")
     assert got[1] == "On how many tokens was MPT-30B-Instruct initially pre-trained?"
     got = _ask(engine, "Which dataset does the Lost in the Middle paper use?", "Who are its authors?")
     assert got[1] == "Who are the Lost in the Middle paper's authors?"  # a paper that is the topic stays one
+
+
+def test_an_ellipsis_noun_phrase_with_no_slot_of_its_own_takes_the_named_subject(engine):
+    got = _ask(engine, "What exact match score does FLAREdirect achieve on 2WikiMultihopQA?",
+               "And the question decomposition baseline?")
+    assert got[1] == ("What exact match score does the question decomposition baseline achieve on "
+                      "2WikiMultihopQA?")
+
+
+def test_its_before_the_named_subject_and_it_in_a_clause_about_a_noun_point_inside(engine):
+    from rag.engines.coreference import refers_inside
+
+    q = "What percentage of its outstanding common stock did Berkshire Hathaway Energy repurchase?"
+    assert refers_inside(q, q.index("its"))
+    q = "How much did PacifiCorp pay the five commercial timber plaintiffs it settled with?"
+    assert refers_inside(q, q.index(" it ") + 1)
+    got = _ask(engine, "How many acres did the 2020 wildfires burn?", q)
+    assert got[1] == q
+    q = "How many employees does it have?"  # no antecedent of its own: resolved from the conversation
+    assert not refers_inside(q, q.index("it"))

@@ -66,8 +66,8 @@ def test_a_share_asked_of_a_name_is_a_figure():
      "What are the three quality scores it lists?",
      "What are the three quality scores the RAG survey lists?"),
     (["How many tokens was GPT-43B trained on in the Retrieval meets Long Context LLMs paper?"],
-     "How about the second model?",
-     "What about the second model of the Retrieval meets Long Context LLMs paper?"),
+     "How about the second model?",  # the named subject is the slot of a noun phrase (round 7)
+     "How many tokens was the second model trained on in the Retrieval meets Long Context LLMs paper?"),
 ])
 def test_follow_ups_name_what_the_conversation_named(engine, history, question, standalone):
     turns = [Turn(question=q) for q in history]
