@@ -53,6 +53,9 @@ _QUANTITY = frozenset(
     "equity", "capital", "value", "margin", "number", "rate", "ratio", "percentage", "score", "size",
     "count", "accuracy", "share"
 ])
+_QUANTITY_NP = re.compile(r"^(?:what|which)\s+(?:[\w-]+\s+){0,3}?([a-z]+)\s+(?:do|does|did|is|are|was|were|has|"
+                          r"have|had)\b")
+"""A "what X did …" question whose noun phrase ends on a quantity ("what closed-book accuracy did …")."""
 _PERSON_Q = re.compile(r"^(?:who|whom|whose)\b|\bby whom\b|\b(?:which|what) (?:person|people|author|authors|"
                        r"researcher|researchers|executive|officer|ceo|founder)\b|\bwho\s+(?:wrote|"
                        r"founded|leads|led|runs|heads|created|proposed|introduced)\b", re.I)
@@ -113,6 +116,8 @@ def expected_type(question: str) -> AnswerType | None:
         return "number"
     if re.match(r"^(?:what|which) (?:was|were|is|are)\b", low) and set(words(low)) & _QUANTITY:
         return "number"
+    if (m := _QUANTITY_NP.match(low)) and m.group(1) in _QUANTITY:
+        return "number"  # "What closed-book accuracy did GPT-3.5-Turbo get?", "What exact match score does …"
     if list_count(q):
         return "list"
     if _PERSON_Q.search(q):

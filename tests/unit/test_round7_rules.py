@@ -113,3 +113,14 @@ def test_a_figure_followed_by_the_counted_noun_answers_how_many_without_other_wo
     predicate = {"wikipedia": 2.0, "corpus": 3.0, "passag": 2.0}
     assert holds(text, "number", question, None, predicate) == "21,015,324"  # not "100" (it counts words)
     assert holds("The corpus has 100 words per block.", "number", question, None, predicate) is None
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("What closed-book accuracy did GPT-3.5-Turbo get on the multi-document QA task?", "number"),
+    ("What exact match score does RAG-Sequence get on Natural Questions?", "number"),
+    ("What interest rate does the loan carry?", "number"),
+    ("What revenue recognition method does Berkshire use?", None),  # the noun phrase ends on "method"
+    ("What does the company do?", None),
+])
+def test_a_noun_phrase_that_ends_on_a_quantity_asks_for_a_figure(question, kind):
+    assert expected_type(question) == kind
