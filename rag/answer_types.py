@@ -53,8 +53,8 @@ _QUANTITY = frozenset(
     "equity", "capital", "value", "margin", "number", "rate", "ratio", "percentage", "score", "size",
     "count", "accuracy", "share"
 ])
-_QUANTITY_NP = re.compile(r"^(?:what|which)\s+(?:[\w-]+\s+){0,3}?([a-z]+)\s+(?:do|does|did|is|are|was|were|has|"
-                          r"have|had)\b")
+_QUANTITY_NP = re.compile(r"^(?:what|which)\s+(?:[\w-]+\s+){0,3}?([a-z]+)\s+"
+                          r"(?:do|does|did|is|are|was|were|has|have|had)\b")
 """A "what X did …" question whose noun phrase ends on a quantity ("what closed-book accuracy did …")."""
 _PERSON_Q = re.compile(r"^(?:who|whom|whose)\b|\bby whom\b|\b(?:which|what) (?:person|people|author|authors|"
                        r"researcher|researchers|executive|officer|ceo|founder)\b|\bwho\s+(?:wrote|"
@@ -112,12 +112,8 @@ def expected_type(question: str) -> AnswerType | None:
         return "acronym"
     if _DATE_Q.search(low):
         return "date"
-    if _NUMBER_Q.search(low):
+    if _asks_figure(low):
         return "number"
-    if re.match(r"^(?:what|which) (?:was|were|is|are)\b", low) and set(words(low)) & _QUANTITY:
-        return "number"
-    if (m := _QUANTITY_NP.match(low)) and m.group(1) in _QUANTITY:
-        return "number"  # "What closed-book accuracy did GPT-3.5-Turbo get?", "What exact match score does …"
     if list_count(q):
         return "list"
     if _PERSON_Q.search(q):
@@ -136,6 +132,19 @@ def expected_type(question: str) -> AnswerType | None:
     if _DEFINITION_Q.search(q):
         return "definition"
     return None
+
+
+def _asks_figure(low: str) -> bool:
+    """Whether the lower-case main clause ``low`` asks for a figure.
+
+    "How many …", "what percentage …", "what were the revenues …", and a noun phrase that ends on a quantity
+    ("What closed-book accuracy did GPT-3.5-Turbo get?", "What exact match score does …").
+    """
+    if _NUMBER_Q.search(low):
+        return True
+    if re.match(r"^(?:what|which) (?:was|were|is|are)\b", low) and set(words(low)) & _QUANTITY:
+        return True
+    return bool((m := _QUANTITY_NP.match(low)) and m.group(1) in _QUANTITY)
 
 
 def answer_type(question: str) -> str | None:
