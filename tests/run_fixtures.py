@@ -17,8 +17,10 @@ from tests.fakes.servers import Reply, default_script
 
 QUESTION = "What is the retrieval component of RAG and how is it trained?"
 # Few chunks of the papers are relevant to this (one, with the grader of issue 10: the old
-# question, about 'Swahili', now finds none, since no chunk holds that constraint).
-WEAK_QUESTION = "What learning rate was used to fine-tune RAG on Jeopardy in 2020?"
+# question, about 'Swahili', now finds none, since no chunk holds that constraint). It asks for no
+# type of answer ("What learning rate …" asks for a figure since round 7, and the answer check's
+# retry for that figure would add a third rewrite_query after the two of the budget).
+WEAK_QUESTION = "How was RAG fine-tuned on Jeopardy in 2020, and with what learning schedule?"
 ABSENT = "What is the boiling point of tungsten?"
 
 KEY = "sk-test-DO-NOT-LEAK-history-91c3e"
