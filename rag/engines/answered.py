@@ -67,7 +67,6 @@ def _replacement(ref: str, name: str, named: str, plural: str) -> str:
     return named  # "the company", "the firm", "these companies"
 
 
-
 class AnsweredMixin(LexicalCore):
     """Resolving "he", "it" and "the company" to a name the previous turn gave (in its answer or question)."""
 

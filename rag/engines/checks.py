@@ -34,15 +34,25 @@ _MARKERS = re.compile(r"((?:\s*\[\d+\])+)")
 _NUM = re.compile(r"\[(\d+)\]")
 
 
+def _unnamed_person(question: str) -> str | None:
+    """The answer check's problem with a question about a person it never names ("How old is he?").
+
+    None when the question has no such pronoun or names someone (a name, not a year, among its constraints).
+    """
+    who = _UNNAMED_PERSON.search(question)
+    if who is None or any(c.kind != "number" for c in constraints(question)):
+        return None
+    return (f"it asks about a person the question does not name (“{who.group(0)}”), so no answer can be "
+            f"checked")
+
+
 def _without_content_words(question: str, answer: Answer) -> AnswerGrade:
     """The answer check of a question with no content words: judged by its citations.
 
     Never useful for a person the question does not name ("How old is he?").
     """
-    if (who := _UNNAMED_PERSON.search(question)) and not constraints(question):
-        return AnswerGrade(useful=False, reasoning=(
-            f"Not useful: it asks about a person the question does not name (“{who.group(0)}”), so no answer "
-            f"can be checked."))
+    if problem := _unnamed_person(question):
+        return AnswerGrade(useful=False, reasoning=f"Not useful: {problem}.")
     return AnswerGrade(useful=bool(answer.citations),
                        reasoning="The question has no content words; judged by citations.")
 
@@ -148,14 +158,14 @@ class CheckingMixin(LexicalCore):
         if lacking:
             problems.append(f"it misses the question's {_constraint_words(lacking)}")
         names = [c for c in constraints(question) if c.kind != "number"]
-        if (who := _UNNAMED_PERSON.search(question)) and not names:
-            problems.append(f"it asks about a person the question does not name (“{who.group(0)}”), so no "
-                            f"answer can be checked")
+        if problem := _unnamed_person(question):
+            problems.append(problem)
         kind = expected_type(question)
         claims = self.claims(answer.text)
         lead = claims[0][0] if claims else ""
+        row = bool(TABLE_ROW.match(lead))  # an assembled table row: its figures are its label's
         missing_type = None
-        predicate = None if TABLE_ROW.match(lead) else self.predicate(question)
+        predicate = None if row else self.predicate(question)
         if kind is not None and answer.citations and \
                 holds(lead, kind, question, self.common_word, predicate) is None:
             missing_type = kind
@@ -169,19 +179,19 @@ class CheckingMixin(LexicalCore):
         # Berkshire's income statement is no answer about BNSF, whatever a key passage says of BNSF
         held_by = self.held_memo.get(question)
         lead_names = lead_terms | lead_head
-        if not TABLE_ROW.match(lead):  # a table row is its label's: other rows of its chunk lend it no name
+        if not row:  # a table row is its label's: other rows of its chunk lend it no name
             lead_names |= {t for cid in lead_ids for t in held_by.get(cid, ())}
         # every word of a name: "Berkshire Hathaway Inc. and Subsidiaries" is not "Berkshire Hathaway Energy"
         # (not for a multi-hop question: its lead holds one hop's name, not every name of the question)
         off_topic = [c for c in names if not set(c.terms) <= lead_names] if not multi_hop(question) else []
         if lead and not lacking and off_topic:
             problems.append(f"its lead passage is not about the question's {_constraint_words(off_topic)}")
-        if TABLE_ROW.match(lead) and not self.row_label_fits(question, lead):
+        if row and not self.row_label_fits(question, lead):
             asked = self.predicate(question)
             problems.append(f"its lead is a table row whose label holds none of "
                             f"{_quote([w for s, (w, _) in weights.items() if s in asked], 4)}")
-        elif kind in SPAN_TYPES and cov >= USEFUL_AT and lead and not self.acceptable(
-                question, lead, kind, assembled=bool(TABLE_ROW.match(lead)), held=lead_head):
+        elif not row and kind in SPAN_TYPES and cov >= USEFUL_AT and lead and not self.acceptable(
+                question, lead, kind, held=lead_head):
             problems.append(f"its lead passage covers only {_pct(lead_cov)} of the question's IDF-weighted "
                             f"terms (the lead must cover {_pct(LEAD_USEFUL_AT)})")
         if cov < USEFUL_AT:

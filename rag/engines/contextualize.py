@@ -39,6 +39,8 @@ _SINGULAR_REF = re.compile(
     r"\b(?:(?:[Tt]he|[Tt]his|[Tt]hat|said)\s+(?:company|firm|business|group|corporation|paper|article|method|model|"
     r"approach|work|system|framework|technique|study|benchmark|dataset|retriever|report|filing)\b"
     r"|[Ii]t['’]s|[Ii]ts|[Ii]t)\b")
+_FRAMING = re.compile(r"\b(?:in|from|of|according\s+to)\s+$")
+"""The words before a paper that only says where to look: "… in the Lost in the Middle paper"."""
 _IT_ONLY = re.compile(r"\b(?:[Ii]t|[Ii]ts)\b")
 """A bare "it"/"its", which a paper that only says where to look ("in the X paper") does not take."""
 _PLURAL_REF = re.compile(
@@ -149,17 +151,13 @@ class ContextualizeMixin(AnsweredMixin):
             names = list(dict.fromkeys(t for t in owners(text) + topics(text)
                                        if t.lower() not in question.lower() and t not in head))
             paper = _PAPER.search(text)
-            framed = paper is not None and bool(re.search(r"\b(?:in|from|of|according\s+to)\s+$",
-                                                          text[:paper.start()]))
-            others = [] if paper is None else [  # the names besides the paper's title, not corpus words
-                t for t in dict.fromkeys(re.split(r"\s+(?:in|of|from)\s+the\s+", t)[0] for t in names
-                                         if t.lower() not in paper.group(0).lower())
-                if not paper.group(1).lower().startswith(t.lower())
-                and not all(self.common_word(w) for w in t.split())]
-            where = (framed and bool(others) and bool(_IT_ONLY.search(question))
-                     and not _PLURAL_REF.search(question))
+            # "… of MPT-30B-Instruct in the Lost in the Middle paper": the paper only says where to look, and
+            # "it" is the model
+            others = self._besides_paper(names, paper) if paper and _IT_ONLY.search(question) and \
+                not _PLURAL_REF.search(question) and _FRAMING.search(text, 0, paper.start()) else []
+            where = bool(others)
             if where:
-                names = others  # "… of MPT-30B-Instruct in the Lost in the Middle paper": "it" is the model
+                names = others
             elif paper and paper.group(1).lower() not in question.lower():
                 return f"the {paper.group(1)} paper", n  # the turn asked about a paper: it is the topic
             work = None if where else _DOCUMENT_NP.search(text)
@@ -175,6 +173,13 @@ class ContextualizeMixin(AnsweredMixin):
                     best += " et al."  # "Lewis et al.": the authors, whom "they" means
                 return best, n
         return None, None
+
+    def _besides_paper(self, names: list[str], paper: re.Match) -> list[str]:
+        """``names`` without the paper's title (cut at "in the …" of it), leaving out corpus words."""
+        cut = dict.fromkeys(re.split(r"\s+(?:in|of|from)\s+the\s+", t)[0] for t in names
+                            if t.lower() not in paper.group(0).lower())
+        return [t for t in cut if not paper.group(1).lower().startswith(t.lower())
+                and not all(self.common_word(w) for w in t.split())]
 
     def _vague(self, question: str) -> bool:
         """No name and only common content words: the question leaves its topic implied."""

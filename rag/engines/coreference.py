@@ -17,8 +17,9 @@ from rag.engines.phrases import topics
 from rag.text import STOPWORDS
 
 _AUX = (r"(?:does|do|did|is|are|was|were|has|have|had|can|could|will|would|should|may|might|must)")
+_NAME = r"(?:the\s+)?[A-Z][\w&.'’-]*(?:\s+(?:of\s+)?[A-Z][\w&.'’-]*)*"
 _SUBJECT = re.compile(rf"\b{_AUX}\s+(?:it|they|the\s+(?:company|firm|group|paper|authors|model|system)|"
-                      r"(?:the\s+)?[A-Z][\w&.'’-]*(?:\s+(?:of\s+)?[A-Z][\w&.'’-]*)*)\s+[a-z]")
+                      rf"{_NAME})\s+[a-z]")
 """An auxiliary, then its subject (a pronoun, "the company" or a name), then the verb: "does BNSF have",
 "did the company use … its"."""
 _WH_PHRASE = re.compile(rf"^\s*(?:(?:in|on|at|for|from|by|with|under|of|to|since|about)\s+)?"
@@ -32,8 +33,7 @@ _PLURAL_NOUN = re.compile(r"\b(?!(?:is|was|has|does|this|its|as|us|yes|less|unle
                           r"whereas|always|perhaps|news|series|analysis|basis|class|process|access|"
                           r"business|address|status|bus|gas)\b)[a-z][a-z-]{2,}[^s'’\W]s\b")
 """A plural common noun ("records", "restaurants"), leaving out common words that merely end in "s"."""
-_NAMED_SUBJECT = re.compile(rf"\b{_AUX}\s+(?:the\s+)?[A-Z][\w&.'’-]*(?:\s+(?:of\s+)?[A-Z][\w&.'’-]*)*"
-                            r"\s+[a-z]")
+_NAMED_SUBJECT = re.compile(rf"\b{_AUX}\s+{_NAME}\s+[a-z]")
 """An auxiliary, then a name as its subject, then the verb: "did Berkshire Hathaway Energy repurchase"."""
 _REDUCED_RELATIVE = re.compile(r"it\s+(?!(?:is|was|has|does|did|can|will)\b)[a-z]+(?:ed|s)\b")
 """"it" as the subject of a clause that describes a noun: "the plaintiffs it settled with"."""
@@ -76,6 +76,7 @@ def refers_inside(question: str, at: int) -> bool:
     wh = _WH_PHRASE.match(before)
     own = before[wh.end():] if wh else before  # a reference never means the phrase the question asks about
     lower = ref.lower()
+    it = (lower.split() or [""])[0] == "it"
     if lower.startswith(("its", "their")) and not _DEFINES_TERM.search(before) and (
             _SUBJECT.search(before) or any(not (before.startswith(t) and " " not in t and not t.isupper())
                                            for t in topics(own))):
@@ -83,12 +84,12 @@ def refers_inside(question: str, at: int) -> bool:
     if lower.startswith(("its", "their")) and _NAMED_SUBJECT.search(rest):
         return True  # "What share of its stock did Berkshire Hathaway Energy buy?": the subject after it
     noun = re.search(r"\b([a-z]{3,})\s+$", before)
-    if re.fullmatch(r"it", lower.split()[0] if lower else "") and topics(own) and noun is not None and \
+    if it and topics(own) and noun is not None and \
             noun.group(1) not in STOPWORDS and _REDUCED_RELATIVE.match(rest):
         return True  # "How much did PacifiCorp pay the plaintiffs it settled with?": a clause about a noun
     if lower.startswith(("their", "them")) and _PLURAL_NOUN.search(own):
         return True  # "used to filter records by their metadata", "to have them strip search"
-    if re.fullmatch(r"it", lower.split()[0] if lower else "") and _INDEFINITE.search(own):
+    if it and _INDEFINITE.search(own):
         return True  # "Which function gets a collection by name, creating it if it doesn't exist?"
     if re.match(r"(?:they|them|their|theirs)\b", rest, re.I) and re.search(
             r"\b[a-z]{3,}s\b.*\b(?:when|if|because|while|as|that|which|who|whether|so)\s+$", before):

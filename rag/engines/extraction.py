@@ -74,6 +74,8 @@ class _Passage:
     """The question's name terms its chunk's document head holds (:meth:`LexicalCore.head_names`)."""
 
 
+_CODE = re.compile(r"[@{}`=<>|#/\\]")
+"""Characters of a line of code, never quoted as a sentence cut by its chunk's edge."""
 TAIL_WORDS = 10
 """Words the end of a sentence cut by a chunk's start must have to be quoted (with a leading "…")."""
 
@@ -146,10 +148,10 @@ class ExtractionMixin(LexicalCore):
                 sent = _quotable(raw)
                 if pos == 0 and chunk.index > 0 and re.match(r"[a-z]", sent) and sent[-1:] in ".!?" \
                         and len(sent.split()) >= TAIL_WORDS and pos < len(sents) - 1 \
-                        and not re.search(r"[@{}`=<>|#/\\]", sent):  # prose, not a line of code
+                        and not _CODE.search(sent):  # prose, not a line of code
                     sent = f"… {sent}"  # the end of a sentence the chunk boundary cut: quoted as a tail
                 elif pos == len(sents) - 1 and pos > 0 and sent[-1:] not in ".!?" and sent[:1].isupper() \
-                        and len(sent.split()) >= HEAD_WORDS and not re.search(r"[@{}`=<>|#/\\]", sent):
+                        and len(sent.split()) >= HEAD_WORDS and not _CODE.search(sent):
                     sent = cut_head(sent)  # the start of a sentence the chunk's end cut: quoted with "…"
                 cut_off = (bool(re.match(r"[(\[;,]*[a-z]", sent))  # "(approximately 13.2% of revenues); …"
                            or (pos == len(sents) - 1 and sent[-1:] not in ".!?…")

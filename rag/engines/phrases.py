@@ -308,14 +308,15 @@ def _head_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | Non
     return None
 
 
-_NAMED_SUBJECT = re.compile(rf"^(.*?\b(?:{_AUX})\s+)([A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*)(\s+[a-z].*)$")
+_SPLIT_AT_SUBJECT = re.compile(rf"^(.*?\b(?:{_AUX})\s+)([A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*)(\s+[a-z].*)$")
+"""A question split at its named subject: (up to the auxiliary, the name, the rest from the verb)."""
 
 
 def _subject_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
     """"the question decomposition baseline" after "What score does FLAREdirect achieve on X": the subject."""
     if not re.fullmatch(r"the\s+(?:[a-z][\w-]*\s+){0,4}[a-z][\w-]*", frag.strip()):
         return None
-    m = _NAMED_SUBJECT.match(prev)
+    m = _SPLIT_AT_SUBJECT.match(prev)
     if m is None:
         return None
     return m.group(1) + frag.strip() + m.group(3), f"“{m.group(2)}” by “{frag.strip()}”"
