@@ -59,10 +59,15 @@ def with_eta(show: Callable[[str, int, int, bool, float | None], None],
 
 
 def format_eta(seconds: float | None) -> str:
-    """``"about 3 min 20 s left"``, ``"about 40 s left"``, or "" when ``seconds`` is None."""
+    """The time left in words: ``"about 3 min 20 s left"``, ``"about 40 s left"``, ``"under a second left"``.
+
+    "" when ``seconds`` is None (not known yet).
+    """
     if seconds is None:
         return ""
     whole = int(round(seconds))
+    if whole < 1:
+        return "under a second left"
     if whole >= 60:
         return f"about {whole // 60} min {whole % 60:02d} s left"
     return f"about {whole} s left"

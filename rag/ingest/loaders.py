@@ -16,18 +16,15 @@ from pathlib import PurePosixPath
 from rag.ingest.errors import EmptyFile, TooLarge, UnsupportedType
 from rag.ingest.office import load_docx, load_html
 from rag.ingest.pdf import (
-    MIN_CHARS_PER_SQ_INCH,
-    MIN_IMAGE_COVER,
-    MIN_TEXT_CHARS,
     PageCallback,
     _load_pdf,
     assemble_pdf,
     extract_pages,
     extract_pages_pdfium,
-    needs_ocr,
     open_pdf,
     quiet_pypdf_logging,
 )
+from rag.ingest.scans import MIN_CHARS_PER_SQ_INCH, MIN_IMAGE_COVER, MIN_TEXT_CHARS, needs_ocr
 from rag.ingest.text import LoadedDocument, _load_text, normalize_text
 
 __all__ = [  # the loaders' public names, importable from here as before PDF and text moved out

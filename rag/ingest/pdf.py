@@ -29,6 +29,7 @@ from rag.ingest.errors import (
     WrongPassword,
 )
 from rag.ingest.inflation import check_inflation
+from rag.ingest.scans import image_cover, needs_ocr
 from rag.ingest.text import LoadedDocument, _short_reason, normalize_text
 from rag.ingest.types import Page
 
@@ -109,14 +110,6 @@ class _PypdfPages:
         return pages[0].text if pages else ""
 
 
-MIN_TEXT_CHARS = 50
-"""A page with fewer characters than this in its text layer is "too little text" for OCR."""
-MIN_CHARS_PER_SQ_INCH = 5.0
-"""A page whose text layer has fewer characters per square inch (A4 has 96.7) is too sparse."""
-MIN_IMAGE_COVER = 0.5
-"""OCR a page with some text only when images cover at least this share of it (a scan)."""
-
-
 def _open_pdfium(data: bytes, password: str | None):
     """The ``pypdfium2.PdfDocument`` of ``data``, or None when PDFium cannot open it.
 
@@ -139,40 +132,6 @@ def _open_pdfium(data: bytes, password: str | None):
                 log.debug("PDFium failed to open the file: %s", exc)
                 return None
     return None
-
-
-def _image_cover(page) -> float:
-    """Share (0-1) of ``page``'s area covered by image objects (bounding boxes, summed, capped)."""
-    import pypdfium2 as pdfium
-
-    width, height = page.get_size()
-    area = max(width * height, 1e-9)
-    covered = 0.0
-    for obj in page.get_objects(filter=(pdfium.raw.FPDF_PAGEOBJ_IMAGE,), max_depth=3):
-        left, bottom, right, top = obj.get_bounds()
-        w = max(0.0, min(right, width) - max(left, 0.0))
-        h = max(0.0, min(top, height) - max(bottom, 0.0))
-        covered += w * h
-    return min(1.0, covered / area)
-
-
-def needs_ocr(text: str, width_pt: float, height_pt: float,
-              image_cover: float | Callable[[], float]) -> bool:
-    """Whether a page whose text layer is ``text``.
-
-    (normalised), of ``width_pt`` x ``height_pt`` points with images covering ``image_cover`` (0-1) of it,
-    should be read by OCR: it has no text and some image (10% of the page or more), or images cover at least
-    :data:`MIN_IMAGE_COVER` of it and its text is under :data:`MIN_TEXT_CHARS` characters or
-    :data:`MIN_CHARS_PER_SQ_INCH` per square inch. A page with no image is never OCR'd (a blank page or one
-    drawn with vector graphics has nothing to read). ``image_cover`` may be a function, called only when the
-    text alone does not settle it (it walks the page's objects, which is slow on text-heavy pages).
-    """
-    chars = len(text)
-    sq_inches = (width_pt / 72.0) * (height_pt / 72.0)
-    if chars >= MIN_TEXT_CHARS and chars >= MIN_CHARS_PER_SQ_INCH * sq_inches:
-        return False
-    cover = image_cover() if callable(image_cover) else image_cover
-    return cover >= (0.1 if chars == 0 else MIN_IMAGE_COVER)
 
 
 def _text_layer(page, number: int, fallback: Callable[[int], str] | None) -> tuple[str, str]:
@@ -203,7 +162,7 @@ def _maybe_ocr(page, number: int, text: str, warnings: list[str]) -> tuple[str, 
     failed OCR adds to ``warnings``. Raises :class:`MissingDependency` when rapidocr is missing.
     """
     width, height = page.get_size()
-    if not needs_ocr(text, width, height, lambda: _image_cover(page)):
+    if not needs_ocr(text, width, height, lambda: image_cover(page)):
         return text, False, "", ()
     try:
         raw, lines = ocr_engine.read_page(page)
@@ -235,7 +194,7 @@ def ocr_candidates(data: bytes, password: str | None = None) -> list[int]:
                 try:
                     text, _ = _text_layer(page, number, fallback)
                     width, height = page.get_size()
-                    if needs_ocr(text, width, height, functools.partial(_image_cover, page)):
+                    if needs_ocr(text, width, height, functools.partial(image_cover, page)):
                         numbers.append(number)
                 except Exception as exc:  # ingestion warns and goes on
                     log.debug("page %d: %s", number, exc)

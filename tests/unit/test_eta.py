@@ -44,6 +44,8 @@ def test_format_eta() -> None:
     assert format_eta(None) == ""
     assert format_eta(42.4) == "about 42 s left"
     assert format_eta(200) == "about 3 min 20 s left"
+    assert format_eta(0.4) == "under a second left"  # not "about 0 s left"
+    assert format_eta(0.6) == "about 1 s left"
 
 
 def test_cli_page_progress_shows_the_time_left_of_a_scan(monkeypatch) -> None:
