@@ -9,8 +9,8 @@ from rag.answer_spans import holds
 from rag.answer_types import MISSING, SPAN_TYPES, describe, expected_type
 from rag.engines.aliases import expand
 from rag.engines.base import Answer, AnswerGrade, GroundingCheck
+from rag.engines.cited import EXTRACTIVE_LABEL, KEY_PASSAGES
 from rag.engines.decomposition import multi_hop
-from rag.engines.extraction import EXTRACTIVE_LABEL, KEY_PASSAGES
 from rag.engines.lexical import (
     LEAD_USEFUL_AT,
     LexicalCore,

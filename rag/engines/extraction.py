@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from rag.answer_spans import holds
 from rag.answer_types import SPAN_TYPES, affiliation, expected_type, is_authorship, persons
 from rag.engines.aliases import expand
-from rag.engines.base import Answer, AnswerCitation
+from rag.engines.base import Answer
+from rag.engines.cited import Passage, cited_answer
 from rag.engines.lexical import (
     Constraint,
     LexicalCore,
@@ -43,35 +43,6 @@ FRONT_MATTER_CHARS = 800
 MAX_AUTHORS = 8
 STRONG_SENTENCE_AT = 0.5
 """A sentence covering this share of the question is worth quoting even if it adds no new term."""
-
-EXTRACTIVE_LABEL = "Extractive answer from the offline engine (quoted passages, not generated):"
-"""The first line of every offline answer: nobody should take it for a generated one."""
-KEY_PASSAGES = "Key passages:"
-
-
-@dataclass(frozen=True)
-class _Passage:
-    """An answer candidate.
-
-    A sentence (``quote`` is its text) or a table row read with its header (``quote`` None: assembled, not
-    verbatim).
-    """
-
-    rank: int
-    """The rank of its chunk among the evidence (0-based)."""
-    pos: int
-    text: str
-    stems: frozenset[str]
-    bonus: float
-    length: int
-    quote: str | None
-    context: frozenset[str] = frozenset()
-    """Names the passage's table gives it (held, not matched)."""
-    about: frozenset[str] = frozenset()
-    """The terms of its chunk's source and title: what the passage is about, often left implied
-    ("She served as Chief of Protocol" in the passage titled "Shirley Temple")."""
-    head: frozenset[str] = frozenset()
-    """The question's name terms its chunk's document head holds (:meth:`LexicalCore.head_names`)."""
 
 
 _CODE = re.compile(r"[@{}`=<>|#/\\]")
@@ -107,8 +78,8 @@ class ExtractionMixin(LexicalCore):
         Boilerplate (headings, "In the following…", figure and table captions, reference-list
         entries) is never quoted. For "how many/how much" questions, table rows whose label
         matches the question are candidates too, read with their column header ("2024: $
-        88,995"). The text is :data:`EXTRACTIVE_LABEL`, a lead passage (the one that best holds
-        the kind of answer asked for), then up to 3 further key passages. With ``critique`` (the answer
+        88,995"). The text is :data:`rag.engines.cited.EXTRACTIVE_LABEL`, a lead passage (the one that best
+        holds the kind of answer asked for), then up to 3 further key passages. With ``critique`` (the answer
         check is on: Self-RAG's critique-guided selection, Asai et al. 2023), a lead the answer check would
         reject gives way to the best candidate passage it would accept (:meth:`acceptable`), if any.
 
@@ -121,7 +92,7 @@ class ExtractionMixin(LexicalCore):
             on_token(answer.text)
         return answer
 
-    def _candidates(self, question: str, chunks: Sequence[Chunk]) -> list[_Passage]:
+    def _candidates(self, question: str, chunks: Sequence[Chunk]) -> list[Passage]:
         weights = self.weighted_terms(question)
         q_seq = [t for t in terms(question) if t in weights]
         q_pairs = set(zip(q_seq, q_seq[1:], strict=False))
@@ -129,7 +100,7 @@ class ExtractionMixin(LexicalCore):
         name_terms = {t for c in cons if c.kind != "number" for t in c.terms}
         authors = is_authorship(question)
         short = self.aliases(question, (c.text for c in chunks), (c.doc_sha for c in chunks))
-        out: list[_Passage] = []
+        out: list[Passage] = []
         for rank, chunk in enumerate(chunks):
             # a sentence is read in the context of its passage: the names the chunk holds
             # ("RAG" in a chunk about RAG) count as held; numbers must be in the sentence
@@ -163,7 +134,7 @@ class ExtractionMixin(LexicalCore):
                 seq = expand(terms(sent), short)
                 pairs = q_pairs & set(zip(seq, seq[1:], strict=False))
                 bonus = sum(weights[a][1] + weights[b][1] for a, b in pairs) / 2
-                out.append(_Passage(rank, pos, sent, frozenset(seq), bonus, len(terms(sent)), sent,
+                out.append(Passage(rank, pos, sent, frozenset(seq), bonus, len(terms(sent)), sent,
                                     context, about, head))
             if authors and chunk.page == 1 and chunk.index == 0 and chunk.origin == "kb":
                 # front matter: the author line, read as the list of names it holds
@@ -172,14 +143,14 @@ class ExtractionMixin(LexicalCore):
                     more = " and others" if len(names) > MAX_AUTHORS else ""
                     text = ", ".join(names[:MAX_AUTHORS]) + more
                     held_terms = frozenset(terms(chunk.text[:FRONT_MATTER_CHARS]))  # the title's words
-                    out.append(_Passage(rank, -1, text, held_terms, 0.0, len(names), None, context, about,
+                    out.append(Passage(rank, -1, text, held_terms, 0.0, len(names), None, context, about,
                                         head))
             rows = table_rows(chunk.text, question)
             for pos, (text, header_terms) in enumerate(rows):
                 seq = terms(text)
                 pairs = q_pairs & set(zip(seq, seq[1:], strict=False))
                 bonus = sum(weights[a][1] + weights[b][1] for a, b in pairs) / 2
-                out.append(_Passage(rank, 1000 + pos, text, frozenset(seq) | header_terms,
+                out.append(Passage(rank, 1000 + pos, text, frozenset(seq) | header_terms,
                                     bonus, len(seq), None, context, about, head))
         return out
 
@@ -192,12 +163,12 @@ class ExtractionMixin(LexicalCore):
 
         predicate = self.predicate(question)
 
-        def fits(p: _Passage) -> bool:
+        def fits(p: Passage) -> bool:
             # a table row's figures are its label's by construction: no nearness to test
             return holds(p.text, kind, question, self.common_word,
                          None if p.quote is None else predicate) is not None
 
-        def held(p: _Passage) -> float:
+        def held(p: Passage) -> float:
             return _held(p, cons)
 
         candidates = self._candidates(question, chunks)
@@ -226,11 +197,11 @@ class ExtractionMixin(LexicalCore):
         if critique:
             lead, chosen = self._critiqued(question, lead, chosen, candidates, fits, held)
         rest = sorted((p for p in chosen if p is not lead), key=lambda p: (p.rank, p.pos))
-        return _cited_answer(lead, rest, chunks)
+        return cited_answer(lead, rest, chunks)
 
-    def _critiqued(self, question: str, lead: _Passage, chosen: list[_Passage],
-                   candidates: Sequence[_Passage], fits: Callable[[_Passage], bool],
-                   held: Callable[[_Passage], float]) -> tuple[_Passage, list[_Passage]]:
+    def _critiqued(self, question: str, lead: Passage, chosen: list[Passage],
+                   candidates: Sequence[Passage], fits: Callable[[Passage], bool],
+                   held: Callable[[Passage], float]) -> tuple[Passage, list[Passage]]:
         """(lead, chosen) after the answer check's critique.
 
         A lead the check would reject gives way to the best candidate it would accept (the type asked for,
@@ -238,7 +209,7 @@ class ExtractionMixin(LexicalCore):
         """
         kind = expected_type(question)
 
-        def accepted(p: _Passage) -> bool:
+        def accepted(p: Passage) -> bool:
             return ((kind is None or fits(p)) and held(p) == 1.0
                     and self.acceptable(question, p.text, kind, assembled=p.quote is None,
                                         held=p.head))
@@ -251,12 +222,12 @@ class ExtractionMixin(LexicalCore):
         rest = [p for p in chosen if not _same_text(p.text, better.text)]
         return better, [better, *rest][:MAX_ANSWER_SENTENCES]
 
-    def _choose(self, question: str, candidates: Sequence[_Passage],
-                fits: Callable[[_Passage], bool], held: Callable[[_Passage], float]) -> list[_Passage]:
+    def _choose(self, question: str, candidates: Sequence[Passage],
+                fits: Callable[[Passage], bool], held: Callable[[Passage], float]) -> list[Passage]:
         """Up to MAX_ANSWER_SENTENCES passages chosen greedily for new question-term coverage."""
         weights = self.weighted_terms(question)
         total = sum(w for _, w in weights.values()) or 1.0
-        chosen: list[_Passage] = []
+        chosen: list[Passage] = []
         covered: set[str] = set()
         bridge: dict[frozenset[str], tuple[float, int]] = {}
         """The names chosen passages introduce (the question's bridge entities), as their terms
@@ -264,13 +235,13 @@ class ExtractionMixin(LexicalCore):
         them: a passage of another chunk that continues from one (names it, or is about it) may
         hold the second hop's answer."""
 
-        def follow(p: _Passage) -> float:
+        def follow(p: Passage) -> float:
             have = p.stems | p.about
             held = [w for name, (w, r) in bridge.items()
                     if r != p.rank and len(name & have) >= -(-2 * len(name) // 3)]
             return BRIDGE_FOLLOW * max(held, default=0.0)
 
-        def gain(p: _Passage) -> float:
+        def gain(p: Passage) -> float:
             # New question terms count fully, repeated ones a quarter, a question phrase found
             # verbatim half, a bridge name from a chosen passage a share; constraints held and
             # the kind of answer asked for add to it; long sentences are diluted; later-ranked
@@ -281,7 +252,7 @@ class ExtractionMixin(LexicalCore):
             return (base * (0.5 + 0.5 * held(p)) * (1.25 if fits(p) else 1.0)
                     / (1 + p.length / 40) - 0.01 * p.rank)
 
-        def worth(p: _Passage) -> bool:
+        def worth(p: Passage) -> bool:
             # something new, strongly on-topic on its own, or the next hop of the kind asked for
             if follow(p) > 0 and fits(p):
                 return True
@@ -308,7 +279,7 @@ class ExtractionMixin(LexicalCore):
                     bridge[key] = (max(self.stats.idf(st) for st in key), best.rank)
         return chosen
 
-    def _line_candidates(self, question: str, chunks: Sequence[Chunk]) -> list[_Passage]:
+    def _line_candidates(self, question: str, chunks: Sequence[Chunk]) -> list[Passage]:
         """Lines of ``chunks``, alone and with the next line, as passages.
 
         A table of officers or a signature block puts one fact on a line ("Marc D. Hamburg 75 Senior
@@ -316,7 +287,7 @@ class ExtractionMixin(LexicalCore):
         read line by line it is a short passage that holds a name near its role.
         """
         weights = self.weighted_terms(question)
-        out: list[_Passage] = []
+        out: list[Passage] = []
         for rank, chunk in enumerate(chunks):
             head = self.head_names(question, chunk)
             context = frozenset(t for t in terms(chunk.text) if t in weights) | head
@@ -329,12 +300,12 @@ class ExtractionMixin(LexicalCore):
                     if not 15 <= len(text) <= 300 or _boilerplate(text) or _dangling(text):
                         continue
                     seq = terms(text)
-                    out.append(_Passage(rank, 2000 + pos, text, frozenset(seq), 0.0, len(seq), text,
+                    out.append(Passage(rank, 2000 + pos, text, frozenset(seq), 0.0, len(seq), text,
                                         context, about, head))
         return out
 
-    def _typed_candidate(self, question: str, pool: Sequence[_Passage], fits: Callable[[_Passage], bool],
-                         held: Callable[[_Passage], float]) -> _Passage | None:
+    def _typed_candidate(self, question: str, pool: Sequence[Passage], fits: Callable[[Passage], bool],
+                         held: Callable[[Passage], float]) -> Passage | None:
         """The best passage of ``pool`` that holds the answer type, or None.
 
         It must share a question term, and ranks by constraints held, then IDF-weighted question coverage
@@ -343,7 +314,7 @@ class ExtractionMixin(LexicalCore):
         weights = self.weighted_terms(question)
         total = sum(w for _, w in weights.values()) or 1.0
 
-        def score(p: _Passage) -> tuple[float, float]:
+        def score(p: Passage) -> tuple[float, float]:
             cov = sum(weights[s][1] for s in (p.stems | p.context) & weights.keys()) / total
             return held(p), cov / (1 + p.length / 40) - 0.01 * p.rank
 
@@ -354,7 +325,7 @@ class ExtractionMixin(LexicalCore):
                  if fits(p) and (p.stems | (p.context if where else frozenset())) & weights.keys()]
         return max(typed, key=score) if typed else None
 
-    def _best_line(self, question: str, chunks: Sequence[Chunk]) -> _Passage | None:
+    def _best_line(self, question: str, chunks: Sequence[Chunk]) -> Passage | None:
         """The line of ``chunks`` that holds most of the question's IDF weight, or None when none holds any.
 
         Pages of code, tables and lists (Markdown documentation) may hold no sentence to quote; an answer
@@ -366,9 +337,9 @@ class ExtractionMixin(LexicalCore):
         best = max(scored, key=lambda t: (t[0], t[1]), default=None)
         return best[2] if best is not None and best[0] > 0 else None
 
-    def _first_readable(self, chunks: Sequence[Chunk]) -> _Passage | None:
+    def _first_readable(self, chunks: Sequence[Chunk]) -> Passage | None:
         """The first readable, non-boilerplate sentence of ``chunks``, or None."""
-        return next((_Passage(r, 0, s, frozenset(), 0.0, 0, s) for r, c in enumerate(chunks)
+        return next((Passage(r, 0, s, frozenset(), 0.0, 0, s) for r, c in enumerate(chunks)
                      for s in map(_quotable, sentences(c.text))
                      if self._readable(s) and not _boilerplate(s)), None)
 
@@ -382,21 +353,6 @@ def _exact(text: str, names: Sequence[Constraint]) -> int:
     return sum(bool(re.search(rf"\b{re.escape(c.text)}\b(?!['’]?\s+[A-Z])", text)) for c in names)
 
 
-def _held(p: _Passage, cons: Sequence[Constraint]) -> float:
+def _held(p: Passage, cons: Sequence[Constraint]) -> float:
     """The share of ``cons`` that ``p`` holds (its own stems or its table's context); 1.0 without any."""
     return (sum(c.held_by(p.stems | p.context) for c in cons) / len(cons)) if cons else 1.0
-
-
-def _cited_answer(lead: _Passage, rest: Sequence[_Passage], chunks: Sequence[Chunk]) -> Answer:
-    """EXTRACTIVE_LABEL, ``lead``, then ``rest`` as key passages, each cited ``[n]`` (1-based, first use)."""
-    numbers: dict[str, int] = {}
-
-    def cite(p: _Passage) -> str:
-        cid = chunks[p.rank].id
-        return f"{p.text} [{numbers.setdefault(cid, len(numbers) + 1)}]"
-
-    lines = [EXTRACTIVE_LABEL, cite(lead)]
-    if rest:
-        lines += ["", KEY_PASSAGES] + [f"- {cite(p)}" for p in rest]
-    return Answer(text="\n".join(lines),
-                  citations=[AnswerCitation(n=n, chunk_id=cid) for cid, n in numbers.items()])

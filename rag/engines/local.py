@@ -20,6 +20,7 @@ Every judgment explains itself in terms of the words it matched:
 from __future__ import annotations
 
 from rag.engines.checks import SUPPORTED_AT, USEFUL_AT, CheckingMixin
+from rag.engines.cited import EXTRACTIVE_LABEL, KEY_PASSAGES
 from rag.engines.contextualize import ContextualizeMixin, topics
 from rag.engines.decomposition import (
     LONG_QUESTION_TERMS,
@@ -30,8 +31,6 @@ from rag.engines.decomposition import (
 )
 from rag.engines.extraction import (
     BRIDGE_FOLLOW,
-    EXTRACTIVE_LABEL,
-    KEY_PASSAGES,
     MAX_ANSWER_SENTENCES,
     STRONG_SENTENCE_AT,
     ExtractionMixin,

@@ -6,7 +6,7 @@ import pytest
 
 from rag.config import preset_options
 from rag.engines.base import Answer, AnswerCitation
-from rag.engines.extraction import EXTRACTIVE_LABEL
+from rag.engines.cited import EXTRACTIVE_LABEL
 from rag.engines.local import LocalEngine
 from rag.graph import routing
 from rag.models import REWRITE_QUERY, RewriteDetail

@@ -2,7 +2,7 @@
 
 import pytest
 
-from rag.engines.extraction import EXTRACTIVE_LABEL
+from rag.engines.cited import EXTRACTIVE_LABEL
 from rag.engines.local import LocalEngine
 from rag.engines.passages import _dangling
 from rag.models import Chunk

@@ -100,9 +100,12 @@ def test_the_checks_see_a_lazy_or_type_checking_import(tmp_path):
     assert _imports("rag.store.m", src, modules) == {"rag.store.chroma", "rag.engines.llm"}
 
 
-def test_store_and_ingest_modules_stay_under_400_lines_and_keep_their_public_imports():
-    paths = [*sorted((RAG / "store").glob("*.py")), *sorted((RAG / "ingest").glob("*.py"))]
-    long = {p.name: n for p in paths if (n := len(p.read_text(encoding="utf-8").splitlines())) > 400}
+def test_every_module_stays_under_400_lines_and_store_and_ingest_keep_their_public_imports():
+    root = RAG.parent  # the library, the app and its pages: a module over 400 lines is two modules
+    paths = [*sorted(RAG.rglob("*.py")), root / "app.py", *sorted((root / "app_pages").rglob("*.py"))]
+    assert len(paths) > 100
+    long = {str(p.relative_to(root)): n for p in paths
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 400}
     assert long == {}
     from rag.ingest.parallel import (
         STREAM_MIN_RANGES,

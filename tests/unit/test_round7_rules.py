@@ -4,8 +4,8 @@ import pytest
 
 from rag.answer_spans import holds
 from rag.answer_types import cue_words, expansion, expected_type, main_clause
+from rag.engines.cited import EXTRACTIVE_LABEL
 from rag.engines.decomposition import _bridge_signal
-from rag.engines.extraction import EXTRACTIVE_LABEL
 from rag.engines.local import LocalEngine
 from rag.models import Chunk
 from rag.store.bm25 import LexicalStats

@@ -3,7 +3,7 @@
 import pytest
 
 from rag.answer_spans import _spans, holds
-from rag.engines.extraction import EXTRACTIVE_LABEL
+from rag.engines.cited import EXTRACTIVE_LABEL
 from rag.engines.local import LocalEngine
 from rag.models import Chunk
 from rag.store.bm25 import LexicalStats

@@ -1,7 +1,7 @@
 """An unresolved "he" cannot be checked; a capitals heading is no answer; "In which city?" is an ellipsis."""
 
 from rag.engines.base import Answer, AnswerCitation
-from rag.engines.extraction import EXTRACTIVE_LABEL
+from rag.engines.cited import EXTRACTIVE_LABEL
 from rag.engines.local import LocalEngine
 from rag.engines.passages import _boilerplate
 from rag.engines.phrases import _is_fragment, fill_slot

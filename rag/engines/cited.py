@@ -1,0 +1,53 @@
+"""The passages an extractive answer quotes, and the cited answer they make (for :mod:`.extraction`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rag.engines.base import Answer, AnswerCitation
+from rag.models import Chunk
+
+EXTRACTIVE_LABEL = "Extractive answer from the offline engine (quoted passages, not generated):"
+"""The first line of every offline answer: nobody should take it for a generated one."""
+KEY_PASSAGES = "Key passages:"
+
+
+@dataclass(frozen=True)
+class Passage:
+    """An answer candidate.
+
+    A sentence (``quote`` is its text) or a table row read with its header (``quote`` None: assembled, not
+    verbatim).
+    """
+
+    rank: int
+    """The rank of its chunk among the evidence (0-based)."""
+    pos: int
+    text: str
+    stems: frozenset[str]
+    bonus: float
+    length: int
+    quote: str | None
+    context: frozenset[str] = frozenset()
+    """Names the passage's table gives it (held, not matched)."""
+    about: frozenset[str] = frozenset()
+    """The terms of its chunk's source and title: what the passage is about, often left implied
+    ("She served as Chief of Protocol" in the passage titled "Shirley Temple")."""
+    head: frozenset[str] = frozenset()
+    """The question's name terms its chunk's document head holds (:meth:`LexicalCore.head_names`)."""
+
+
+def cited_answer(lead: Passage, rest: Sequence[Passage], chunks: Sequence[Chunk]) -> Answer:
+    """EXTRACTIVE_LABEL, ``lead``, then ``rest`` as key passages, each cited ``[n]`` (1-based, first use)."""
+    numbers: dict[str, int] = {}
+
+    def cite(p: Passage) -> str:
+        cid = chunks[p.rank].id
+        return f"{p.text} [{numbers.setdefault(cid, len(numbers) + 1)}]"
+
+    lines = [EXTRACTIVE_LABEL, cite(lead)]
+    if rest:
+        lines += ["", KEY_PASSAGES] + [f"- {cite(p)}" for p in rest]
+    return Answer(text="\n".join(lines),
+                  citations=[AnswerCitation(n=n, chunk_id=cid) for cid, n in numbers.items()])
