@@ -26,8 +26,8 @@ from rag.answer_types import (
 from rag.places import asks_region, place_names
 from rag.text import STOPWORDS, has_date, terms, words
 
-_FIGURE = re.compile(r"(?<![\w.])[$€£]?\s?\(?\d[\d,]*(?:\.\d+)?\)?\s?(?:%|percent|million|billion|thousand|"
-                     r"trillion|[kKMBT]\b)?|\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
+_FIGURE = re.compile(r"(?<![\w.])(?<![A-Za-z]-)[$€£]?\s?\(?\d[\d,]*(?:\.\d+)?\)?\s?"
+                     r"(?:%|percent|million|billion|thousand|trillion|[kKMBT]\b)?|\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
                      r"fifty|hundred|thousand|million|billion|dozen)\b", re.I)
 _DATE_SPAN = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October|November|"
                         r"December)\s+\d{1,2},?\s+(?:1[0-9]|20)\d\d\b|\b(?:1[0-9]|20)\d\d\b")

@@ -44,14 +44,18 @@ _ACRONYM_Q = re.compile(r"\b(?:stands?|stood)\s+for\b|\bshort\s+for\b|\babbrevia
 _DATE_Q = re.compile(r"^(?:in\s+)?(?:when|what year|which year|what date|on what date|in what year)\b"
                      r"|\b(?:what|which) (?:year|date|month|decade|century)\b", re.I)
 _NUMBER_Q = re.compile(r"^(?:\W*[\w'’-]+\s+){0,2}?how (?:many|much|long|old|far|big|large|tall|high|often)\b"
+                       r"|^(?:\W*[\w'’-]+\s+){0,3}?(?:in|into|for|of|on|at|by|with|from|to|over|after|within|across)"
+                       r"\s+how (?:many|much|long|old|far|big|large|tall|high|often)\b"
                        r"|\bwhat (?:percentage|share|proportion|fraction|number|amount)\b", re.I)
+""""How many …", and after a prepositional lead-in too ("Into chunks of how many words are …")."""
 _QUANTITY = frozenset(
 [
     "revenue", "revenues", "earnings", "income", "profit", "profits", "loss", "losses", "sales", "cost",
     "costs", "price", "prices", "population", "budget", "salary", "worth", "amount", "total", "net",
     "gross", "assets", "debt", "dividend", "dividends", "float", "expenses", "expense", "liabilities",
     "equity", "capital", "value", "margin", "number", "rate", "ratio", "percentage", "score", "size",
-    "count", "accuracy", "share"
+    "count", "accuracy", "share", "threshold", "length", "width", "weight", "temperature", "dimension",
+    "capacity", "duration", "limit"
 ])
 _QUANTITY_NP = re.compile(r"^(?:what|which)\s+(?:[\w-]+\s+){0,3}?([a-z]+)\s+"
                           r"(?:do|does|did|is|are|was|were|has|have|had)\b")
@@ -64,6 +68,14 @@ _PLACE_Q = re.compile(r"^where\b|\bin (?:which|what) (?:city|country|state|town|
 _WHICH = re.compile(r"^(?:which|what)\s+([a-z-]+)\s+"
                     r"(?:do|does|did|is|are|was|were|has|have|had|can|could|will)\b",
                     re.I)
+_NAMED_KIND = re.compile(r"^(?:(?:on|under|in|at|from|to|by|for|with|through)\s+)?(?:which|what)\s+"
+                         r"(?:[\w-]+\s+){0,2}?(?:compan(?:y|ies)|firms?|organi[sz]ations?|subsidiar(?:y|ies)|universit(?:y|ies)|labs?|"
+                         r"models?|datasets?|methods?|retrievers?|brands?|exchange|benchmarks?|business(?:es)?|"
+                         r"insurers?|frameworks?|librar(?:y|ies)|court|agenc(?:y|ies)|banks?|algorithms?|"
+                         r"encoders?|generators?|metrics?|languages?|journal|conference)\b"
+                         r"(?!\s+(?:size|sizes|count|number|length|scores?|accuracy|performance)\b)")
+"""A question for a named thing of a kind ("which company …", "which Berkshire subsidiary sells …", "on which
+stock exchange are …", "which embedding model does …"): an ``organisation``, whatever its verb."""
 _LIST_Q = re.compile(r"^(?:list|name|enumerate)\b|^(?:which|what) (?:are|were) (?:the )?\w+s\b", re.I)
 _DEFINITION_Q = re.compile(r"^(?:what\s+(?:is|are|was|were)\s+(?:an?\s+|the\s+)?(?!the\b|default\b)\S"
                            r"|define\b|explain\b|describe\b)", re.I)
@@ -126,8 +138,7 @@ def expected_type(question: str) -> AnswerType | None:
         return "place"
     if _LIST_Q.search(q) and not _WHICH.match(q):
         return "list"
-    if _WHICH.match(q) or re.match(r"^(?:which|what) (?:company|companies|firm|organi[sz]ation|subsidiary|"
-                                   r"university|lab|model|dataset|method)\b", low):
+    if _WHICH.match(q) or _NAMED_KIND.match(low):
         return "organisation"
     if _DEFINITION_Q.search(q):
         return "definition"

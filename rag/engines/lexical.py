@@ -45,7 +45,7 @@ def entities(text: str) -> list[str]:
     """Capitalised spans and quoted titles in ``text``.
 
     (a light, rule-based entity finder), in order of appearance, without duplicates; single stop words ("The",
-    "In") are dropped.
+    "In") are dropped, and a possessive between two names splits them ("Berkshire's Occidental").
     """
     found: dict[str, None] = {}
     for quoted, span in _ENTITY.findall(text):
@@ -56,9 +56,12 @@ def entities(text: str) -> list[str]:
                 parts = parts[1:]
             name = " ".join(parts)
         dropped = STOPWORDS | QUESTION_WORDS | DISCOURSE_WORDS
-        if not name or (len(name.split()) == 1 and (name.lower() in dropped or len(name) < 3)):
-            continue
-        found.setdefault(name, None)
+        # "Berkshire's Occidental preferred stock": the owner and what it owns are two names
+        for part in (re.split(r"['’]s\s+(?=[A-Z])", name) if span else [name]):
+            part = part.strip(" .,'’-")
+            if not part or (len(part.split()) == 1 and (part.lower() in dropped or len(part) < 3)):
+                continue
+            found.setdefault(part, None)
     return list(found)
 
 
@@ -114,6 +117,17 @@ class Constraint:
         return self._enough(found)
 
 
+_NAME_SEQ = r"(?:the\s+)?[A-Z][\w.&'’-]*(?:\s+[A-Z][\w.&'’-]*)*"
+_EXCLUDED = re.compile(r"\b(?i:besides|apart from|aside from|other than|except(?: for)?|excluding|"
+                       rf"not counting)\s+{_NAME_SEQ}(?:\s*(?:,|\band\b|\bor\b)\s*{_NAME_SEQ})*")
+"""Names the question sets aside ("Besides Stanford and UC Berkeley, which …"): no answer need hold them."""
+
+
+def without_set_aside(question: str) -> str:
+    """``question`` without the names it sets aside (:data:`_EXCLUDED`): what the answer must be about."""
+    return _EXCLUDED.sub(" ", question)
+
+
 def constraints(question: str) -> list[Constraint]:
     """The question's constraints.
 
@@ -123,8 +137,11 @@ def constraints(question: str) -> list[Constraint]:
     out: list[Constraint] = []
     seen: set[tuple[str, ...]] = set()
     quoted = {m.group(1) for m in re.finditer(r"[\"“]([^\"”]{2,80})[\"”]", question)}
+    rest = without_set_aside(question)  # the names it sets aside are no constraint
     names = []
     for name in entities(question):
+        if name not in rest:
+            continue
         # "Super Bowl 2021", "In 1991 Euromarché": a year at either end is a number of its own
         name = re.sub(r"^(?:(?:1[0-9]|20)\d\d\s+)+|(?:\s+(?:1[0-9]|20)\d\d)+$", "", name).strip()
         single = len(name.split()) == 1

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 from rag.engines.base import Answer, RouteQuery
 from rag.engines.decomposition import multi_hop
-from rag.engines.lexical import LexicalCore, _pct, _quote
+from rag.engines.lexical import LexicalCore, _pct, _quote, without_set_aside
 from rag.text import STOPWORDS
 
 _CHAT_TEXT = ("hello hi hey hiya howdy greetings yo thanks thank thx cheers bye goodbye ok okay cool great "
@@ -74,8 +74,11 @@ class RouterMixin(LexicalCore):
     """route_question and reply_directly by rule, over the knowledge base's term statistics."""
 
     def missing_terms(self, question: str) -> tuple[list[str], float]:
-        """(words of the question the knowledge base never uses, by IDF; their share of its IDF weight)."""
-        weights = self.weighted_terms(question)
+        """(words of the question the knowledge base never uses, by IDF; their share of its IDF weight).
+
+        The names a question sets aside ("Besides Stanford and UC Berkeley, …") are not counted.
+        """
+        weights = self.weighted_terms(without_set_aside(question))
         total = sum(w for _, w in weights.values())
         missing = [(w, idf) for s, (w, idf) in weights.items() if not self.stats.df.get(s)]
         share = sum(idf for _, idf in missing) / total if total > 0 else 0.0

@@ -12,7 +12,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from rag.engines.base import Answer, CallMeta, RouteQuery
-from rag.engines.lexical import entities
+from rag.engines.lexical import entities, without_set_aside
 from rag.graph import routing
 from rag.graph.context import RunContext
 from rag.graph.events import Clock, record
@@ -64,8 +64,10 @@ def _lacking(kb, engine, question: str) -> list[str]:
     A name counts as held when one passage has all its words together: the BM25 matches for each
     name's words are checked for all of them. None is lacking when a passage BM25 finds for the
     whole question covers COVERED_AT of its weight and holds its numbers (a misspelt name is not a
-    topic the documents lack).
+    topic the documents lack). The names the question sets aside ("Besides Stanford and UC Berkeley, …") are
+    not looked for.
     """
+    question = without_set_aside(question)
     try:
         index = lexical_index(kb)
         best = kb.get_chunks([cid for cid, _ in index.search_ids(question, 5)])
