@@ -102,3 +102,19 @@ def test_contextualize_cases_follow_the_rules():
             assert c["history"], c
         if c["kind"] == "courtesy":
             assert COURTESY.match(c["question"]), c
+
+
+LATER_DEV = [ROOT / "tests" / "data" / "conversations" / f"retrace-dev{n}.jsonl" for n in (3, 4, 5, 6)]
+
+
+@pytest.mark.parametrize("path", LATER_DEV, ids=lambda p: p.stem)
+def test_every_gold_answer_of_the_later_dev_sets_is_in_a_source(path):
+    rows = _rows(path)
+    assert len(rows) >= 12 and len({r["id"] for r in rows}) == len(rows)
+    turns = [t for r in rows for t in r["turns"]]
+    # an out-of-scope turn has no source and no gold answer; every other one has both
+    assert all(bool(t["sources"]) == bool(t.get("answers")) for t in turns)
+    missing = [(r["id"], n, a) for r in rows for n, t in enumerate(r["turns"], 1)
+               for a in t.get("answers", [])
+               if not any(normalize_answer(a) in _text(s) for s in t["sources"])]
+    assert missing == []
