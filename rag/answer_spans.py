@@ -54,8 +54,10 @@ _CHANGE = re.compile(r"\b(?:rate|growth|grow|change|changed|increase|increased|d
 """A question about an amount's change or rate, which a percentage answers."""
 
 
-_NAMED = re.compile(r"\b(?:[A-Z][A-Za-z0-9&.-]*[A-Z0-9][A-Za-z0-9&.-]*|[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
-"""A capitalised name, or a word with two capitals or a capital and a digit ("BART", "GPT-3")."""
+_NAMED = re.compile(r"\b(?:[A-Z][A-Za-z0-9&.-]*[A-Z0-9][A-Za-z0-9&.-]*|[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*"
+                    r"|[a-z][a-z0-9]*(?:-[a-z0-9.]+)*-(?!(?:19|20)\d\d\b)[a-z]*\d[a-z0-9.]*)\b")
+"""A capitalised name, a word with two capitals or a capital and a digit ("BART", "GPT-3"), or a lower-case
+model name ending in a version ("voyage-02", "text-embedding-ada-002"; not "mid-2024")."""
 
 
 def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], bool] | None) -> list[str]:

@@ -61,3 +61,10 @@ def test_the_scope_check_reads_the_question_without_the_names_it_sets_aside() ->
     asked = without_set_aside("Besides Stanford and UC Berkeley, which organisation are its authors with?")
     assert "UC" not in asked and "Stanford" not in asked and "organisation" in asked
     assert without_set_aside("How much did BNSF earn?") == "How much did BNSF earn?"
+
+
+def test_a_lower_case_model_name_with_a_version_is_a_name() -> None:
+    question = "Which embedding model performed best with a reranker?"
+    found = holds("With bge-reranker-large, voyage-02 performed best.", "organisation", question)
+    assert found == "voyage-02"
+    assert holds("In mid-2024 the reranker performed best.", "organisation", question) is None
