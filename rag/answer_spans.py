@@ -29,6 +29,9 @@ from rag.text import STOPWORDS, has_date, terms, words
 _FIGURE = re.compile(r"(?<![\w.])(?<![A-Za-z]-)[$€£]?\s?\(?\d[\d,]*(?:\.\d+)?\)?\s?"
                      r"(?:%|percent|million|billion|thousand|trillion|[kKMBT]\b)?|\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
                      r"fifty|hundred|thousand|million|billion|dozen)\b", re.I)
+_MONTH_BEFORE = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October|"
+                           r"November|December)\s+$")
+"""A month name just before a figure: the figure is a day of a date ("December 31, 2022"), not a quantity."""
 _DATE_SPAN = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October|November|"
                         r"December)\s+\d{1,2},?\s+(?:1[0-9]|20)\d\d\b|\b(?:1[0-9]|20)\d\d\b")
 NEAR_TERMS = 6
@@ -73,11 +76,12 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
         amount = bool(_AMOUNT.search(question)) and not ratio and not _CHANGE.search(question)
         out = []
         for m in _FIGURE.finditer(text):
-            figure = m.group(0)
+            figure = m.group(0).rstrip(" ,")  # "2023," ends a clause: it is a year all the same
             pct = bool(re.search(r"%|percent", figure))  # answers a share or rate, not a count or an amount
             wrong_kind = (pct and (counting or amount)) or (ratio and not pct)
+            day = _MONTH_BEFORE.search(text, 0, m.start())
             if not years.match(figure.strip(" $€£()")) and re.search(r"\w", figure) and \
-                    not _label_number(text, m) and not wrong_kind:
+                    not _label_number(text, m) and not wrong_kind and not day:
                 out.append(figure.strip())
         return out
     if kind == "person":

@@ -68,3 +68,11 @@ def test_a_lower_case_model_name_with_a_version_is_a_name() -> None:
     found = holds("With bge-reranker-large, voyage-02 performed best.", "organisation", question)
     assert found == "voyage-02"
     assert holds("In mid-2024 the reranker performed best.", "organisation", question) is None
+
+
+def test_the_day_of_a_date_and_a_year_before_a_comma_are_no_figures() -> None:
+    question = "How large was Berkshire Hathaway's insurance float at the end of 2022?"
+    assert holds("December 31, 2022. The cost of float was negative in 2024 and 2023, as in 2022.", "number",
+                 question) is None
+    assert holds("Float was approximately $164 billion at December 31, 2022.", "number", question) == \
+        "$164 billion"
