@@ -47,6 +47,10 @@ and 12.0 s with ranges of 16 pages and one recognition thread a worker)."""
 OCR_TASK_BYTES = 16 << 20
 """Each task sends the whole file to its worker: a scanned file gets one more page per task for every this
 many bytes it has (up to :data:`PAGES_PER_TASK`), so a 200 MB scan is not copied once per page."""
+SCAN_ESTIMATES = 32
+"""At most this many files of a batch get :func:`rag.ingest.scans.scanned_share` (3-10 ms a text PDF): the
+others are scheduled as text, so a batch of a thousand papers does not wait seconds before its workers start
+(their scanned pages are read by OCR all the same, in ranges of :data:`PAGES_PER_TASK`)."""
 OCR_PAGE_COST = 500
 """A page read by OCR costs about as much as this many text pages (1-7 s against 3-10 ms here): the weight
 that orders files for the workers, costliest first."""
@@ -160,7 +164,7 @@ class PrefetchingLoader:
         workers = workers if workers is not None else (os.cpu_count() or 1)
         if workers < 2:
             return
-        plans = []
+        plans: list[tuple[str, str, bytes, str | None, int, int]] = []
         seen: set[str] = set()
         for name, data in files:
             if data is None or _suffix(name) != ".pdf" or (max_bytes is not None and len(data) > max_bytes):
@@ -181,7 +185,7 @@ class PrefetchingLoader:
                 continue
             with pdf_loader._PDFIUM_LOCK:
                 page_count = len(pdf)
-                scans = round(scanned_share(pdf) * page_count) if ocr else 0
+                scans = round(scanned_share(pdf) * page_count) if ocr and len(plans) < SCAN_ESTIMATES else 0
                 pdf.close()
             plans.append((name, sha, data, password_for(name), page_count, scans))
         if (sum(p[4] for p in plans) < MIN_PARALLEL_PAGES

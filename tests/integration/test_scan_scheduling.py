@@ -69,3 +69,14 @@ def test_a_small_batch_of_text_or_with_ocr_off_stays_in_this_process(ocr: bool) 
     loader, _, _ = _loader(paths, ocr=ocr)
     with loader:
         assert not loader.parallel
+
+
+def test_only_the_first_files_of_a_batch_are_estimated(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "SCAN_ESTIMATES", 1)
+    loader, _, _ = _loader([LINN, MULTIPAGE])  # LINN estimated (1 scanned page), MULTIPAGE taken as text
+    with loader:
+        assert not loader.parallel  # 7 pages, 1 of them known to be scanned: under both thresholds
+    monkeypatch.setattr(parallel, "SCAN_ESTIMATES", 2)
+    loader, _, _ = _loader([LINN, MULTIPAGE])
+    with loader:
+        assert loader.parallel
