@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
+from rag.acronyms import acronym_of, expansion
 from rag.answer_lists import enumeration, list_count
 from rag.answer_types import (
     _DEFINES,
@@ -17,10 +18,8 @@ from rag.answer_types import (
     _PLACE_AFTER,
     AnswerType,
     _in_question,
-    acronym_of,
     affiliation,
     counted_noun,
-    expansion,
     persons,
 )
 from rag.places import asks_region, place_names

@@ -322,7 +322,10 @@ def test_run_live_yields_the_elapsed_time_events_and_tokens_then_the_run(papers_
     kinds = [k for k, _ in items]
     assert kinds[-1] == "run" and kinds.count("run") == 1
     ticks = [v for k, v in items if k == "tick"]
-    assert len(ticks) >= 3 and ticks == sorted(ticks) and ticks[0] < 0.3 <= ticks[-1]
+    assert len(ticks) >= 3 and ticks == sorted(ticks) and ticks[-1] >= 0.3
+    # the clock ticks while route_question waits 0.3 s for the model: before the first event, however
+    # late a loaded machine delivers the first tick
+    assert "tick" in kinds[:kinds.index("event")]
     run = items[-1][1]
     assert [e.node for k, e in items if k == "event"] == run.path
     assert "".join(t for k, t in items if k == "token").strip() == run.answer

@@ -2,8 +2,9 @@
 
 import pytest
 
+from rag.acronyms import acronym_of, expansion
 from rag.answer_spans import _spans, holds, institutions
-from rag.answer_types import acronym_of, affiliation, counted_noun, cue_words, expansion, expected_type
+from rag.answer_types import affiliation, counted_noun, cue_words, expected_type
 
 HOW_MANY = "How many parameters does the model have?"
 

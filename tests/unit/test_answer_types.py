@@ -2,8 +2,9 @@
 
 import pytest
 
+from rag.acronyms import expansion
 from rag.answer_spans import holds
-from rag.answer_types import cue_words, expansion, expected_type, is_authorship, persons, search_query
+from rag.answer_types import cue_words, expected_type, is_authorship, persons, search_query
 
 
 @pytest.mark.parametrize(("question", "kind"), [

@@ -2,8 +2,9 @@
 
 import pytest
 
+from rag.acronyms import expansion
 from rag.answer_spans import holds
-from rag.answer_types import cue_words, expansion, expected_type, main_clause
+from rag.answer_types import cue_words, expected_type, main_clause
 from rag.engines.cited import EXTRACTIVE_LABEL
 from rag.engines.decomposition import _bridge_signal
 from rag.engines.local import LocalEngine
