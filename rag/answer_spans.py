@@ -26,13 +26,13 @@ from rag.places import asks_region, place_names
 from rag.text import STOPWORDS, has_date, terms, words
 
 _FIGURE = re.compile(r"(?<![\w.])(?<![A-Za-z]-)[$€£]?\s?\(?\d[\d,]*(?:\.\d+)?\)?\s?"
-                     r"(?:%|percent|million|billion|thousand|trillion|[kKMBT]\b)?|\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
+                     r"(?:%|percent|million|billion|thousand|trillion|[kKMBT]\b)?"
+                     r"|\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
                      r"fifty|hundred|thousand|million|billion|dozen)\b", re.I)
-_MONTH_BEFORE = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October|"
-                           r"November|December)\s+$")
+_MONTHS = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+_MONTH_BEFORE = re.compile(rf"\b{_MONTHS}\s+$")
 """A month name just before a figure: the figure is a day of a date ("December 31, 2022"), not a quantity."""
-_DATE_SPAN = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October|November|"
-                        r"December)\s+\d{1,2},?\s+(?:1[0-9]|20)\d\d\b|\b(?:1[0-9]|20)\d\d\b")
+_DATE_SPAN = re.compile(rf"\b{_MONTHS}\s+\d{{1,2}},?\s+(?:1[0-9]|20)\d\d\b|\b(?:1[0-9]|20)\d\d\b")
 NEAR_TERMS = 6
 """Index terms (stop words left out) on each side of a typed span that count as near it."""
 NEAR_AT = 0.5

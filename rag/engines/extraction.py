@@ -135,7 +135,7 @@ class ExtractionMixin(LexicalCore):
                 pairs = q_pairs & set(zip(seq, seq[1:], strict=False))
                 bonus = sum(weights[a][1] + weights[b][1] for a, b in pairs) / 2
                 out.append(Passage(rank, pos, sent, frozenset(seq), bonus, len(terms(sent)), sent,
-                                    context, about, head))
+                                   context, about, head))
             if authors and chunk.page == 1 and chunk.index == 0 and chunk.origin == "kb":
                 # front matter: the author line, read as the list of names it holds
                 names = persons(chunk.text[:FRONT_MATTER_CHARS], question, self.common_word)
@@ -144,14 +144,14 @@ class ExtractionMixin(LexicalCore):
                     text = ", ".join(names[:MAX_AUTHORS]) + more
                     held_terms = frozenset(terms(chunk.text[:FRONT_MATTER_CHARS]))  # the title's words
                     out.append(Passage(rank, -1, text, held_terms, 0.0, len(names), None, context, about,
-                                        head))
+                                       head))
             rows = table_rows(chunk.text, question)
             for pos, (text, header_terms) in enumerate(rows):
                 seq = terms(text)
                 pairs = q_pairs & set(zip(seq, seq[1:], strict=False))
                 bonus = sum(weights[a][1] + weights[b][1] for a, b in pairs) / 2
                 out.append(Passage(rank, 1000 + pos, text, frozenset(seq) | header_terms,
-                                    bonus, len(seq), None, context, about, head))
+                                   bonus, len(seq), None, context, about, head))
         return out
 
     def _extract(self, question: str, chunks: Sequence[Chunk], *, critique: bool = False) -> Answer:
@@ -301,7 +301,7 @@ class ExtractionMixin(LexicalCore):
                         continue
                     seq = terms(text)
                     out.append(Passage(rank, 2000 + pos, text, frozenset(seq), 0.0, len(seq), text,
-                                        context, about, head))
+                                       context, about, head))
         return out
 
     def _typed_candidate(self, question: str, pool: Sequence[Passage], fits: Callable[[Passage], bool],

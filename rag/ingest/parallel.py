@@ -16,13 +16,13 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
+from typing import NamedTuple
 
 from rag.ingest import pdf as pdf_loader
 from rag.ingest.chunking import chunk_record
 from rag.ingest.errors import IngestError
 from rag.ingest.inflation import check_inflation
 from rag.ingest.loaders import LoadedDocument, _suffix, assemble_pdf, load_document
-from rag.ingest.scans import scanned_share
 from rag.ingest.types import ChunkRecord, Page
 from rag.ingest.workers import init_worker, prepare_range
 
@@ -38,7 +38,7 @@ MIN_PARALLEL_PAGES = 32
 """Below this many PDF pages to prepare (and fewer than :data:`MIN_PARALLEL_SCANS` scanned ones), starting
 worker processes costs more than it saves."""
 MIN_PARALLEL_SCANS = 2
-"""From this many scanned pages (estimated with :func:`rag.ingest.scans.scanned_share`), workers are started
+"""From this many scanned pages (estimated with :func:`rag.ingest.pdf.scanned_share`), workers are started
 however few pages the batch has: each such page takes seconds of OCR, a worker's start about half a second."""
 OCR_PAGES_PER_TASK = 1
 """Pages per task in a file that is mostly scanned, so every core reads pages until the last one (17 scanned
@@ -48,7 +48,7 @@ OCR_TASK_BYTES = 16 << 20
 """Each task sends the whole file to its worker: a scanned file gets one more page per task for every this
 many bytes it has (up to :data:`PAGES_PER_TASK`), so a 200 MB scan is not copied once per page."""
 SCAN_ESTIMATES = 32
-"""At most this many files of a batch get :func:`rag.ingest.scans.scanned_share` (3-10 ms a text PDF): the
+"""At most this many files of a batch get :func:`rag.ingest.pdf.scanned_share` (3-10 ms a text PDF): the
 others are scheduled as text, so a batch of a thousand papers does not wait seconds before its workers start
 (their scanned pages are read by OCR all the same, in ranges of :data:`PAGES_PER_TASK`)."""
 OCR_PAGE_COST = 500
@@ -125,6 +125,17 @@ class RangeStream:
                             ocr=self.loader._ocr)
 
 
+class _Plan(NamedTuple):
+    """A PDF the workers will prepare: its page count and estimated scanned pages decide its ranges."""
+
+    name: str
+    sha: str
+    data: bytes
+    password: str | None
+    pages: int
+    scans: int
+
+
 class _Pending:
     def __init__(self, sha: str, page_count: int, futures: list[Future]) -> None:
         self.sha = sha
@@ -164,7 +175,7 @@ class PrefetchingLoader:
         workers = workers if workers is not None else (os.cpu_count() or 1)
         if workers < 2:
             return
-        plans: list[tuple[str, str, bytes, str | None, int, int]] = []
+        plans: list[_Plan] = []
         seen: set[str] = set()
         for name, data in files:
             if data is None or _suffix(name) != ".pdf" or (max_bytes is not None and len(data) > max_bytes):
@@ -185,11 +196,12 @@ class PrefetchingLoader:
                 continue
             with pdf_loader._PDFIUM_LOCK:
                 page_count = len(pdf)
-                scans = round(scanned_share(pdf) * page_count) if ocr and len(plans) < SCAN_ESTIMATES else 0
+                scans = round(pdf_loader.scanned_share(pdf) * page_count) \
+                    if ocr and len(plans) < SCAN_ESTIMATES else 0
                 pdf.close()
-            plans.append((name, sha, data, password_for(name), page_count, scans))
-        if (sum(p[4] for p in plans) < MIN_PARALLEL_PAGES
-                and sum(p[5] for p in plans) < MIN_PARALLEL_SCANS):
+            plans.append(_Plan(name, sha, data, password_for(name), page_count, scans))
+        if (sum(p.pages for p in plans) < MIN_PARALLEL_PAGES
+                and sum(p.scans for p in plans) < MIN_PARALLEL_SCANS):
             return
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
@@ -206,7 +218,7 @@ class PrefetchingLoader:
         size, overlap = chunking
         # The costliest files first (longest-processing-time-first order): their ranges are stored as they
         # finish while the workers prepare the small files, which then leave little to store at the end.
-        plans.sort(key=lambda p: -(p[4] - p[5] + p[5] * OCR_PAGE_COST))
+        plans.sort(key=lambda p: -(p.pages - p.scans + p.scans * OCR_PAGE_COST))
         for name, sha, data, password, page_count, scans in plans:
             step = (min(PAGES_PER_TASK, OCR_PAGES_PER_TASK + len(data) // OCR_TASK_BYTES)
                     if scans * 2 >= page_count else PAGES_PER_TASK)

@@ -1,8 +1,7 @@
-"""Which PDF pages OCR reads: the rule ingestion follows, and a cheap estimate of it for scheduling."""
+"""Which PDF pages OCR reads: the rule ingestion follows (:func:`needs_ocr`) and what it measures."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
 MIN_TEXT_CHARS = 50
@@ -45,39 +44,3 @@ def needs_ocr(text: str, width_pt: float, height_pt: float,
         return False
     cover = image_cover() if callable(image_cover) else image_cover
     return cover >= (0.1 if chars == 0 else MIN_IMAGE_COVER)
-
-
-SCAN_SAMPLE = 6
-"""Pages :func:`scanned_share` looks at in a document whose middle page looks scanned, spread over it."""
-
-
-def scanned_share(pdf) -> float:
-    """Estimated share (0-1) of an open ``pypdfium2.PdfDocument``'s pages that ingestion will read by OCR.
-
-    For scheduling only (:mod:`rag.ingest.parallel`): the middle page is looked at first, and 0.0 returned
-    when it is text; else :data:`SCAN_SAMPLE` pages spread over the document are. A page counts when
-    :func:`needs_ocr` says so of its text layer (whitespace collapsed, not normalised) and images. A text PDF
-    costs one page's text (3-10 ms here), a scan well under 1 ms a page. Call it holding
-    :data:`rag.ingest.pdf._PDFIUM_LOCK`.
-    """
-    count = len(pdf)
-
-    def scanned(index: int) -> bool:
-        page = pdf[index]
-        try:
-            textpage = page.get_textpage()
-            try:
-                text = " ".join(textpage.get_text_range().split())
-            finally:
-                textpage.close()
-            width, height = page.get_size()
-            return needs_ocr(text, width, height, functools.partial(image_cover, page))
-        except Exception:  # unreadable here: ingestion warns about it, scheduling ignores it
-            return False
-        finally:
-            page.close()
-
-    if not count or not scanned(count // 2):
-        return 0.0
-    sample = sorted({round(i * (count - 1) / (SCAN_SAMPLE - 1)) for i in range(SCAN_SAMPLE)})
-    return sum(scanned(i) for i in sample) / len(sample)

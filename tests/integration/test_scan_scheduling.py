@@ -16,7 +16,7 @@ from rag.ingest import parallel
 from rag.ingest.chunking import chunk_document
 from rag.ingest.loaders import load_document
 from rag.ingest.parallel import PrefetchingLoader
-from rag.ingest.scans import scanned_share
+from rag.ingest.pdf import scanned_share
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 TRICKY = SHARED / "tricky-pdfs"
