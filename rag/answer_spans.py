@@ -32,6 +32,8 @@ _FIGURE = re.compile(r"(?<![\w.])(?<![A-Za-z]-)[$€£]?\s?\(?\d[\d,]*(?:\.\d+)?
 _MONTHS = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
 _MONTH_BEFORE = re.compile(rf"\b{_MONTHS}\s+$")
 """A month name just before a figure: the figure is a day of a date ("December 31, 2022"), not a quantity."""
+_HYPHEN_BEFORE = re.compile(r"[A-Za-z][\w.]*-$")
+_HYPHEN_AFTER = re.compile(r"-[A-Z]")
 _DATE_SPAN = re.compile(rf"\b{_MONTHS}\s+\d{{1,2}},?\s+(?:1[0-9]|20)\d\d\b|\b(?:1[0-9]|20)\d\d\b")
 NEAR_TERMS = 6
 """Index terms (stop words left out) on each side of a typed span that count as near it."""
@@ -79,8 +81,11 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
             pct = bool(re.search(r"%|percent", figure))  # answers a share or rate, not a count or an amount
             wrong_kind = (pct and (counting or amount)) or (ratio and not pct)
             day = _MONTH_BEFORE.search(text, 0, m.start())
+            # "Llama02-70B", "7-Eleven": a figure hyphenated to a word is part of a name
+            named = bool(_HYPHEN_BEFORE.search(text, 0, m.start()) or _HYPHEN_AFTER.match(text, m.end()))
+            spelled = figure.isalpha() and amount  # an amount of money is written in figures, not "five"
             if not years.match(figure.strip(" $€£()")) and re.search(r"\w", figure) and \
-                    not _label_number(text, m) and not wrong_kind and not day:
+                    not _label_number(text, m) and not wrong_kind and not day and not named and not spelled:
                 out.append(figure.strip())
         return out
     if kind == "person":
@@ -107,12 +112,15 @@ def _named(text: str, asked: set[str], common: Callable[[str], bool] | None) -> 
             continue
         if " " not in name and name[1:].islower() and (common is not None and common(name)):
             continue  # a capitalised corpus word ("Retrieval"), not a name
+        if _ACRONYMS.fullmatch(name):
+            continue  # "LMs", "GPUs": a kind of thing, not the name of one
         if _CITED.match(text, m.end()):
             continue  # "(Guu et al., 2020)", "Lewis et al.": an author cited, not the thing asked for
         out.append(name)
     return out
 
 
+_ACRONYMS = re.compile(r"[A-Z]{2,5}s")
 _CITED = re.compile(r"\s+et\s+al\b|,?\s+\(?(?:19|20)\d\d[a-z]?\b[);,]")
 """What follows a cited author's name: "et al." or the year of the work ("Lewis, 2020)", "Guu (2020)")."""
 

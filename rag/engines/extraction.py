@@ -27,7 +27,7 @@ from rag.engines.passages import (
     cut_head,
     without_marks,
 )
-from rag.engines.tables import table_rows
+from rag.engines.tables import figure_row, table_rows
 from rag.models import Chunk, Turn
 from rag.text import STOPWORDS, sentences, terms
 
@@ -195,17 +195,22 @@ class ExtractionMixin(LexicalCore):
         names = [c for c in cons if c.kind == "entity"]
         lead = max(chosen, key=lambda p: (fits(p), held(p), _exact(p.text, names), -chosen.index(p)))
         if critique:
-            lead, chosen = self._critiqued(question, lead, chosen, candidates, fits, held)
+            lead, chosen = self._critiqued(question, lead, chosen, candidates, fits, held, chunks)
         rest = sorted((p for p in chosen if p is not lead), key=lambda p: (p.rank, p.pos))
         return cited_answer(lead, rest, chunks)
 
     def _critiqued(self, question: str, lead: Passage, chosen: list[Passage],
                    candidates: Sequence[Passage], fits: Callable[[Passage], bool],
-                   held: Callable[[Passage], float]) -> tuple[Passage, list[Passage]]:
+                   held: Callable[[Passage], float],
+                   chunks: Sequence[Chunk] = ()) -> tuple[Passage, list[Passage]]:
         """(lead, chosen) after the answer check's critique.
 
         A lead the check would reject gives way to the best candidate it would accept (the type asked for,
-        every constraint, LEAD_USEFUL_AT of the question).
+        every constraint, LEAD_USEFUL_AT of the question). When none would, the lead of a question about a
+        figure gives way to a table row labelled with the question's own words
+        (:func:`rag.engines.tables.figure_row`). The check judges it like any lead: when nothing near its
+        figures says which column is asked for, it still fails and the answer ends with a caveat, but it
+        quotes the row's figures.
         """
         kind = expected_type(question)
 
@@ -217,6 +222,8 @@ class ExtractionMixin(LexicalCore):
         if kind not in SPAN_TYPES or accepted(lead):
             return lead, chosen
         better = self._typed_candidate(question, [p for p in candidates if accepted(p)], lambda p: True, held)
+        if better is None and kind == "number":
+            better = self._figure_row(question, chunks, held)
         if better is None:
             return lead, chosen
         rest = [p for p in chosen if not _same_text(p.text, better.text)]
@@ -303,6 +310,24 @@ class ExtractionMixin(LexicalCore):
                     out.append(Passage(rank, 2000 + pos, text, frozenset(seq), 0.0, len(seq), text,
                                        context, about, head))
         return out
+
+    def _figure_row(self, question: str, chunks: Sequence[Chunk],
+                    held: Callable[[Passage], float]) -> Passage | None:
+        """The first table row of ``chunks`` labelled with the question's words (:func:`figure_row`), or None.
+
+        Only a row whose chunk holds every constraint of the question; of those in the best-ranked chunk, the
+        one with the longest label.
+        """
+        asked = set(terms(question))
+        rows = []
+        for rank, chunk in enumerate(chunks):
+            context = frozenset(terms(chunk.text)) | self.head_names(question, chunk)
+            for pos, line in enumerate(" ".join(line.split()) for line in chunk.text.splitlines()):
+                if figure_row(line, asked) is not None:
+                    seq = terms(line)
+                    rows.append(Passage(rank, 3000 + pos, line, frozenset(seq), 0.0, len(seq), line, context))
+        rows = [p for p in rows if held(p) == 1.0]
+        return min(rows, key=lambda p: (p.rank, -len(p.stems)), default=None)
 
     def _typed_candidate(self, question: str, pool: Sequence[Passage], fits: Callable[[Passage], bool],
                          held: Callable[[Passage], float]) -> Passage | None:
