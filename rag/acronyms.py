@@ -87,3 +87,14 @@ def expansion(text: str, acronym: str) -> str | None:
 def _pieces(tokens: list[str]) -> int:
     """Words and hyphen pieces in ``tokens`` ("Chain-of-Verification" has three)."""
     return sum(len([p for p in t.split("-") if p]) for t in tokens)
+
+
+def spelled_out(text: str, name: str) -> bool:
+    """Whether ``name`` is an acronym that ``text`` spells out (:func:`expansion`).
+
+    An acronym has two to eight letters, digits or hyphens, two capitals at least. The DPR paper's title
+    "Dense Passage Retrieval for Open-Domain …" is about DPR, though it never writes "DPR".
+    """
+    if not re.fullmatch(r"[A-Za-z0-9-]{2,8}", name) or sum(ch.isupper() for ch in name) < 2:
+        return False
+    return expansion(text, name) is not None

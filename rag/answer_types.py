@@ -154,6 +154,8 @@ def _asks_figure(low: str) -> bool:
     """
     if _NUMBER_Q.search(low):
         return True
+    if (m := re.search(r"\bhow (?:many|much)\b", low)) and not _WH.search(low[:m.start()]):
+        return True  # "LLMs can handle contexts of more than how many tokens?": no question word before it
     if re.match(r"^(?:what|which) (?:was|were|is|are)\b", low) and set(words(low)) & _QUANTITY:
         return True
     return bool((m := _QUANTITY_NP.match(low)) and m.group(1) in _QUANTITY)

@@ -36,6 +36,9 @@ class Passage:
     ("She served as Chief of Protocol" in the passage titled "Shirley Temple")."""
     head: frozenset[str] = frozenset()
     """The question's name terms its chunk's document head holds (:meth:`LexicalCore.head_names`)."""
+    fragment: bool = False
+    """A piece of a sentence (cut by a chunk's edge or a line break), quoted with "…": only a lead of last
+    resort, when no whole sentence the answer check would accept holds the answer."""
 
 
 def cited_answer(lead: Passage, rest: Sequence[Passage], chunks: Sequence[Chunk]) -> Answer:

@@ -128,14 +128,16 @@ class ExtractionMixin(LexicalCore):
                            or (pos == len(sents) - 1 and sent[-1:] not in ".!?…")
                            # "… of queries in the dataset are"
                            or (sent[-1:].isalpha() and sent.split()[-1].lower() in STOPWORDS))
-                if not self._readable(sent) or cut_off or _boilerplate(sent) or _tabular(sent):
-                    continue  # chunk edges cut sentences in two; boilerplate answers nothing;
-                    # table lines glued into a "sentence" are read as rows instead
+                if not self._readable(sent) or _boilerplate(sent) or _tabular(sent):
+                    continue  # boilerplate answers nothing; table lines glued into a "sentence" are rows
+                if cut_off:  # chunk edges and line breaks cut sentences in two: a piece, quoted as one
+                    sent = sent if sent.startswith("…") or sent[:1].isupper() else f"… {sent}"
+                    sent = sent if sent[-1:] in ".!?…" else cut_head(sent)
                 seq = expand(terms(sent), short)
                 pairs = q_pairs & set(zip(seq, seq[1:], strict=False))
                 bonus = sum(weights[a][1] + weights[b][1] for a, b in pairs) / 2
                 out.append(Passage(rank, pos, sent, frozenset(seq), bonus, len(terms(sent)), sent,
-                                   context, about, head))
+                                   context, about, head, fragment=cut_off))
             if authors and chunk.page == 1 and chunk.index == 0 and chunk.origin == "kb":
                 # front matter: the author line, read as the list of names it holds
                 names = persons(chunk.text[:FRONT_MATTER_CHARS], question, self.common_word)
@@ -172,6 +174,8 @@ class ExtractionMixin(LexicalCore):
             return _held(p, cons)
 
         candidates = self._candidates(question, chunks)
+        fragments = [p for p in candidates if p.fragment]
+        candidates = [p for p in candidates if not p.fragment]
         if kind in LINE_TYPES:
             candidates += [p for p in self._line_candidates(question, chunks) if fits(p)]
         chosen = self._choose(question, candidates, fits, held)
@@ -195,18 +199,21 @@ class ExtractionMixin(LexicalCore):
         names = [c for c in cons if c.kind == "entity"]
         lead = max(chosen, key=lambda p: (fits(p), held(p), _exact(p.text, names), -chosen.index(p)))
         if critique:
-            lead, chosen = self._critiqued(question, lead, chosen, candidates, fits, held, chunks)
+            lead, chosen = self._critiqued(question, lead, chosen, candidates, fits, held, chunks, fragments)
         rest = sorted((p for p in chosen if p is not lead), key=lambda p: (p.rank, p.pos))
         return cited_answer(lead, rest, chunks)
 
     def _critiqued(self, question: str, lead: Passage, chosen: list[Passage],
                    candidates: Sequence[Passage], fits: Callable[[Passage], bool],
                    held: Callable[[Passage], float],
-                   chunks: Sequence[Chunk] = ()) -> tuple[Passage, list[Passage]]:
+                   chunks: Sequence[Chunk] = (),
+                   fragments: Sequence[Passage] = ()) -> tuple[Passage, list[Passage]]:
         """(lead, chosen) after the answer check's critique.
 
         A lead the check would reject gives way to the best candidate it would accept (the type asked for,
-        every constraint, LEAD_USEFUL_AT of the question). When none would, the lead of a question about a
+        every constraint, LEAD_USEFUL_AT of the question). When none would, to the best piece of a sentence
+        (``fragments``: "… which results in 21,015,324 passages in the end") that holds the type asked for
+        near the question's words and every constraint; and when none does, the lead of a question about a
         figure gives way to a table row labelled with the question's own words
         (:func:`rag.engines.tables.figure_row`). The check judges it like any lead: when nothing near its
         figures says which column is asked for, it still fails and the answer ends with a caveat, but it
@@ -222,6 +229,8 @@ class ExtractionMixin(LexicalCore):
         if kind not in SPAN_TYPES or accepted(lead):
             return lead, chosen
         better = self._typed_candidate(question, [p for p in candidates if accepted(p)], lambda p: True, held)
+        if better is None:
+            better = self._typed_candidate(question, [p for p in fragments if held(p) == 1.0], fits, held)
         if better is None and kind == "number":
             better = self._figure_row(question, chunks, held)
         if better is None:

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass
 from functools import lru_cache
 
+from rag.acronyms import spelled_out
 from rag.answer_types import cue_words, name_list
 from rag.engines.aliases import AliasMemo, definitions, expand, for_question, legal_terms
 from rag.engines.tables import label_share
@@ -309,16 +310,16 @@ class LexicalCore:
         """The index terms of the question's names that ``chunk``'s document head holds (``Chunk.head``).
 
         A chunk of the InstructRetro paper is about InstructRetro even where its text never says so: a name
-        of the question (an entity or a quoted phrase, not a number) held by the head counts as held by every
-        chunk of that document. Remembered per question and chunk id, so the answer check reads the answer's
-        cited chunks the same way. Empty for a chunk without a head.
+        of the question (an entity or a quoted phrase, not a number) held by the head, or an acronym the head
+        spells out, counts as held by every chunk of that document. Remembered per question and chunk id, so
+        the answer check reads the answer's cited chunks the same way. Empty for a chunk without a head.
         """
         if not chunk.head:
             return frozenset()
         # the name as written, a whole word: a head naming "Berkshire Hathaway Inc." is not about "Berkshire
         # Hathaway Energy", nor is "SELF-RAG" about "RAG"
-        found = frozenset(t for c in constraints(question)
-                          if c.kind != "number" and _names_whole(chunk.head, c.text) for t in c.terms)
+        found = frozenset(t for c in constraints(question) if c.kind != "number" and (
+            _names_whole(chunk.head, c.text) or spelled_out(chunk.head, c.text)) for t in c.terms)
         if found:
             self.head_memo.add(question, {chunk.id: tuple(sorted(found))})
         return found

@@ -139,3 +139,43 @@ def test_a_row_answers_only_when_its_label_holds_half_of_what_is_asked() -> None
     assert other == 5.0 / 16 and other < ROW_LABEL_AT
     assert label_share("Weighted average discount rate on operating leases, 2024: 4.5%", asked) == 1.0
     assert label_share("Anything, 2024: 1", {}) == 1.0
+
+
+FRAGMENT = ("which results in 21,015,324 passages in the end. Each passage is also prepended with the title of "
+            "the Wikipedia article where the passage is from. DPR indexes the passages of the Wikipedia corpus "
+            "with a dense encoder and retrieves the top passages for each question.")
+
+
+def test_full_quotes_a_piece_of_a_sentence_only_when_no_whole_one_holds_the_figure() -> None:
+    engine = LocalEngine(LexicalStats.from_texts([FRAGMENT] + [FILLER] * 30))
+    question = "How many passages are in the Wikipedia corpus used by DPR?"
+    chunks = [Chunk(id="dpr", text=FRAGMENT, source="dpr.pdf", page=3)]
+    plain = engine.generate(question, chunks)
+    assert plain.text.splitlines()[1].startswith("DPR indexes the passages")  # naive: whole sentences only
+    critiqued = engine.generate(question, chunks, critique=True)
+    assert critiqued.text.splitlines()[1] == "… which results in 21,015,324 passages in the end. [1]"
+    # the piece covers little of the question, so the check still says no and Full caveats
+    assert not engine.grade_answer(question, critiqued).useful
+
+
+def test_an_acronym_the_documents_head_spells_out_is_held_by_its_chunks() -> None:
+    from rag.acronyms import spelled_out
+    head = "Dense Passage Retrieval for Open-Domain Question Answering"
+    assert spelled_out(head, "DPR")
+    assert not spelled_out("Self-RAG: Learning to Retrieve, Generate, and Critique", "RAG")
+    assert not spelled_out(head, "Wikipedia")  # a name, not an acronym
+    engine = LocalEngine(LexicalStats.from_texts([FRAGMENT] + [FILLER] * 30))
+    question = "How many Wikipedia passages does DPR retrieve from?"
+    chunk = Chunk(id="dpr", text=FRAGMENT, source="dpr.pdf", page=3, head=head)
+    assert engine.head_names(question, chunk) == {"dpr"}
+    assert engine.head_names(question, chunk.model_copy(update={"head": "Lost in the Middle"})) == set()
+
+
+@pytest.mark.parametrize("question", [
+    "According to the survey, LLMs can now handle contexts of more than how many tokens?",
+    "The model was trained on how many GPUs?",
+])
+def test_how_many_with_no_question_word_before_it_asks_for_a_figure(question: str) -> None:
+    from rag.answer_types import expected_type
+    assert expected_type(question) == "number"
+    assert expected_type("Which paper says how many tokens it used?") != "number"
