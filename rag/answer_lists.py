@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import re
 
-_COUNTED_Q = re.compile(r"^(?:what|which)\s+(?:are|were)\s+(?:the\s+|its\s+|their\s+|[\w-]+['’]s\s+)?"
+_COUNTED_Q = re.compile(r"^(?:what|which)\s+(?:are|were)\s+(?:the\s+|its\s+|their\s+|"
+                        r"(?:the\s+)?[\w.-]+(?:\s+[\w.-]+){0,5}?['’]s\s+)?"
                         r"(two|three|four|five|six|seven|eight|nine|ten|[2-9])\s+[a-z]", re.I)
-"""A question that asks for a counted list: "What are the three quality aspects RAGAS measures?"."""
+"""A question that asks for a counted list: "What are the three quality aspects RAGAS measures?", "What are
+the Lewis et al. RAG paper's two model variants?" (an owner of up to six words)."""
 _COUNTS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
 _ITEM = r"[^\s,;:.()\[\]]+(?:\s+[^\s,;:.()\[\]]+){0,3}?"
 """One item of an enumeration: at most four words, no punctuation."""

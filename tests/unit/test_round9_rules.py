@@ -179,3 +179,10 @@ def test_how_many_with_no_question_word_before_it_asks_for_a_figure(question: st
     from rag.answer_types import expected_type
     assert expected_type(question) == "number"
     assert expected_type("Which paper says how many tokens it used?") != "number"
+
+
+def test_a_counted_list_may_follow_a_long_owner() -> None:
+    from rag.answer_lists import list_count
+    assert list_count("What are the Lewis et al. RAG paper's two model variants?") == 2
+    assert list_count("What are RAGAS's three quality aspects?") == 3
+    assert list_count("What were Berkshire's revenues in 2024?") is None
