@@ -30,6 +30,8 @@ TABLE_ROW = re.compile(r"^[^\n]{6,}?, (?:19|20)\d\d: ")
 """An assembled table row ("Net earnings …, 2024: $88,995 million (2023: …)"): its figures are its label's."""
 _UNNAMED_PERSON = re.compile(r"\b(?:he|she|him|his|her|hers)\b", re.I)
 """A person the question refers to without a name ("How old is he?" left unresolved)."""
+_UNRESOLVED = re.compile(r"\s*(?:(?:what|how)\s+about|and)\b", re.I)
+"""A follow-up contextualize_question could not make a full question of ("What about X's fair value?")."""
 _MARKERS = re.compile(r"((?:\s*\[\d+\])+)")
 _NUM = re.compile(r"\[(\d+)\]")
 
@@ -44,6 +46,18 @@ def _unnamed_person(question: str) -> str | None:
         return None
     return (f"it asks about a person the question does not name (“{who.group(0)}”), so no answer can be "
             f"checked")
+
+
+def _unchecked(question: str) -> str | None:
+    """Why no answer to ``question`` can be checked, or None.
+
+    A person it refers to without a name (:func:`_unnamed_person`), or a follow-up contextualize_question
+    could not make a full question of ("What about Berkshire's fair value of Kraft Heinz?"): what it asks
+    for is not known, so no answer to it is clean.
+    """
+    if _UNRESOLVED.match(question):
+        return "it answers a follow-up that was not made a full question, so what it asks is not known"
+    return _unnamed_person(question)
 
 
 def _without_content_words(question: str, answer: Answer) -> AnswerGrade:
@@ -158,7 +172,7 @@ class CheckingMixin(LexicalCore):
         if lacking:
             problems.append(f"it misses the question's {_constraint_words(lacking)}")
         names = [c for c in constraints(question) if c.kind != "number"]
-        if problem := _unnamed_person(question):
+        if problem := _unchecked(question):
             problems.append(problem)
         kind = expected_type(question)
         claims = self.claims(answer.text)

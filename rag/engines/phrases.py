@@ -27,8 +27,7 @@ _WHOLE_CLAUSE = re.compile(r"^\S.*\s(?:is|are|was|were|has|have|had|do|does|did)
                            r"\b(?:when|where|which|what|who|how\s+(?:many|much|long|old))\s*$", re.I)
 """A fragment with its own verb that ends on its question word: "And Buffett has been CEO since when"."""
 _PREPOSITIONS = ("in", "for", "of", "at", "on", "during", "from", "to", "by", "with", "under", "over",
-                 "after",
-                 "before", "since", "between", "among")
+                 "after", "before", "since", "between", "among", "per")
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 _POSSESSIVE = re.compile(r"['’]s?$")
 _NAME = re.compile(r"[\"“]([^\"”]{2,80})[\"”]"
@@ -166,8 +165,8 @@ def fill_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None
     another possessor ("Lubrizol's revenues in 2024"), the possessed noun ("Berkshire's revenue"), a noun
     phrase with the same head noun ("the manufacturing businesses" for "service businesses").
     """
-    for slot in (_wh_slot, _year_slot, _count_slot, _phrase_slot, _sibling_slot, _name_slot, _possessor_slot,
-                 _possessed_slot, _head_slot, _subject_slot):
+    for slot in (_wh_slot, _year_slot, _count_slot, _phrase_slot, _sibling_slot, _name_slot, _owned_head_slot,
+                 _possessor_slot, _possessed_slot, _head_slot, _subject_slot):
         found = slot(frag, prev, owner)
         if found is not None:
             return found
@@ -223,7 +222,8 @@ def _phrase_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | N
         return None
     spans = list(re.finditer(rf"\b{first}\s+", prev, re.I))
     kind = _word_kind(words[1] if words[1].lower() != "the" or len(words) < 3 else words[2])
-    same = [sp for sp in spans if _word_kind(_next_word(prev, sp.end())) == kind]
+    same = [sp for sp in spans if _word_kind(_next_word(prev, sp.end())) == kind] or \
+        [sp for sp in spans if _phrase_head(prev, sp.end()) == words[-1].lower() and words[-1].islower()]
     if not same and kind == "name" and owner and topics(frag) and owner in prev:
         # "And of Occidental?" after "What share of the outstanding Kraft Heinz stock did …": the name's slot
         return _swap_name(prev, owner, _bare(topics(frag)[0])), f"“{owner}” by “{topics(frag)[0]}”"
@@ -241,6 +241,15 @@ def _phrase_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | N
     # the previous question's clause
     end = spans[-1].end() + nxt.start() if nxt and not inner else len(prev)
     return prev[:start] + frag + prev[end:], f"the phrase “{prev[start:end]}” by “{frag}”"
+
+
+def _phrase_head(prev: str, at: int) -> str:
+    """The last word of the phrase of ``prev`` from ``at`` to a preposition, a comma or the end.
+
+    "share" for "average equivalent Class A share in 2024": "per Class B share" replaces that phrase.
+    """
+    rest = re.split(r",|\s(?:" + "|".join(_PREPOSITIONS) + r")\s", prev[at:], maxsplit=1)[0].split()
+    return rest[-1].lower() if rest else ""
 
 
 def _sibling_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
@@ -306,6 +315,18 @@ def _head_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | Non
             new = f"{m.group(1).strip()} {head}"
             return prev[:start] + new + prev[at.end():], f"“{old}” by “{new}”"
     return None
+
+
+def _owned_head_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
+    """"its fair value" (or "Berkshire's fair value") after "What was the carrying value of Berkshire's …".
+
+    The owner is the previous question's already: only the noun phrase with the same head noun is replaced.
+    """
+    m = re.fullmatch(r"(?:its|their|[A-Z][\w.&-]*(?:\s+[A-Z][\w.&-]*){0,3}['’]s?)\s+([a-z].*)", frag.strip())
+    if m is None or (not frag.lower().startswith(("its ", "their ")) and frag.split("'")[0].split("’")[0]
+                     not in prev):
+        return None
+    return _head_slot(m.group(1), prev, owner)
 
 
 _SPLIT_AT_SUBJECT = re.compile(rf"^(.*?\b(?:{_AUX})\s+)([A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*)(\s+[a-z].*)$")

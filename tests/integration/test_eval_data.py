@@ -104,7 +104,7 @@ def test_contextualize_cases_follow_the_rules():
             assert COURTESY.match(c["question"]), c
 
 
-LATER_DEV = [ROOT / "tests" / "data" / "conversations" / f"retrace-dev{n}.jsonl" for n in (3, 4, 5, 6, 7)]
+LATER_DEV = [ROOT / "tests" / "data" / "conversations" / f"retrace-dev{n}.jsonl" for n in (3, 4, 5, 6, 7, 8)]
 
 
 @pytest.mark.parametrize("path", LATER_DEV, ids=lambda p: p.stem)

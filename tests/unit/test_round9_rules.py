@@ -186,3 +186,28 @@ def test_a_counted_list_may_follow_a_long_owner() -> None:
     assert list_count("What are the Lewis et al. RAG paper's two model variants?") == 2
     assert list_count("What are RAGAS's three quality aspects?") == 3
     assert list_count("What were Berkshire's revenues in 2024?") is None
+
+
+def test_no_answer_to_a_follow_up_left_unresolved_is_clean(engine) -> None:
+    from rag.engines.base import Answer, AnswerCitation
+    from rag.engines.local import EXTRACTIVE_LABEL
+    answer = Answer(text=f"{EXTRACTIVE_LABEL}\nGPT-3.5-Turbo reaches 56.1% closed-book accuracy. [1]",
+                    citations=[AnswerCitation(n=1, chunk_id="table")])
+    grade = engine.grade_answer("What about GPT-3.5-Turbo's closed-book accuracy of Lost?", answer)
+    assert not grade.useful and "not made a full question" in grade.reasoning
+    assert engine.grade_answer("What closed-book accuracy did GPT-3.5-Turbo get?", answer).useful
+
+
+@pytest.mark.parametrize(("fragment", "previous", "want"), [
+    ("its fair value", "What was the carrying value of Berkshire's investment in Kraft Heinz in 2024",
+     "What was the fair value of Berkshire's investment in Kraft Heinz in 2024"),
+    ("Berkshire's fair value", "What was the carrying value of Berkshire's investment in Kraft Heinz in 2024",
+     "What was the fair value of Berkshire's investment in Kraft Heinz in 2024"),
+    ("per Class B share", "What were Berkshire's net earnings per average equivalent Class A share in 2024",
+     "What were Berkshire's net earnings per Class B share in 2024"),
+    ("Lubrizol's revenues", "What were BNSF's revenues in 2024", "What were Lubrizol's revenues in 2024"),
+])
+def test_an_ellipsis_replaces_the_noun_phrase_with_its_head(fragment: str, previous: str, want: str) -> None:
+    from rag.engines.phrases import fill_slot
+    found = fill_slot(fragment, previous, "Berkshire" if "Berkshire" in previous else "BNSF")
+    assert found is not None and found[0] == want
