@@ -80,7 +80,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             bar.n = done
             bar.refresh()
 
-        result = run_eval(items, make_context(settings, kb), presets,
+        result = run_eval(items, make_context(settings, kb, checkpoints=not args.no_checkpoints), presets,
                           store=RunStore.for_settings(settings), session_id=CLI_SESSION,
                           on_progress=progress, **overrides)
     table = format_table([{"preset": p, **s} for p, s in result.presets.items()], EVAL_COLUMNS)
@@ -110,4 +110,8 @@ def register(commands, shared: SharedArgs) -> None:
     p.add_argument("--top-k", type=option_type("top_k"), help="chunks per query (default: the preset's)")
     p.add_argument("--no-history", action="store_true",
                    help="ask each turn of a conversation file on its own (no chat history)")
+    p.add_argument("--no-checkpoints", action="store_true",
+                   help="keep no graph checkpoints of these runs: they are saved whole to the history and "
+                        "open as usual, but cannot be re-run from a step (each run's checkpoints take about "
+                        "40 KB a step on disk)")
     p.set_defaults(func=cmd_eval)

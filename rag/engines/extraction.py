@@ -130,6 +130,8 @@ class ExtractionMixin(LexicalCore):
                            or (sent[-1:].isalpha() and sent.split()[-1].lower() in STOPWORDS))
                 if not self._readable(sent) or _boilerplate(sent) or _tabular(sent):
                     continue  # boilerplate answers nothing; table lines glued into a "sentence" are rows
+                if cut_off and _CODE.search(sent):
+                    continue  # a piece of a line of code is never quoted
                 if cut_off:  # chunk edges and line breaks cut sentences in two: a piece, quoted as one
                     sent = sent if sent.startswith("…") or sent[:1].isupper() else f"… {sent}"
                     sent = sent if sent[-1:] in ".!?…" else cut_head(sent)

@@ -141,9 +141,9 @@ def test_a_row_answers_only_when_its_label_holds_half_of_what_is_asked() -> None
     assert label_share("Anything, 2024: 1", {}) == 1.0
 
 
-FRAGMENT = ("which results in 21,015,324 passages in the end. Each passage is also prepended with the title of "
-            "the Wikipedia article where the passage is from. DPR indexes the passages of the Wikipedia corpus "
-            "with a dense encoder and retrieves the top passages for each question.")
+FRAGMENT = ("which results in 21,015,324 passages in the end. Each passage is also prepended with the title "
+            "of the Wikipedia article where the passage is from. DPR indexes the passages of the Wikipedia "
+            "corpus with a dense encoder and retrieves the top passages for each question.")
 
 
 def test_full_quotes_a_piece_of_a_sentence_only_when_no_whole_one_holds_the_figure() -> None:
