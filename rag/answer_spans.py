@@ -33,7 +33,9 @@ _MONTHS = r"(?:January|February|March|April|May|June|July|August|September|Octob
 _MONTH_BEFORE = re.compile(rf"\b{_MONTHS}\s+$")
 """A month name just before a figure: the figure is a day of a date ("December 31, 2022"), not a quantity."""
 _HYPHEN_BEFORE = re.compile(r"[A-Za-z][\w.]*-$")
+"""A word with a letter and a hyphen just before a figure: "Llama02-" of "Llama02-70B"."""
 _HYPHEN_AFTER = re.compile(r"-[A-Z]")
+"""A hyphen and a capital just after a figure: "-Eleven" of "7-Eleven", "-K" of "Form 10-K"."""
 _DATE_SPAN = re.compile(rf"\b{_MONTHS}\s+\d{{1,2}},?\s+(?:1[0-9]|20)\d\d\b|\b(?:1[0-9]|20)\d\d\b")
 NEAR_TERMS = 6
 """Index terms (stop words left out) on each side of a typed span that count as near it."""
@@ -121,6 +123,7 @@ def _named(text: str, asked: set[str], common: Callable[[str], bool] | None) -> 
 
 
 _ACRONYMS = re.compile(r"[A-Z]{2,5}s")
+"""A plural acronym: "LMs", "GPUs"."""
 _CITED = re.compile(r"\s+et\s+al\b|,?\s+\(?(?:19|20)\d\d[a-z]?\b[);,]")
 """What follows a cited author's name: "et al." or the year of the work ("Lewis, 2020)", "Guu (2020)")."""
 

@@ -20,10 +20,12 @@ from rag.store.bm25 import LexicalStats
 from rag.text import DISCOURSE_WORDS, QUESTION_WORDS, STOPWORDS, number_tokens, sentences, stem, terms, words
 
 LEAD_USEFUL_AT = 0.65
-ROW_LABEL_AT = 0.5  # set on the dev sets in round 9 (tried once, not swept)
 """The answer check accepts a lead passage that covers this share of the question's IDF weight (the
 answer is its lead; key passages only support it). Chosen on retrace-dev and mixed-dev: below it were
 13 of the 20 clean answers that were wrong there, against 16 of 55 right ones."""
+ROW_LABEL_AT = 0.5
+"""A table row answers when its label holds this share of the question's predicate weight (round 9, on the
+dev sets: tried once at 0.5, not swept; 3 fewer clean wrong answers, 2 right ones caveated)."""
 
 
 MAX_DOCUMENTS = 512

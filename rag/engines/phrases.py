@@ -161,7 +161,9 @@ def fill_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None
     ``prev`` is the previous question without its final "?"; None when it has no such slot.
 
     Tried in order: a year ("2023", "in 2023"), a counted noun ("how many nurses"), the phrase with the
-    same preposition and the same kind of word ("in Paris" for "in Berlin"), the subject's name ("GEICO"),
+    same preposition and the same kind of word or the same head ("in Paris" for "in Berlin", "per Class B
+    share" for "per average equivalent Class A share"), the subject's name ("GEICO"), a noun phrase of the
+    same owner with the same head ("its fair value" for "the carrying value of Berkshire's investment"),
     another possessor ("Lubrizol's revenues in 2024"), the possessed noun ("Berkshire's revenue"), a noun
     phrase with the same head noun ("the manufacturing businesses" for "service businesses").
     """
