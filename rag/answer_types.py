@@ -30,7 +30,7 @@ MISSING = {
     "person": "asks who, and the answer's lead passage names no person the question does not already name",
     "organisation": "asks who or which, and the answer's lead passage holds no name the question does not "
                     "already give",
-    "number": "asks for a figure, and the answer's lead passage holds none",
+    "number": "asks for a figure, and the answer's lead passage holds none next to what it asks about",
     "date": "asks when, and the answer's lead passage holds no date or year",
     "place": "asks where, and the answer's lead passage names no place",
     "acronym": "asks what the acronym stands for, and the answer's lead passage does not spell it out",

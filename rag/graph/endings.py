@@ -96,7 +96,8 @@ def _caveat(state: GraphState, o: Options) -> str:
         n = len(state.get("ungrounded_claims", []))
         return f"{n} claim{'s' if n != 1 else ''} could not be verified against the sources"
     if sought and state.get("useful") is not True:
-        return f"no passage found holds {describe(sought[-1])}, the kind of answer asked for"
+        # "gives … for what was asked": a row of figures may be quoted, yet no passage says which one is asked
+        return f"no passage found gives {describe(sought[-1])} for what was asked"
     if state.get("useful") is False or _last_check_failed(state):
         return "the answer may not fully answer the question"
     if state.get("weak_evidence"):
