@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 
 def acronym_of(question: str) -> str | None:
@@ -89,11 +90,13 @@ def _pieces(tokens: list[str]) -> int:
     return sum(len([p for p in t.split("-") if p]) for t in tokens)
 
 
+@lru_cache(maxsize=4096)
 def spelled_out(text: str, name: str) -> bool:
     """Whether ``name`` is an acronym that ``text`` spells out (:func:`expansion`).
 
     An acronym has two to eight letters, digits or hyphens, two capitals at least. The DPR paper's title
-    "Dense Passage Retrieval for Open-Domain …" is about DPR, though it never writes "DPR".
+    "Dense Passage Retrieval for Open-Domain …" is about DPR, though it never writes "DPR". Cached: every
+    chunk of a document asks about the same head, and one answer costs about 0.1 ms.
     """
     if not re.fullmatch(r"[A-Za-z0-9-]{2,8}", name) or sum(ch.isupper() for ch in name) < 2:
         return False

@@ -332,11 +332,12 @@ class ExtractionMixin(LexicalCore):
         asked = set(terms(question))
         rows = []
         for rank, chunk in enumerate(chunks):
-            context = frozenset(terms(chunk.text)) | self.head_names(question, chunk)
-            for pos, line in enumerate(" ".join(line.split()) for line in chunk.text.splitlines()):
-                if figure_row(line, asked) is not None:
-                    seq = terms(line)
-                    rows.append(Passage(rank, 3000 + pos, line, frozenset(seq), 0.0, len(seq), line, context))
+            flat = (" ".join(x.split()) for x in chunk.text.splitlines())
+            lines = [(pos, line) for pos, line in enumerate(flat) if figure_row(line, asked) is not None]
+            if lines:  # the chunk's terms and head are read only for a chunk with such a row
+                context = frozenset(terms(chunk.text)) | self.head_names(question, chunk)
+                rows += [Passage(rank, 3000 + pos, line, frozenset(terms(line)), 0.0, len(terms(line)), line,
+                                 context) for pos, line in lines]
         rows = [p for p in rows if held(p) == 1.0]
         return min(rows, key=lambda p: (p.rank, -len(p.stems)), default=None)
 

@@ -324,11 +324,11 @@ def _owned_head_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str]
 
     The owner is the previous question's already: only the noun phrase with the same head noun is replaced.
     """
-    m = re.fullmatch(r"(?:its|their|[A-Z][\w.&-]*(?:\s+[A-Z][\w.&-]*){0,3}['’]s?)\s+([a-z].*)", frag.strip())
-    if m is None or (not frag.lower().startswith(("its ", "their ")) and frag.split("'")[0].split("’")[0]
-                     not in prev):
+    m = re.fullmatch(r"(?:its|their|([A-Z][\w.&-]*(?:\s+[A-Z][\w.&-]*){0,3})['’]s?)\s+([a-z].*)",
+                     frag.strip())
+    if m is None or (m.group(1) is not None and m.group(1) not in prev):
         return None
-    return _head_slot(m.group(1), prev, owner)
+    return _head_slot(m.group(2), prev, owner)
 
 
 _SPLIT_AT_SUBJECT = re.compile(rf"^(.*?\b(?:{_AUX})\s+)([A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*)(\s+[a-z].*)$")
