@@ -23,7 +23,7 @@ from rag.answer_types import (
     persons,
 )
 from rag.places import asks_region, place_names
-from rag.text import STOPWORDS, has_date, terms, words
+from rag.text import STOPWORDS, has_date, number_tokens, terms, words
 
 _FIGURE = re.compile(r"(?<![\w.])(?<![A-Za-z]-)[$€£]?\s?\(?\d[\d,]*(?:\.\d+)?\)?\s?"
                      r"(?:%|percent|million|billion|thousand|trillion|[kKMBT]\b)?"
@@ -77,6 +77,7 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
         ratio = bool(_RATIO.search(question))  # "what share of the market": a percentage, not "$42,916"
         # "what were McLane's revenues": an amount, not "17.3% of revenues" (unless a change or rate is asked)
         amount = bool(_AMOUNT.search(question)) and not ratio and not _CHANGE.search(question)
+        given = {re.sub(r"[^\d.]", "", w) for w in number_tokens(question)}  # "the 17 named plaintiffs"
         out = []
         for m in _FIGURE.finditer(text):
             figure = m.group(0).rstrip(" ,")  # "2023," ends a clause: it is a year all the same
@@ -86,6 +87,8 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
             # "Llama02-70B", "7-Eleven": a figure hyphenated to a word is part of a name
             named = bool(_HYPHEN_BEFORE.search(text, 0, m.start()) or _HYPHEN_AFTER.match(text, m.end()))
             spelled = figure.isalpha() and amount  # an amount of money is written in figures, not "five"
+            if re.sub(r"[^\d.]", "", figure).strip(".") in given:
+                continue  # a figure the question gives is not the one it asks for
             if not years.match(figure.strip(" $€£()")) and re.search(r"\w", figure) and \
                     not _label_number(text, m) and not wrong_kind and not day and not named and not spelled:
                 out.append(figure.strip())

@@ -158,7 +158,15 @@ def _asks_figure(low: str) -> bool:
         return True  # "LLMs can handle contexts of more than how many tokens?": no question word before it
     if re.match(r"^(?:what|which) (?:was|were|is|are)\b", low) and set(words(low)) & _QUANTITY:
         return True
+    if _MEASURED.match(low):
+        return True
     return bool((m := _QUANTITY_NP.match(low)) and m.group(1) in _QUANTITY)
+
+
+_MEASURED = re.compile(r"^what\s+(?:[\w-]+\s+){1,4}?(?:do|does|did)\s+(?:(?!to\b)[\w'’.-]+\s+){1,8}?"
+                       r"(?:score|achieve|reach|obtain|attain|cost|weigh|total|earn)\b")
+""""What X did Y score/achieve/reach/cost …": a verb of measuring asks for a figure, whatever X is ("What
+exact match did REALM score on NaturalQuestions?"; not "What method did they use to score passages?")."""
 
 
 def answer_type(question: str) -> str | None:

@@ -46,8 +46,11 @@ _IT_ONLY = re.compile(r"\b(?:[Ii]t|[Ii]ts)\b")
 _PLURAL_REF = re.compile(
     r"\b(?:(?:[Tt]hese|[Tt]hose|[Tt]he)\s+(?:models|methods|papers|approaches|systems|companies|authors)\b"
     r"|[Tt]hey|[Tt]hem|[Tt]heir|[Tt]heirs)\b")
-_PAPER = re.compile(r"\bthe\s+([A-Z][\w.-]*(?:\s+(?:[A-Z][\w.-]*|et\s+al\.|[a-z]{1,5}))*?)\s+paper\b")
-"""A paper named by its title or authors: "the Lewis et al. RAG paper", "the Lost in the Middle paper"."""
+_PAPER = re.compile(r"\bthe\s+['‘\"“]?([A-Z][\w.-]*(?:\s+(?:[A-Z][\w.-]*|et\s+al\.|[a-z]{1,5}))*?)['’\"”]?"
+                    r"\s+paper\b")
+"""A paper named by its title or authors: "the Lewis et al. RAG paper", "the 'Lost in the Middle' paper"."""
+_PLURAL_NAME = re.compile(r"[A-Z]{2,5}s")
+"""A plural acronym ("PBOs", "LLMs"): a kind of thing, which a singular "it" or "its" never means."""
 _DOCUMENT_NP = re.compile(r"\bthe\s+(?:(?!(?:the|of|a|an)\b)[\w-]+\s+){1,4}?"
                           r"(?:paper|survey|benchmark|study)\b")
 """A work named by a noun phrase: "the hallucination mitigation survey", "the RAG survey"."""
@@ -112,7 +115,8 @@ def _plural_focus(question: str, owner: str | None) -> str | None:
         if noun[:1].isupper() or (owner and owner.lower() in noun.lower()):
             return f"the {noun}"
         return f"{_possessive(owner)} {noun}" if owner else f"the {noun}"
-    m = re.search(r"\b([A-Z][\w-]*(?:\s+[A-Z][\w-]*)*['’]s?\s+[a-z]+s)\b|\b(the\s+[a-z]+s\s+of\s+(?:the\s+)?"
+    m = re.search(r"\b([A-Z][\w-]*(?:\s+[A-Z][\w-]*)*['’]s?\s+(?:[a-z-]+\s+){0,2}?[a-z]+[^s'’\W]s)\b|"
+                  r"\b(the\s+[a-z]+s\s+of\s+(?:the\s+)?"
                   r"[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*)", question)
     if m:
         return m.group(1) or m.group(2)
@@ -145,11 +149,14 @@ class ContextualizeMixin(AnsweredMixin):
         Of that turn's names, the one most earlier turns mention, then a possessor, then not a corpus word.
         """
         asked = [history[k].understood().lower() for k in range(len(history))]
+        # agreement in number: "its" never means "PBOs" ("How much do its subsidiaries …")
+        singular = bool(_SINGULAR_REF.search(question)) and not _PLURAL_REF.search(question)
         for n in range(len(history), 0, -1):
             text = history[n - 1].understood()
             head = asked_phrase(text)  # "Which API did …": the API is what was asked, not the topic
             names = list(dict.fromkeys(t for t in owners(text) + topics(text)
-                                       if t.lower() not in question.lower() and t not in head))
+                                       if t.lower() not in question.lower() and t not in head
+                                       and not (singular and _PLURAL_NAME.fullmatch(t))))
             paper = _PAPER.search(text)
             # "… of MPT-30B-Instruct in the Lost in the Middle paper": the paper only says where to look, and
             # "it" is the model
@@ -272,7 +279,7 @@ class ContextualizeMixin(AnsweredMixin):
         prev = previous.strip().rstrip("?.! ")
         owner = _contrasted(prev, [t.understood() for t in history[:-1]])
         resolved, _, _ = self._resolve(fragment, history)
-        frag = resolved.strip().rstrip("?.! ")
+        frag = re.sub(r"^back\s+(?=(?:in|during)\s)", "", resolved.strip().rstrip("?.! "), flags=re.I)
         out, how = fill_slot(frag, prev, owner) or (None, "")
         if out is None:  # a noun phrase the previous question has no slot for
             paper = _PAPER.search(prev)

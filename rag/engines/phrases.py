@@ -11,7 +11,8 @@ import re
 from rag.text import DISCOURSE_WORDS, MONTHS, QUESTION_WORDS, STOPWORDS
 
 _COURTESY = re.compile(
-    r"^\s*(?:(?:thanks(?: a lot| so much)?|thank you(?: so much| very much)?|thx|great|ok(?:ay)?|cool|nice|"
+    r"^\s*(?:(?:fair enough|makes sense|good to know|all right|noted|wonderful|"
+    r"thanks(?: a lot| so much)?|thank you(?: so much| very much)?|thx|great|ok(?:ay)?|cool|nice|"
     r"perfect|awesome|got it|i see|sure|alright|interesting|understood|excellent|good|hello|hi|hey)\b"
     r"[\s,.!;:-]*)+"
     r"(?:(?:and|also|now|so|then)\b[\s,]*)?", re.I)

@@ -70,7 +70,25 @@ def label_share(row: str, asked: Mapping[str, float], aliases: Aliases | None = 
     if total <= 0:
         return 1.0
     label = set(expand(terms(re.split(r", (?:19|20)\d\d: ", row, maxsplit=1)[0]), aliases or {}))
+    if measures_other(label, set(asked)):
+        return 0.0
     return sum(w for t, w in asked.items() if t in label) / total
+
+
+MEASURES = frozenset(terms("revenues earnings income profits losses sales costs prices expenses liabilities "
+                           "assets debt dividends equity capital margin rate ratio score accuracy capacity "
+                           "premiums obligations"))
+"""Index terms of the nouns that name what a figure measures ("expense", "liabilities", "accuracy")."""
+
+
+def measures_other(label: set[str], asked: set[str]) -> bool:
+    """Whether a label (index terms) names another measure than the question (``asked``: its index terms).
+
+    "Operating lease expense" measures an expense, so its figures are no answer to "what were the operating
+    lease liabilities", however many of the question's words it shares. False when either names no measure.
+    """
+    want, have = asked & MEASURES, label & MEASURES
+    return bool(want) and bool(have) and not want & have
 
 
 _SCALE = re.compile(r"\(?\s*(?:(?:dollars|amounts|us\s*\$|\$)\s+)?in\s+(millions|billions|thousands)\b", re.I)

@@ -1,0 +1,108 @@
+"""Round 10's rules, each about grammar or layout, not a topic.
+
+Written on the dev sets after retrace-dev9 was measured once on arrival (its turns are the examples).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.answer_spans import holds
+from rag.answer_types import expected_type
+from rag.engines.local import LocalEngine
+from rag.engines.phrases import strip_courtesy
+from rag.engines.tables import label_share, measures_other
+from rag.models import Turn
+from rag.store.bm25 import LexicalStats
+from rag.text import terms
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("What exact match did REALM score on NaturalQuestions when pre-trained on CC-News?", "number"),
+    ("What agreement with human annotators does Ragas reach on faithfulness?", "number"),
+    ("What accuracy does Self-RAG 13B reach on PopQA?", "number"),
+    ("What method did they use to score passages?", "organisation"),  # a named method, not a score
+    ("Which dataset did they use?", "organisation"),
+])
+def test_a_verb_of_measuring_asks_for_a_figure(question: str, kind: str | None) -> None:
+    assert expected_type(question) == kind
+
+
+def test_a_figure_the_question_gives_is_not_the_answer() -> None:
+    question = "How much did the June 2023 jury award the 17 named plaintiffs in the James case?"
+    trial = "In April 2023, a jury trial for the James case with respect to 17 named plaintiffs began."
+    award = "In June 2023, the jury awarded the 17 named plaintiffs $90 million in damages in the James case."
+    assert holds(trial, "number", question) is None
+    assert holds(award, "number", question) == "$90 million"
+
+
+def test_a_row_that_measures_something_else_is_no_answer() -> None:
+    question = "What were Berkshire's operating lease liabilities at December 31, 2024, in millions?"
+    asked = {t: 1.0 for t in terms("operating lease liabilities")}
+    expense = "Operating lease expense, 2024: $1,652 million (2023: $1,535 million)"
+    liabilities = "Operating lease liabilities, 2024: $5,996 million (2023: $5,441 million)"
+    assert label_share(expense, asked) == 0.0
+    assert label_share(liabilities, asked) == 1.0
+    assert measures_other(set(terms("Operating lease expense")), set(terms(question)))
+    # a label that names no measure, or the same one among others, is left to the share of words
+    assert not measures_other(set(terms("Net earnings (loss) per average equivalent Class A share")),
+                              set(terms("What were Berkshire's net earnings per Class A share in 2024?")))
+    assert not measures_other(set(terms("BNSF")), set(terms(question)))
+
+
+TEXTS = [
+    "Berkshire's subsidiaries expect to contribute $190 million to the pension plans in 2025.",
+    "The discount rate applicable to PBOs was 5.8% at year-end 2024.",
+    "Operating lease liabilities were $5,996 million; the weighted average discount rate was 4.5%.",
+    "Float has grown from approximately $129 billion at the end of 2019 to $171 billion at the end of 2024.",
+    "We use Contriever to retrieve the distractor documents for the multi-document QA task.",
+] + [f"Berkshire Hathaway filler text number {i} about retrieval and language models" for i in range(30)]
+
+
+@pytest.fixture(scope="module")
+def engine():
+    return LocalEngine(LexicalStats.from_texts(TEXTS))
+
+
+def _ask(engine, *questions: str) -> list[str]:
+    history: list[Turn] = []
+    out = []
+    for q in questions:
+        got = engine.contextualize(q, history).question
+        out.append(got)
+        history.append(Turn(question=q, answer="", standalone_question=got))
+    return out
+
+
+def test_its_never_means_a_plural_acronym(engine) -> None:
+    got = _ask(engine, "What discount rate did Berkshire use for its pension PBOs at year-end 2024?",
+               "How much do its subsidiaries expect to contribute to the pension plans in 2025?")
+    assert got[1] == "How much do Berkshire's subsidiaries expect to contribute to the pension plans in 2025?"
+
+
+def test_them_means_the_plural_noun_phrase_the_owner_possesses(engine) -> None:
+    got = _ask(engine, "What were Berkshire's operating lease liabilities at December 31, 2024, in millions?",
+               "What weighted average discount rate was used to measure them?")
+    assert got[1] == ("What weighted average discount rate was used to measure Berkshire's operating lease "
+                      "liabilities?")
+
+
+def test_they_after_a_quoted_paper_title_means_its_authors(engine) -> None:
+    got = _ask(engine, "In the 'Lost in the Middle' paper, how many NaturalQuestions-Open queries were used "
+                       "for the multi-document QA task?",
+               "Which retrieval system did they use to pick the distractor documents?")
+    assert got[1] == ("Which retrieval system did the authors of the Lost in the Middle paper use to pick "
+                      "the distractor documents?")
+
+
+def test_back_in_a_year_is_a_year_ellipsis(engine) -> None:
+    got = _ask(engine, "How large was Berkshire's insurance float at the end of 2024?",
+               "What about back in 2019?")
+    assert "2019" in got[1] and "float" in got[1] and "back" not in got[1] and "2024" not in got[1]
+
+
+@pytest.mark.parametrize("prefix", ["Fair enough.", "Makes sense!", "Good to know,", "All right,"])
+def test_more_courtesies_are_stripped(prefix: str) -> None:
+    question, dropped = strip_courtesy(f"{prefix} When did the company last declare a cash dividend?")
+    assert question == "When did the company last declare a cash dividend?"
+    assert dropped.rstrip(",.!") == prefix.rstrip(",.!")
