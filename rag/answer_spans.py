@@ -205,6 +205,14 @@ def _label_number(text: str, m: re.Match) -> bool:
     return not text[:m.start()].strip() and bool(heading) and bool(re.match(r"\.?\s*[A-Z]", text[m.end():]))
 
 
+def _near(text: str, span: str) -> set[str]:
+    """The index terms within NEAR_TERMS of any place ``span`` occurs in ``text`` (its own included)."""
+    out = set(terms(span))
+    for m in re.finditer(re.escape(span), text):
+        out |= set(terms(text[:m.start()])[-NEAR_TERMS:]) | set(terms(text[m.end():])[:NEAR_TERMS])
+    return out
+
+
 def nearness(text: str, span: str, predicate: Mapping[str, float]) -> float:
     """The share of ``predicate`` (index term -> weight) found within NEAR_TERMS index terms of ``span``.
 
@@ -220,6 +228,26 @@ def nearness(text: str, span: str, predicate: Mapping[str, float]) -> float:
             set(terms(text[m.end():])[:NEAR_TERMS])
         best = max(best, sum(w for t, w in predicate.items() if t in near) / total)
     return best
+
+
+_MEASURE_FAMILIES = ("revenues sales", "earnings income profits", "expenses costs",
+                     "liabilities obligations debt", "losses", "assets", "equity", "capital", "prices",
+                     "dividends", "margin", "rate", "ratio", "score", "accuracy", "capacity", "premiums")
+MEASURES: dict[str, int] = {t: n for n, family in enumerate(_MEASURE_FAMILIES) for t in terms(family)}
+"""Index terms of the nouns that name what a figure measures, to their family ("sales" is revenue, "costs"
+are expenses, "debt" is a liability)."""
+
+
+def measures_other(label: set[str], asked: set[str]) -> bool:
+    """Whether a label (index terms) names another measure than the question (``asked``: its index terms).
+
+    "Operating lease expense" measures an expense, so its figures are no answer to "what were the operating
+    lease liabilities", however many of the question's words it shares; "sales" do answer for revenues.
+    False when either names no measure.
+    """
+    want = {MEASURES[t] for t in asked if t in MEASURES}
+    have = {MEASURES[t] for t in label if t in MEASURES}
+    return bool(want) and bool(have) and not want & have
 
 
 COUNTED_NEAR = (6, 4)
@@ -277,9 +305,13 @@ def holds(text: str, kind: AnswerType | None, question: str,
         # an affiliation line holds none of the question's words; an acronym's expansion is found by the
         # acronym itself, whatever the question says of where ("in the hallucination survey")
         predicate = None
+    whole = set(terms(text)) if kind == "number" and predicate is not None else set()
     for span in _spans(text, kind, question, common):
         if noun is not None and _counts_own(text, span, noun):
             return span  # "21,015,324 passages" for "how many passages": the figure names what it counts
+        if predicate is not None and kind == "number" and (
+                measures_other(whole, set(predicate)) or measures_other(_near(text, span), set(predicate))):
+            continue  # "Operating lease expense $ 1,652" is no figure of the operating lease liabilities
         if (predicate is None or nearness(text, span, predicate) >= NEAR_AT) and \
                 (noun is None or _counts(text, span, noun)):
             return span

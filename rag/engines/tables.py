@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from rag.answer_spans import measures_other
 from rag.answer_types import expected_type
 from rag.engines.aliases import Aliases, expand
 from rag.text import STOPWORDS, number_tokens, terms
@@ -75,20 +76,6 @@ def label_share(row: str, asked: Mapping[str, float], aliases: Aliases | None = 
     return sum(w for t, w in asked.items() if t in label) / total
 
 
-MEASURES = frozenset(terms("revenues earnings income profits losses sales costs prices expenses liabilities "
-                           "assets debt dividends equity capital margin rate ratio score accuracy capacity "
-                           "premiums obligations"))
-"""Index terms of the nouns that name what a figure measures ("expense", "liabilities", "accuracy")."""
-
-
-def measures_other(label: set[str], asked: set[str]) -> bool:
-    """Whether a label (index terms) names another measure than the question (``asked``: its index terms).
-
-    "Operating lease expense" measures an expense, so its figures are no answer to "what were the operating
-    lease liabilities", however many of the question's words it shares. False when either names no measure.
-    """
-    want, have = asked & MEASURES, label & MEASURES
-    return bool(want) and bool(have) and not want & have
 
 
 _SCALE = re.compile(r"\(?\s*(?:(?:dollars|amounts|us\s*\$|\$)\s+)?in\s+(millions|billions|thousands)\b", re.I)

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from rag.answer_spans import holds
+from rag.answer_spans import holds, measures_other
 from rag.answer_types import expected_type
 from rag.engines.local import LocalEngine
 from rag.engines.phrases import strip_courtesy
-from rag.engines.tables import label_share, measures_other
+from rag.engines.tables import label_share
 from rag.models import Turn
 from rag.store.bm25 import LexicalStats
 from rag.text import terms
@@ -106,3 +106,22 @@ def test_more_courtesies_are_stripped(prefix: str) -> None:
     question, dropped = strip_courtesy(f"{prefix} When did the company last declare a cash dividend?")
     assert question == "When did the company last declare a cash dividend?"
     assert dropped.rstrip(",.!") == prefix.rstrip(",.!")
+
+
+def test_a_figure_next_to_another_measure_is_no_answer() -> None:
+    question = "What were Berkshire's operating lease liabilities at December 31, 2024, in millions?"
+    predicate = {t: 1.0 for t in terms("operating lease liabilities")}
+    row = "Operating lease expense $ 1,652 $ 1,535 $ 1,361"
+    assert holds(row, "number", question, None, predicate) is None
+    assert holds("Operating lease liabilities $ 5,996 $ 5,441", "number", question, None,
+                 predicate) == "$ 5,996"
+
+
+def test_a_passage_about_another_measure_is_no_answer_but_a_synonym_is() -> None:
+    question = "What were Berkshire's operating lease liabilities at December 31, 2024, in millions?"
+    predicate = {t: 1.0 for t in terms("operating lease liabilities")}
+    depreciation = ("Depreciation expense for equipment held for lease was $1,429 million in 2024, $1,266 "
+                    "million in 2023.")
+    assert holds(depreciation, "number", question, None, predicate) is None
+    assert not measures_other(set(terms("McLane's sales")), set(terms("What were McLane's revenues?")))
+    assert measures_other(set(terms("McLane's pre-tax earnings")), set(terms("What were McLane's revenues?")))
