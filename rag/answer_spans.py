@@ -305,6 +305,11 @@ def holds(text: str, kind: AnswerType | None, question: str,
         # an affiliation line holds none of the question's words; an acronym's expansion is found by the
         # acronym itself, whatever the question says of where ("in the hallucination survey")
         predicate = None
+    if kind == "number" and predicate is not None and len(parts := _row_ends(text)) > 1:
+        # "Net periodic pension expense $ (53) $ (32) The accumulated benefit obligation …": the figures
+        # are the row's, read with its label only
+        return next((found for part in parts if (found := holds(part, kind, question, common, predicate))),
+                    None)
     whole = set(terms(text)) if kind == "number" and predicate is not None else set()
     for span in _spans(text, kind, question, common):
         if noun is not None and _counts_own(text, span, noun):
@@ -316,6 +321,18 @@ def holds(text: str, kind: AnswerType | None, question: str,
                 (noun is None or _counts(text, span, noun)):
             return span
     return None
+
+
+_CELLS_THEN_SENTENCE = re.compile(r"(?:[$€£]?\s?\(?-?\d[\d,]*(?:\.\d+)?\s?\)?\s?%?\s+){2,}"
+                                  r"(?=[A-Z][a-z]*\s+[a-z])")
+"""Two or more figure cells, then a capitalised word and a lower-case one: where a table row, run into the
+text after it by the layout, ends ("… expense $ (53) $ (32) $ (156) The accumulated benefit obligation …")."""
+
+
+def _row_ends(text: str) -> list[str]:
+    """``text`` cut after each run of figure cells that a sentence follows (one part when there is none)."""
+    cuts = [m.end() for m in _CELLS_THEN_SENTENCE.finditer(text)]
+    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True) if text[a:b].strip()]
 
 
 def _counts_own(text: str, span: str, noun: str) -> bool:

@@ -140,6 +140,30 @@ def _contrasted(prev: str, earlier: Sequence[str]) -> str | None:
     return max(new, key=lambda n: prev.find(n)) if new else names[0]
 
 
+_OF_THAT = re.compile(r"\b(?:of|from)\s+(that|those|these|this)\b"
+                      r"(?=\s+(?:was|were|is|are|did|do|does|had|has|have|will|would|could|can|[a-z]+ed)\b"
+                      r"|\s*[?.!,]|$)", re.I)
+"""A demonstrative standing for the thing the previous question asked about: "How much of that was accrued
+in 2024?", "How many of those worked in insurance?" (not "of those plaintiffs")."""
+
+
+def _part_of_previous(asked: str, before: str) -> tuple[str, tuple[str, str]] | None:
+    """``asked`` with "of that"/"of those" replaced by the phrase ``before`` asked about, with its owner.
+
+    "How much of that was accrued in 2024 alone?" after "What cumulative wildfire losses had PacifiCorp
+    recorded …?" is "How much of PacifiCorp's cumulative wildfire losses was accrued in 2024 alone?".
+    Returns (text, (phrase, demonstrative)), or None when ``asked`` has no such demonstrative or ``before``
+    asks about no phrase.
+    """
+    m = _OF_THAT.search(asked)
+    head = asked_phrase(before) if m else ""
+    if m is None or not head or refers_inside(asked, m.start(1)):
+        return None
+    owner = next((t for t in topics(before) if re.search(r"[^\W\d]", t)), None)
+    phrase = f"{_possessive(owner)} {head}" if owner and owner.lower() not in head.lower() else f"the {head}"
+    return asked[:m.start(1)] + phrase + asked[m.end(1):], (phrase, m.group(1))
+
+
 class ContextualizeMixin(AnsweredMixin):
     """The offline engine's contextualize_question judgment."""
 
@@ -244,6 +268,8 @@ class ContextualizeMixin(AnsweredMixin):
             return asked, None, None
         if (resolved := self._to_named(asked, history)) is not None:
             return resolved
+        if (part := _part_of_previous(asked, history[-1].understood())) is not None:
+            return part[0], part[1], len(history)
         if not refs:
             return asked, None, None
         name, turn = self._antecedent(history, asked)

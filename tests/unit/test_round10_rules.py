@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from rag.answer_lists import list_count
 from rag.answer_spans import holds, measures_other
 from rag.answer_types import expected_type
 from rag.engines.local import LocalEngine
@@ -125,3 +126,40 @@ def test_a_passage_about_another_measure_is_no_answer_but_a_synonym_is() -> None
     assert holds(depreciation, "number", question, None, predicate) is None
     assert not measures_other(set(terms("McLane's sales")), set(terms("What were McLane's revenues?")))
     assert measures_other(set(terms("McLane's pre-tax earnings")), set(terms("What were McLane's revenues?")))
+
+
+def test_of_that_means_what_the_previous_question_asked_about(engine) -> None:
+    got = _ask(engine, "What cumulative wildfire losses had PacifiCorp recorded through December 31, 2024?",
+               "How much of that was accrued in 2024 alone?")
+    assert got[1] == "How much of PacifiCorp's cumulative wildfire losses was accrued in 2024 alone?"
+    got = _ask(engine, "How many people did Berkshire employ at the end of 2024?",
+               "How many of those worked in the insurance businesses?")
+    assert got[1] == "How many of Berkshire's people worked in the insurance businesses?"
+    # a demonstrative followed by its own noun is left alone
+    got = _ask(engine, "How many people did Berkshire employ at the end of 2024?",
+               "How many of those plaintiffs won?")
+    assert "Berkshire" not in got[1]
+
+
+@pytest.mark.parametrize(("question", "n"), [
+    ("Which two LLMs did the authors study?", 2),
+    ("What are the three quality aspects RAGAS measures?", 3),
+    ("Which LLMs did the authors study?", None),
+])
+def test_which_with_a_count_asks_for_a_counted_list(question: str, n: int | None) -> None:
+    assert list_count(question) == n
+    assert expected_type(question) == ("list" if n else "organisation")
+
+
+def test_a_table_row_run_into_the_next_sentence_keeps_its_figures() -> None:
+    question = "What was the accumulated benefit obligation at year-end 2024?"
+    predicate = {t: 1.0 for t in terms("accumulated benefit obligation")}
+    glued = ("Net periodic pension expense $ (53) $ (32) $ (156) The accumulated benefit obligation (“ABO”) is "
+             "the actuarial present value of benefits earned based on service.")
+    assert holds(glued, "number", question, None, predicate) is None
+    caption = ("$ 9,227 $ 8,416 $ 7,514 A summary of future operating lease receipts as of December 31, 2024 "
+               "follows (in millions).")
+    assert holds(caption, "number", "What were the operating lease liabilities?", None,
+                 {t: 1.0 for t in terms("operating lease liabilities")}) is None
+    row = "Accumulated benefit obligation $ 11,210 $ 11,544 The plans are funded."
+    assert holds(row, "number", question, None, predicate) == "$ 11,210"
