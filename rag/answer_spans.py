@@ -20,6 +20,7 @@ from rag.answer_types import (
     _in_question,
     affiliation,
     counted_noun,
+    main_clause,
     persons,
 )
 from rag.places import asks_region, place_names
@@ -292,7 +293,7 @@ def holds(text: str, kind: AnswerType | None, question: str,
     (see :func:`persons`). With ``predicate`` (the question's index terms besides its names and years, with
     their weights), a span counts only when NEAR_AT of that weight is near it (:func:`nearness`).
     """
-    if kind == "list" and (n := list_count(question)):
+    if kind == "list" and (n := list_count(main_clause(question))):
         return enumeration(text, n)
     if kind is None or kind == "list":
         return text

@@ -154,8 +154,8 @@ def test_which_with_a_count_asks_for_a_counted_list(question: str, n: int | None
 def test_a_table_row_run_into_the_next_sentence_keeps_its_figures() -> None:
     question = "What was the accumulated benefit obligation at year-end 2024?"
     predicate = {t: 1.0 for t in terms("accumulated benefit obligation")}
-    glued = ("Net periodic pension expense $ (53) $ (32) $ (156) The accumulated benefit obligation (“ABO”) is "
-             "the actuarial present value of benefits earned based on service.")
+    glued = ("Net periodic pension expense $ (53) $ (32) $ (156) The accumulated benefit obligation (“ABO”) "
+             "is the actuarial present value of benefits earned based on service.")
     assert holds(glued, "number", question, None, predicate) is None
     caption = ("$ 9,227 $ 8,416 $ 7,514 A summary of future operating lease receipts as of December 31, 2024 "
                "follows (in millions).")
@@ -163,3 +163,11 @@ def test_a_table_row_run_into_the_next_sentence_keeps_its_figures() -> None:
                  {t: 1.0 for t in terms("operating lease liabilities")}) is None
     row = "Accumulated benefit obligation $ 11,210 $ 11,544 The plans are funded."
     assert holds(row, "number", question, None, predicate) == "$ 11,210"
+
+
+def test_a_counted_list_after_a_framing_phrase_needs_that_many_items() -> None:
+    question = ("In 'Retrieval meets Long Context Large Language Models', which two LLMs did the authors "
+                "study?")
+    assert holds("Extending the context window of large language models (LLMs) is getting popular.", "list",
+                 question) is None
+    assert holds("We study a proprietary GPT-43B and Llama2-70B.", "list", question) is not None
