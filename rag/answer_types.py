@@ -55,7 +55,7 @@ _QUANTITY = frozenset(
     "gross", "assets", "debt", "dividend", "dividends", "float", "expenses", "expense", "liabilities",
     "equity", "capital", "value", "margin", "number", "rate", "ratio", "percentage", "score", "size",
     "count", "accuracy", "share", "threshold", "length", "width", "weight", "temperature", "dimension",
-    "capacity", "duration", "limit"
+    "capacity", "duration", "limit", "obligation", "obligations"
 ])
 _QUANTITY_NP = re.compile(r"^(?:what|which)\s+(?:[\w-]+\s+){0,3}?([a-z]+)\s+"
                           r"(?:do|does|did|is|are|was|were|has|have|had)\b")

@@ -171,3 +171,7 @@ def test_a_counted_list_after_a_framing_phrase_needs_that_many_items() -> None:
     assert holds("Extending the context window of large language models (LLMs) is getting popular.", "list",
                  question) is None
     assert holds("We study a proprietary GPT-43B and Llama2-70B.", "list", question) is not None
+
+
+def test_an_obligation_is_a_quantity() -> None:
+    assert expected_type("What was the accumulated benefit obligation at that year-end?") == "number"
