@@ -206,12 +206,16 @@ def _label_number(text: str, m: re.Match) -> bool:
     return not text[:m.start()].strip() and bool(heading) and bool(re.match(r"\.?\s*[A-Z]", text[m.end():]))
 
 
+def _windows(text: str, span: str) -> list[set[str]]:
+    """For each place ``span`` occurs in ``text``: its index terms and the NEAR_TERMS on each side."""
+    own = set(terms(span))
+    return [own | set(terms(text[:m.start()])[-NEAR_TERMS:]) | set(terms(text[m.end():])[:NEAR_TERMS])
+            for m in re.finditer(re.escape(span), text)]
+
+
 def _near(text: str, span: str) -> set[str]:
     """The index terms within NEAR_TERMS of any place ``span`` occurs in ``text`` (its own included)."""
-    out = set(terms(span))
-    for m in re.finditer(re.escape(span), text):
-        out |= set(terms(text[:m.start()])[-NEAR_TERMS:]) | set(terms(text[m.end():])[:NEAR_TERMS])
-    return out
+    return set(terms(span)).union(*_windows(text, span))
 
 
 def nearness(text: str, span: str, predicate: Mapping[str, float]) -> float:
@@ -223,12 +227,8 @@ def nearness(text: str, span: str, predicate: Mapping[str, float]) -> float:
     total = sum(predicate.values())
     if total <= 0:
         return 1.0
-    best = 0.0
-    for m in re.finditer(re.escape(span), text):
-        near = set(terms(text[:m.start()])[-NEAR_TERMS:]) | set(terms(span)) | \
-            set(terms(text[m.end():])[:NEAR_TERMS])
-        best = max(best, sum(w for t, w in predicate.items() if t in near) / total)
-    return best
+    return max((sum(w for t, w in predicate.items() if t in near) / total for near in _windows(text, span)),
+               default=0.0)
 
 
 _MEASURE_FAMILIES = ("revenues sales", "earnings income profits", "expenses costs",
