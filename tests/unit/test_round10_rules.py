@@ -13,9 +13,9 @@ from rag.answer_types import expected_type
 from rag.engines.local import LocalEngine
 from rag.engines.phrases import strip_courtesy
 from rag.engines.tables import label_share
-from rag.models import Turn
 from rag.store.bm25 import LexicalStats
 from rag.text import terms
+from tests.unit.conversation import ask
 
 
 @pytest.mark.parametrize(("question", "kind"), [
@@ -65,31 +65,23 @@ def engine():
     return LocalEngine(LexicalStats.from_texts(TEXTS))
 
 
-def _ask(engine, *questions: str) -> list[str]:
-    history: list[Turn] = []
-    out = []
-    for q in questions:
-        got = engine.contextualize(q, history).question
-        out.append(got)
-        history.append(Turn(question=q, answer="", standalone_question=got))
-    return out
 
 
 def test_its_never_means_a_plural_acronym(engine) -> None:
-    got = _ask(engine, "What discount rate did Berkshire use for its pension PBOs at year-end 2024?",
+    got = ask(engine, "What discount rate did Berkshire use for its pension PBOs at year-end 2024?",
                "How much do its subsidiaries expect to contribute to the pension plans in 2025?")
     assert got[1] == "How much do Berkshire's subsidiaries expect to contribute to the pension plans in 2025?"
 
 
 def test_them_means_the_plural_noun_phrase_the_owner_possesses(engine) -> None:
-    got = _ask(engine, "What were Berkshire's operating lease liabilities at December 31, 2024, in millions?",
+    got = ask(engine, "What were Berkshire's operating lease liabilities at December 31, 2024, in millions?",
                "What weighted average discount rate was used to measure them?")
     assert got[1] == ("What weighted average discount rate was used to measure Berkshire's operating lease "
                       "liabilities?")
 
 
 def test_they_after_a_quoted_paper_title_means_its_authors(engine) -> None:
-    got = _ask(engine, "In the 'Lost in the Middle' paper, how many NaturalQuestions-Open queries were used "
+    got = ask(engine, "In the 'Lost in the Middle' paper, how many NaturalQuestions-Open queries were used "
                        "for the multi-document QA task?",
                "Which retrieval system did they use to pick the distractor documents?")
     assert got[1] == ("Which retrieval system did the authors of the Lost in the Middle paper use to pick "
@@ -97,7 +89,7 @@ def test_they_after_a_quoted_paper_title_means_its_authors(engine) -> None:
 
 
 def test_back_in_a_year_is_a_year_ellipsis(engine) -> None:
-    got = _ask(engine, "How large was Berkshire's insurance float at the end of 2024?",
+    got = ask(engine, "How large was Berkshire's insurance float at the end of 2024?",
                "What about back in 2019?")
     assert "2019" in got[1] and "float" in got[1] and "back" not in got[1] and "2024" not in got[1]
 
@@ -129,14 +121,14 @@ def test_a_passage_about_another_measure_is_no_answer_but_a_synonym_is() -> None
 
 
 def test_of_that_means_what_the_previous_question_asked_about(engine) -> None:
-    got = _ask(engine, "What cumulative wildfire losses had PacifiCorp recorded through December 31, 2024?",
+    got = ask(engine, "What cumulative wildfire losses had PacifiCorp recorded through December 31, 2024?",
                "How much of that was accrued in 2024 alone?")
     assert got[1] == "How much of PacifiCorp's cumulative wildfire losses was accrued in 2024 alone?"
-    got = _ask(engine, "How many people did Berkshire employ at the end of 2024?",
+    got = ask(engine, "How many people did Berkshire employ at the end of 2024?",
                "How many of those worked in the insurance businesses?")
     assert got[1] == "How many of Berkshire's people worked in the insurance businesses?"
     # a demonstrative followed by its own noun is left alone
-    got = _ask(engine, "How many people did Berkshire employ at the end of 2024?",
+    got = ask(engine, "How many people did Berkshire employ at the end of 2024?",
                "How many of those plaintiffs won?")
     assert "Berkshire" not in got[1]
 
