@@ -118,7 +118,7 @@ def _named(text: str, asked: set[str], common: Callable[[str], bool] | None) -> 
             continue
         if " " not in name and name[1:].islower() and (common is not None and common(name)):
             continue  # a capitalised corpus word ("Retrieval"), not a name
-        if _ACRONYMS.fullmatch(name):
+        if PLURAL_ACRONYM.fullmatch(name):
             continue  # "LMs", "GPUs": a kind of thing, not the name of one
         if _CITED.match(text, m.end()):
             continue  # "(Guu et al., 2020)", "Lewis et al.": an author cited, not the thing asked for
@@ -126,8 +126,8 @@ def _named(text: str, asked: set[str], common: Callable[[str], bool] | None) -> 
     return out
 
 
-_ACRONYMS = re.compile(r"[A-Z]{2,5}s")
-"""A plural acronym: "LMs", "GPUs"."""
+PLURAL_ACRONYM = re.compile(r"[A-Z]{2,5}s")
+"""A plural acronym: "LMs", "GPUs", "PBOs": a kind of thing, not the name of one."""
 _CITED = re.compile(r"\s+et\s+al\b|,?\s+\(?(?:19|20)\d\d[a-z]?\b[);,]")
 """What follows a cited author's name: "et al." or the year of the work ("Lewis, 2020)", "Guu (2020)")."""
 
@@ -311,12 +311,15 @@ def holds(text: str, kind: AnswerType | None, question: str,
         # are the row's, read with its label only
         return next((found for part in parts if (found := holds(part, kind, question, common, predicate))),
                     None)
-    whole = set(terms(text)) if kind == "number" and predicate is not None else set()
+    # a question that names a measure ("liabilities") takes no figure of another one; the text is read for
+    # that only then
+    asked = set(predicate) if kind == "number" and predicate is not None and \
+        any(t in MEASURES for t in predicate) else set()
+    other = bool(asked) and measures_other(set(terms(text)), asked)
     for span in _spans(text, kind, question, common):
         if noun is not None and _counts_own(text, span, noun):
             return span  # "21,015,324 passages" for "how many passages": the figure names what it counts
-        if predicate is not None and kind == "number" and (
-                measures_other(whole, set(predicate)) or measures_other(_near(text, span), set(predicate))):
+        if other or (asked and measures_other(_near(text, span), asked)):
             continue  # "Operating lease expense $ 1,652" is no figure of the operating lease liabilities
         if (predicate is None or nearness(text, span, predicate) >= NEAR_AT) and \
                 (noun is None or _counts(text, span, noun)):

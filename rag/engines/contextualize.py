@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from rag.answer_spans import PLURAL_ACRONYM
 from rag.engines.answered import AnsweredMixin, _replacement
 from rag.engines.base import StandaloneQuestion
 from rag.engines.coreference import asked_phrase, refers_inside
@@ -49,8 +50,6 @@ _PLURAL_REF = re.compile(
 _PAPER = re.compile(r"\bthe\s+['‘\"“]?([A-Z][\w.-]*(?:\s+(?:[A-Z][\w.-]*|et\s+al\.|[a-z]{1,5}))*?)['’\"”]?"
                     r"\s+paper\b")
 """A paper named by its title or authors: "the Lewis et al. RAG paper", "the 'Lost in the Middle' paper"."""
-_PLURAL_NAME = re.compile(r"[A-Z]{2,5}s")
-"""A plural acronym ("PBOs", "LLMs"): a kind of thing, which a singular "it" or "its" never means."""
 _DOCUMENT_NP = re.compile(r"\bthe\s+(?:(?!(?:the|of|a|an)\b)[\w-]+\s+){1,4}?"
                           r"(?:paper|survey|benchmark|study)\b")
 """A work named by a noun phrase: "the hallucination mitigation survey", "the RAG survey"."""
@@ -180,7 +179,7 @@ class ContextualizeMixin(AnsweredMixin):
             head = asked_phrase(text)  # "Which API did …": the API is what was asked, not the topic
             names = list(dict.fromkeys(t for t in owners(text) + topics(text)
                                        if t.lower() not in question.lower() and t not in head
-                                       and not (singular and _PLURAL_NAME.fullmatch(t))))
+                                       and not (singular and PLURAL_ACRONYM.fullmatch(t))))
             paper = _PAPER.search(text)
             # "… of MPT-30B-Instruct in the Lost in the Middle paper": the paper only says where to look, and
             # "it" is the model
