@@ -36,6 +36,8 @@ _MONTH_BEFORE = re.compile(rf"\b{_MONTHS}\s+$")
 _HYPHEN_BEFORE = re.compile(r"[A-Za-z][\w.]*-$")
 """A word with a letter and a hyphen just before a figure: "Llama02-" of "Llama02-70B"."""
 _HYPHEN_AFTER = re.compile(r"-[A-Z]")
+_NUMBER_SIGN = re.compile(r"(?:\b(?:No|Nos|ID|Number)\.?|#)\s*$")
+"""A number sign just before a figure: an identifier ("PCAOB ID No. 34", "#3"), not a quantity."""
 """A hyphen and a capital just after a figure: "-Eleven" of "7-Eleven", "-K" of "Form 10-K"."""
 _DATE_SPAN = re.compile(rf"\b{_MONTHS}\s+\d{{1,2}},?\s+(?:1[0-9]|20)\d\d\b|\b(?:1[0-9]|20)\d\d\b")
 NEAR_TERMS = 6
@@ -86,7 +88,8 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
             wrong_kind = (pct and (counting or amount)) or (ratio and not pct)
             day = _MONTH_BEFORE.search(text, 0, m.start())
             # "Llama02-70B", "7-Eleven": a figure hyphenated to a word is part of a name
-            named = bool(_HYPHEN_BEFORE.search(text, 0, m.start()) or _HYPHEN_AFTER.match(text, m.end()))
+            named = bool(_HYPHEN_BEFORE.search(text, 0, m.start()) or _HYPHEN_AFTER.match(text, m.end())
+                         or _NUMBER_SIGN.search(text, max(0, m.start() - 12), m.start()))
             spelled = figure.isalpha() and amount  # an amount of money is written in figures, not "five"
             if re.sub(r"[^\d.]", "", figure).strip(".") in given:
                 continue  # a figure the question gives is not the one it asks for

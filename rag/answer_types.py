@@ -160,7 +160,35 @@ def _asks_figure(low: str) -> bool:
         return True
     if _MEASURED.match(low):
         return True
-    return bool((m := _QUANTITY_NP.match(low)) and m.group(1) in _QUANTITY)
+    return any(_quantity(head) for head in _np_heads(low))
+
+
+def _quantity(word: str) -> bool:
+    """Whether ``word`` names a quantity, singular or plural ("rate", "rates")."""
+    return word in _QUANTITY or (word.endswith("s") and word[:-1] in _QUANTITY)
+
+
+_PREPOSITION = re.compile(r"\s+(?:of|over|on|for|in|across|at|with|from|among|per|under)\s+")
+
+
+def _np_heads(low: str) -> list[str]:
+    """The heads a "what X did …" noun phrase may have: before its first preposition, and its last word.
+
+    "what average score over all seven datasets did …" -> ["score", "datasets"]; "what range of interest
+    rates do …" -> ["range", "rates"]; [] when the question has no such phrase.
+    """
+    m = _WH_NP.match(low)
+    if m is None:
+        return []
+    phrase = m.group(1).split()
+    first = _PREPOSITION.split(" " + m.group(1) + " ", maxsplit=1)[0].split()
+    return list(dict.fromkeys([*(first[-1:] if first else []), phrase[-1]]))
+
+
+_AUX_WORD = r"(?:do|does|did|is|are|was|were|has|have|had)\b"
+_WH_NP = re.compile(rf"^(?:what|which)\s+((?:(?!{_AUX_WORD})[\w-]+\s+){{0,7}}?(?!{_AUX_WORD})[a-z][\w-]*)\s+"
+                    rf"{_AUX_WORD}")
+"""A "what X do/did/is …" question and its noun phrase X (up to eight words)."""
 
 
 _MEASURED = re.compile(r"^what\s+(?:[\w-]+\s+){1,4}?(?:do|does|did)\s+(?:(?!to\b)[\w'’.-]+\s+){1,8}?"
@@ -193,9 +221,14 @@ def cue_words(question: str) -> frozenset[str]:
         writers |= {m.group(1).lower()}  # "university" names the answer's type, not a word of its passage
     if kind == "number" and (how := _HOW_MUCH.search(question)):
         writers |= {how.group(1).lower()}  # "How large was the float?": its passage never says "large"
+    if kind == "number" and (generic := _GENERIC_QUANTITY.match(main_clause(question))):
+        writers |= {generic.group(1).lower()}  # "What value of k1 …": the passage says "k1 = 0.9"
     return (CUE_WORDS.get(kind or "", frozenset()) & asked) | writers
 
 
+_GENERIC_QUANTITY = re.compile(r"^(?:what|which)\s+(values?|numbers?|amounts?|levels?)\s+of\b", re.I)
+"""A figure asked for by a bare quantity word ("What value of k1 did they use?"): the word names the answer's
+type, not a word of its passage."""
 _HOW_MUCH = re.compile(r"\bhow\s+(large|big|long|old|far|tall|high|often|wide|deep|heavy|fast)\b", re.I)
 """The adjective of "how large", "how old": it names the kind of figure asked for, not the figure's passage.
 """

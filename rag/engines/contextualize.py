@@ -19,6 +19,24 @@ from collections.abc import Sequence
 
 from rag.answer_spans import PLURAL_ACRONYM
 from rag.engines.answered import AnsweredMixin, _replacement
+from rag.engines.antecedents import (
+    _AGENT_VERB,
+    _DOCUMENT_NP,
+    _OBJECT_PLURAL,
+    _PAPER,
+    _PREAMBLE,
+    _WORK,
+    _YEARS_ONLY,
+    _changed_measure,
+    _contrasted,
+    _latest_paper,
+    _latest_work,
+    _part_of_previous,
+    _plural_focus,
+    _users_paper,
+    _with_topic,
+    question_part,
+)
 from rag.engines.base import StandaloneQuestion
 from rag.engines.coreference import asked_phrase, refers_inside
 from rag.engines.phrases import (
@@ -27,7 +45,6 @@ from rag.engines.phrases import (
     _WHOLE_CLAUSE,
     _head_noun_refs,
     _is_fragment,
-    _possessive,
     _same_year,
     fill_slot,
     owners,
@@ -47,16 +64,6 @@ _IT_ONLY = re.compile(r"\b(?:[Ii]t|[Ii]ts)\b")
 _PLURAL_REF = re.compile(
     r"\b(?:(?:[Tt]hese|[Tt]hose|[Tt]he)\s+(?:models|methods|papers|approaches|systems|companies|authors)\b"
     r"|[Tt]hey|[Tt]hem|[Tt]heir|[Tt]heirs)\b")
-_PAPER = re.compile(r"\bthe\s+['‘\"“]?([A-Z][\w.-]*(?:\s+(?:[A-Z][\w.-]*|et\s+al\.|[a-z]{1,5}))*?)['’\"”]?"
-                    r"\s+paper\b")
-"""A paper named by its title or authors: "the Lewis et al. RAG paper", "the 'Lost in the Middle' paper"."""
-_DOCUMENT_NP = re.compile(r"\bthe\s+(?:(?!(?:the|of|a|an)\b)[\w-]+\s+){1,4}?"
-                          r"(?:paper|survey|benchmark|study)\b")
-"""A work named by a noun phrase: "the hallucination mitigation survey", "the RAG survey"."""
-_AUTHORS_OF = re.compile(r"\b([A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*)(?:['’]s)?\s+(?:authors|paper)\b|"
-                         r"\bauthors\s+of\s+(?:the\s+)?([A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*)")
-"""A paper named by what its authors or it are called: "the InstructRetro authors", "authors of DPR"."""
-_HOW_MANY = re.compile(r"\bhow\s+(?:many|much)\s+((?:[a-z-]+\s+){0,2}?[a-z-]+s)\b", re.I)
 _COMMON_QUESTION_AT = 3.0
 """A question with no name of its own whose every content word has a BM25 idf below this (a word in
 more than about 5 % of the chunks, like "results" or "limitations") says nothing about what it is
@@ -64,19 +71,6 @@ about, so it is read as asking about the latest topic."""
 _ANY_REF = re.compile(
     r"\b(?:he|she|him|her|his|hers|it|its|they|them|their|theirs|this|that|these|those|former|latter|same|"
     r"there|then|also|the (?:company|firm|paper|model|method|role|position|business|group|authors?))\b", re.I)
-
-
-def _latest_paper(history: Sequence[Turn]) -> tuple[str, int] | None:
-    """("the X paper", its 1-based turn) for the latest turn that names a paper as "the X paper", or None."""
-    for n in range(len(history), 0, -1):
-        text = history[n - 1].understood()
-        paper = _PAPER.search(text)
-        if paper:
-            return f"the {paper.group(1)} paper", n
-        named = _AUTHORS_OF.search(text)
-        if named and (name := named.group(1) or named.group(2)) and name.lower() not in ("the", "which"):
-            return f"the {name} paper", n  # "… one of the InstructRetro authors from?"
-    return None
 
 
 def self_contained(question: str, standalone: str) -> bool:
@@ -88,79 +82,6 @@ def self_contained(question: str, standalone: str) -> bool:
     bare = question.strip()
     return (standalone == question and not _ANY_REF.search(bare) and not _ELLIPSIS.match(bare.rstrip("?.! "))
             and not _is_fragment(bare.rstrip("?.! ")))
-
-
-_AGENT_VERB = re.compile(r"\s+(?:use|used|train|trained|propose|proposed|evaluate|evaluated|build|built|find|"
-                         r"found|report|reported|introduce|introduced|prompt|prompted|compare|compared|test|"
-                         r"tested|choose|chose|fine-tune|fine-tuned|run|ran|measure|measured|create|created|"
-                         r"collect|collected|apply|applied|split|experiment|employ|employed)\b", re.I)
-"""Verbs whose subject "they" is a paper's authors: "Which retriever do they use?"."""
-
-
-def _plural_focus(question: str, owner: str | None) -> str | None:
-    """The plural noun phrase "they" or "them" means in a later turn, or None.
-
-    What the question counts ("how many employees" -> "BNSF's employees"), or a plural it names in the
-    possessive ("FLARE's authors", "the authors of FLARE").
-    """
-    m = re.search(r"\b([A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*['’]s?\s+authors)\b|\b(the\s+authors\s+of\s+"
-                  r"(?:the\s+)?[A-Z][^?,]*?)(?=\s+(?:use|used|train|split|propose|evaluate|find|report|"
-                  r"prompt|build|from)\b|[?,]|$)", question)
-    if m:
-        return m.group(1) or m.group(2)  # "they" after "… do Self-RAG's authors train on?"
-    m = _HOW_MANY.search(question)
-    if m and m.group(1).lower() not in ("years", "times"):
-        noun = m.group(1)
-        if noun[:1].isupper() or (owner and owner.lower() in noun.lower()):
-            return f"the {noun}"
-        return f"{_possessive(owner)} {noun}" if owner else f"the {noun}"
-    m = re.search(r"\b([A-Z][\w-]*(?:\s+[A-Z][\w-]*)*['’]s?\s+(?:[a-z-]+\s+){0,2}?[a-z]+[^s'’\W]s)\b|"
-                  r"\b(the\s+[a-z]+s\s+of\s+(?:the\s+)?"
-                  r"[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*)", question)
-    if m:
-        return m.group(1) or m.group(2)
-    if owner and re.search(r"\b(?:wrote|authors?|created|proposed|introduced)\b", question, re.I):
-        return f"the authors of {owner}"  # "they" after "Who wrote In-Context RALM?"
-    return None
-
-
-def _contrasted(prev: str, earlier: Sequence[str]) -> str | None:
-    """The name of ``prev`` (the previous question) that an elliptical follow-up replaces, or None.
-
-    The name the previous question brought in (not asked about in ``earlier`` turns), the last of those in
-    the sentence ("About Berkshire: where is Louis headquartered?" then "And Jazwares?": Louis); when every
-    name was asked about before, its first possessor or name, as the conversation's subject.
-    """
-    names = list(dict.fromkeys(owners(prev) + topics(prev)))
-    if not names:
-        return None
-    said = " ".join(earlier).lower()
-    new = [n for n in names if n.lower() not in said and re.search(r"[^\W\d]", n)]  # a year is no name
-    return max(new, key=lambda n: prev.find(n)) if new else names[0]
-
-
-_OF_THAT = re.compile(r"\b(?:of|from)\s+(that|those|these|this)\b"
-                      r"(?=\s+(?:was|were|is|are|did|do|does|had|has|have|will|would|could|can|[a-z]+ed)\b"
-                      r"|\s*[?.!,]|$)", re.I)
-"""A demonstrative standing for the thing the previous question asked about: "How much of that was accrued
-in 2024?", "How many of those worked in insurance?" (not "of those plaintiffs")."""
-
-
-def _part_of_previous(asked: str, before: str) -> tuple[str, tuple[str, str]] | None:
-    """``asked`` with "of that"/"of those" replaced by the phrase ``before`` asked about, with its owner.
-
-    "How much of that was accrued in 2024 alone?" after "What cumulative wildfire losses had PacifiCorp
-    recorded …?" is "How much of PacifiCorp's cumulative wildfire losses was accrued in 2024 alone?".
-    Returns (text, (phrase, demonstrative)), or None when ``asked`` has no such demonstrative or ``before``
-    asks about no phrase.
-    """
-    m = _OF_THAT.search(asked)
-    head = asked_phrase(before) if m else ""
-    if m is None or not head or refers_inside(asked, m.start(1)):
-        return None
-    owner = next((t for t in topics(before) if re.search(r"[^\W\d]", t)), None)
-    phrase = f"{_possessive(owner)} {head}" if owner and owner.lower() not in head.lower() else f"the {head}"
-    return asked[:m.start(1)] + phrase + asked[m.end(1):], (phrase, m.group(1))
 
 
 class ContextualizeMixin(AnsweredMixin):
@@ -179,7 +100,8 @@ class ContextualizeMixin(AnsweredMixin):
             head = asked_phrase(text)  # "Which API did …": the API is what was asked, not the topic
             names = list(dict.fromkeys(t for t in owners(text) + topics(text)
                                        if t.lower() not in question.lower() and t not in head
-                                       and not (singular and PLURAL_ACRONYM.fullmatch(t))))
+                                       and not (singular and PLURAL_ACRONYM.fullmatch(t))
+                                       and not _YEARS_ONLY.fullmatch(t)))
             paper = _PAPER.search(text)
             # "… of MPT-30B-Instruct in the Lost in the Middle paper": the paper only says where to look, and
             # "it" is the model
@@ -241,9 +163,12 @@ class ContextualizeMixin(AnsweredMixin):
         if carried:
             done.append(f"resolved “{carried[1]}” to “{carried[0]}” from turn {turn}")
         elif history and self._vague(asked) and not _SINGULAR_REF.search(asked):
-            name, turn = self._antecedent(history, asked)
+            paper = _latest_paper(history)
+            # the conversation's paper, when one of the last two turns names it, rather than a word of the
+            # last turn ("the LLM" in "what phrase should the LLM return")
+            name, turn = paper if paper and paper[1] >= len(history) - 1 else self._antecedent(history, asked)
             if name:
-                standalone = f"{asked.rstrip(' ?.!')} of {name}?"
+                standalone = _with_topic(asked, name)
                 carried = (name, "")
                 done.append(f"names no topic of its own, so it asks about “{name}” from turn {turn}")
         if not done:
@@ -257,25 +182,26 @@ class ContextualizeMixin(AnsweredMixin):
 
     def _resolve(self, asked: str, history: Sequence[Turn]
                  ) -> tuple[str, tuple[str, str] | None, int | None]:
-        """Replace the references of ``asked``; returns (text, (name, reference) or None, turn or None)."""
+        """Replace the references of ``asked``; returns (text, (name, reference) or None, turn or None).
+
+        A statement before the question in the same turn is its nearest antecedent: "BNSF also issued
+        debentures in 2024. In what year do they mature?" asks about the debentures (turn len(history) + 1).
+        """
         refs = [r for r in list(_SINGULAR_REF.finditer(asked)) + list(_PLURAL_REF.finditer(asked))
                 if not refers_inside(asked, r.start())]
-        if history:
-            asked = _head_noun_refs(asked, history[-1].understood())
-            asked = _same_year(asked, history[-1].understood())
+        if refs and (stated := _PREAMBLE.match(asked)) is not None:
+            return self._resolve_after(stated.group(1), stated.group(2), history)
         if not history:
             return asked, None, None
-        if (resolved := self._to_named(asked, history)) is not None:
+        asked = _same_year(_head_noun_refs(asked, history[-1].understood()), history[-1].understood())
+        if (resolved := self._from_previous(asked, history)) is not None:
             return resolved
-        if (part := _part_of_previous(asked, history[-1].understood())) is not None:
-            return part[0], part[1], len(history)
         if not refs:
             return asked, None, None
-        name, turn = self._antecedent(history, asked)
-        if any(re.fullmatch(r"(?:the|this|that)\s+paper", r.group(0), re.I) for r in refs):
-            name, turn = _latest_paper(history) or (name, turn)  # "the paper" is a paper, not its author
-        if name is None or turn is None:
+        found, turn = self._meant(asked, history, refs)
+        if found is None or turn is None:
             return asked, None, None
+        name: str = found
         before = history[turn - 1].understood()
         plural = _plural_focus(before, name) or name
         named = f"the {name}" if re.search(rf"\bthe\s+{re.escape(name)}\b(?!['’]|\s+[a-z])", before) else name
@@ -288,15 +214,57 @@ class ContextualizeMixin(AnsweredMixin):
             ref = m.group(0).lower()
             if ref == "they" and authors and "authors" not in plural and _AGENT_VERB.match(asked[m.end():]):
                 return authors  # "Which dump do they use?" after a question about a paper
+            if ref in ("they", "them", "their", "theirs") and plural == name and _WORK.search(name):
+                return m.group(0)  # agreement in number: "replacing them" never means "the survey"
             return _replacement(ref, name, named, plural)
 
         text = _PLURAL_REF.sub(swap, _SINGULAR_REF.sub(swap, asked))
+        if text == asked:
+            return asked, None, None
         text = _same_year(text, before)
         said = refs[0].group(0)
         meant = plural if _PLURAL_REF.fullmatch(said) and said.lower() in ("they", "them") else name
         if said.lower() == "they" and authors and authors in text and authors not in asked:
             meant = authors  # the reasoning names what "they" became
         return text, (meant, said), turn
+
+    def _from_previous(self, asked: str, history: Sequence[Turn]
+                       ) -> tuple[str, tuple[str, str] | None, int | None] | None:
+        """``asked`` with a phrase of the previous turn in place of its reference, or None.
+
+        The measure "it" means before a verb of change, a name a definite description points to ("the
+        company"), the thing "how much of that" is part of.
+        """
+        if (part := _changed_measure(asked, question_part(history[-1].understood()))) is not None:
+            return part[0], part[1], len(history)
+        if (resolved := self._to_named(asked, history)) is not None:
+            return resolved
+        if (part := _part_of_previous(asked, history[-1].understood())) is not None:
+            return part[0], part[1], len(history)
+        return None
+
+    def _meant(self, asked: str, history: Sequence[Turn], refs: list[re.Match]
+               ) -> tuple[str | None, int | None]:
+        """(the name ``refs`` of ``asked`` mean, its 1-based turn); (None, None) when there is none."""
+        name, turn = _users_paper(history, asked, refs) or self._antecedent(history, asked)
+        if any(re.fullmatch(r"(?:the|this|that)\s+paper", r.group(0), re.I) for r in refs):
+            # "the paper" is a paper, not its author, nor a name of the latest turn ("Google Scholar")
+            name, turn = _latest_paper(history) or _latest_work(history) or (name, turn)
+        return name, turn
+
+    def _resolve_after(self, statement: str, query: str, history: Sequence[Turn]
+                       ) -> tuple[str, tuple[str, str] | None, int | None]:
+        """:meth:`_resolve` for a turn that states ``statement`` before it asks ``query``."""
+        thing = _OBJECT_PLURAL.search(statement)
+        they = re.search(r"\b(?:they|them)\b", query, re.I)
+        if thing and they and not refers_inside(query, they.start()):
+            # agreement in number: "they" is the plural noun the statement is about ("debentures")
+            noun = f"the {thing.group(1)}"
+            return (f"{statement} {query[:they.start()]}{noun}{query[they.end():]}",
+                    (noun, they.group(0)), len(history) + 1)
+        said, said_carried, said_turn = self._resolve(statement, history)  # "Two of its authors are …"
+        text, carried, turn = self._resolve(query, [*history, Turn(question=said)])
+        return f"{said} {text}", said_carried or carried, said_turn if said_carried else turn
 
     def _fill_ellipsis(self, fragment: str, previous: str, turn: int, history: Sequence[Turn],
                        done: list[str]) -> StandaloneQuestion:

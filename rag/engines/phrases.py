@@ -303,12 +303,15 @@ def _possessed_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] 
 def _head_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
     # "the manufacturing businesses" after "How many people did Berkshire's service businesses employ …";
     # "the 2022 Wildfire" after "How many acres did the 2020 wildfires … burn" (the head in either number)
-    m = re.fullmatch(r"(?:the\s+)?((?:(?:[a-z][\w-]*|(?:19|20)\d\d)\s+){1,2})([A-Za-z][\w-]*)", frag.strip())
-    if not m:
+    # "the GPT Score baseline" after "… did the GPT Ranking baseline reach": named modifiers too, when the
+    # head is a common noun
+    m = re.fullmatch(r"(?:the\s+)?((?:(?:[a-z][\w-]*|(?:19|20)\d\d)\s+){1,2}|(?:[A-Z][\w-]*\s+){1,2})"
+                     r"([A-Za-z][\w-]*)", frag.strip())
+    if not m or (m.group(1)[:1].isupper() and not m.group(2).islower()):
         return None
     head = m.group(2)
-    for at in re.finditer(rf"((?:\b(?:[a-z][\w-]*|(?:19|20)\d\d)\s+){{1,2}})(?i:{re.escape(head)})(?:e?s)?\b",
-                          prev):
+    word = r"[A-Z][\w-]*" if m.group(1)[:1].isupper() else r"[a-z][\w-]*|(?:19|20)\d\d"
+    for at in re.finditer(rf"((?:\b(?:{word})\s+){{1,2}})(?i:{re.escape(head)})(?:e?s)?\b", prev):
         mods = at.group(1).split()
         while mods and mods[0].lower() in STOPWORDS | QUESTION_WORDS:
             mods = mods[1:]

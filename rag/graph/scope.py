@@ -29,9 +29,33 @@ SCOPED_MAX_DOCUMENTS = MAX_HEADS
 """Knowledge bases with more documents than this are not searched for the one a question names."""
 
 
-def _named_terms(question: str) -> set[str]:
-    """Index terms of the question's names (not numbers) and of the works it names ("the X survey")."""
-    return {t for c in constraints(question) if c.kind != "number" for t in c.terms} | work_terms(question)
+def _named_terms(question: str) -> list[tuple[str, ...]]:
+    """The question's names (not numbers) as tuples of index terms, and each term of a work it names.
+
+    "the South Bay and Trifecta brand names" gives ``("south", "bay")`` and ``("trifecta",)``; "the
+    hallucination mitigation survey" gives ``("hallucin",)`` and ``("mitig",)`` (a work is often named by
+    part of its title).
+    """
+    names = [tuple(c.terms) for c in constraints(question) if c.kind != "number" and c.terms]
+    return list(dict.fromkeys([*names, *((t,) for t in sorted(work_terms(question)))]))
+
+
+def _held_names(head_terms: tuple[str, ...], names: list[tuple[str, ...]]) -> list[tuple[int, str]]:
+    """The terms of ``names`` a head holds, each with the place of its first use, in order of place.
+
+    A name of several words counts only when the head holds more than half of them: "South Bay" is not
+    held by a head that says "South Carolina", while "Long Context LLMs" is by one titled "… Long Context
+    Large Language Models".
+    """
+    first: dict[str, int] = {}
+    for i, t in enumerate(head_terms):
+        first.setdefault(t, i)
+    held: set[str] = set()
+    for name in names:
+        found = [t for t in name if t in first]
+        if 2 * len(found) > len(name):
+            held.update(found)
+    return sorted((first[t], t) for t in held)
 
 
 @lru_cache(maxsize=MAX_HEADS)
@@ -44,8 +68,9 @@ def named_document(kb, question: str) -> str | None:
     """The ``doc_sha`` of the one complete document of ``kb`` whose head the question's names point to.
 
     Heads are :func:`rag.graph.evidence.head_of` (a paper's title and authors, a filing's cover). Each term of
-    the question's names (and of a work it names, "the RAG survey") that a head holds scores log((N + 1) /
-    df), df the number of the N heads that hold it: "Retrieval" is in most titles, "Lewis" in two. Ties go to
+    the question's names (and of a work it names, "the RAG survey") that a head holds (a name of several
+    words only when the head holds most of them, :func:`_held_names`) scores log((N + 1) / df), df the
+    number of the N heads that hold it: "Retrieval" is in most titles, "Lewis" in two. Ties go to
     the head naming them first ("Lewis et al." is the paper Lewis leads). None when no head holds a term
     that at most a quarter of the heads hold (the question singles no document out), when two heads tie
     there too, or when ``kb`` cannot list its documents.
@@ -56,8 +81,7 @@ def named_document(kb, question: str) -> str | None:
         return None
     heads = document_heads(kb, docs)
     # the question's terms each head holds, with the place of the first
-    held = {sha: [(i, t) for i, t in enumerate(_head_terms(head)) if t in asked]
-            for sha, head in heads.items()}
+    held = {sha: _held_names(_head_terms(head), asked) for sha, head in heads.items()}
     df = Counter(t for found in held.values() for t in {t for _, t in found})
     n = len(heads)
     ranked = []

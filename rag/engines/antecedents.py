@@ -1,0 +1,194 @@
+"""Where a follow-up's references point: the papers, works, plural noun phrases and measures of earlier turns.
+
+The pieces :mod:`rag.engines.contextualize` resolves references with, each a rule of grammar: a paper named
+as "the X paper" or by its authors, a survey named by its noun phrase, the plural noun phrase "they" means,
+the measure "it" means before a verb of change, a statement the question itself makes before it asks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from rag.engines.coreference import asked_phrase, refers_inside
+from rag.engines.phrases import _possessive, owners, topics
+from rag.models import Turn
+
+_PAPER = re.compile(r"\bthe\s+['‘\"“]?([A-Z][\w.-]*(?:\s+(?:[A-Z][\w.-]*|et\s+al\.|[a-z]{1,5}))*?)['’\"”]?"
+                    r"\s+paper\b")
+"""A paper named by its title or authors: "the Lewis et al. RAG paper", "the 'Lost in the Middle' paper"."""
+_DOCUMENT_NP = re.compile(r"\bthe\s+(?:(?!(?:the|of|a|an)\b)[\w-]+\s+){1,4}?"
+                          r"(?:paper|survey|benchmark|study)\b")
+"""A work named by a noun phrase: "the hallucination mitigation survey", "the RAG survey"."""
+_AUTHORS_OF = re.compile(r"\b([A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*)(?:['’]s)?\s+(?:authors|paper)\b|"
+                         r"\bauthors\s+of\s+(?:the\s+)?([A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*)")
+"""A paper named by what its authors or it are called: "the InstructRetro authors", "authors of DPR"."""
+_HOW_MANY = re.compile(r"\bhow\s+(?:many|much)\s+((?:[a-z-]+\s+){0,2}?[a-z-]+s)\b", re.I)
+def _latest_paper(history: Sequence[Turn]) -> tuple[str, int] | None:
+    """("the X paper", its 1-based turn) for the latest turn that names a paper as "the X paper", or None."""
+    for n in range(len(history), 0, -1):
+        text = history[n - 1].understood()
+        paper = _PAPER.search(text)
+        if paper:
+            return f"the {paper.group(1)} paper", n
+        named = _AUTHORS_OF.search(text)
+        if named and (name := named.group(1) or named.group(2)) and name.lower() not in ("the", "which"):
+            return f"the {name} paper", n  # "… one of the InstructRetro authors from?"
+    return None
+
+
+_PREAMBLE = re.compile(r"^(?!(?i:what|which|who|whom|whose|how|when|where|why|do|does|did|is|are|was|were|"
+                       r"can|could|should|would|will|has|have|had)\b)"
+                       r"([^?]*[a-z0-9](?<!\bal)(?<!\betc)(?<!\bvs)(?<!\bInc)(?<!\bCo)(?<!\bNo)(?<!\bNos)[.!])"
+                       r"\s+([A-Z][^.!?]*(?:\.\S[^.!?]*)*\?)\s*$")
+"""A turn that states something, then asks: ("BNSF also issued debentures in 2024.", "In what year do they
+mature?"). Not a question cut at an abbreviation ("… in the Lewis et al. RAG paper?")."""
+
+
+_OBJECT_PLURAL = re.compile(r"\b(?:[a-z]+ed|has|have|had|holds?|owns?|sells?)\s+(?:(?:new|additional|several|"
+                            r"some|two|three|four|its|their)\s+)?((?:[a-z][\w-]*\s+){0,2}[a-z][\w-]*[a-rt-z]s)\b")
+"""The plural noun phrase a statement's verb takes ("BNSF also issued debentures in 2024")."""
+_WORK = re.compile(r"\b(?:paper|survey|benchmark|study|report|article)$")
+"""A name that ends on a kind of work ("the hallucination mitigation survey"): one thing, never "them"."""
+_YEARS_ONLY = re.compile(r"(?:(?:19|20)\d\d|and|to|,|\s)+")
+"""A "name" that is only years ("2022 and 2023"): a time, never what "it" or "they" means."""
+
+
+def question_part(text: str) -> str:
+    """The question of ``text`` without a statement before it in the same turn (see :data:`_PREAMBLE`)."""
+    said = _PREAMBLE.match(text.strip())
+    return said.group(2) if said else text
+
+
+def _with_topic(question: str, name: str) -> str:
+    """``question`` (which names no topic) about ``name``, grammatically.
+
+    A paper frames the question ("In the Ragas paper, how is the answer relevance score computed?"), as does
+    any name for a question that may end on its verb ("how", "why"); else the name follows its noun phrase
+    ("What about the datasets of Self-RAG?").
+    """
+    q = question.strip().rstrip(" ?.!")
+    if name.endswith(" paper") or re.match(r"(?:how|why)\b", q, re.I):
+        lead = "In" if name.endswith(" paper") else "For"
+        return f"{lead} {name}, {q[:1].lower() + q[1:] if not re.match(r'[A-Z]{2}', q) else q}?"
+    return f"{q} of {name}?"
+
+
+def _users_paper(history: Sequence[Turn], asked: str, refs: list[re.Match]) -> tuple[str, int] | None:
+    """The paper of the last two turns when "they" of ``asked`` does something ("did they use"), else None.
+
+    People use things, a dataset does not: "Which threshold did they use?" after a question about a dataset
+    of the FLARE paper asks about that paper's authors.
+    """
+    paper = _latest_paper(history)
+    if paper and paper[1] >= len(history) - 1 and any(
+            r.group(0).lower() == "they" and _AGENT_VERB.match(asked[r.end():]) for r in refs):
+        return paper
+    return None
+
+
+_WRITTEN_WORK = re.compile(r"\bthe\s+(?:(?!(?:the|of|a|an)\b)[\w-]+\s+){1,4}?(?:survey|study)\b")
+
+
+def _latest_work(history: Sequence[Turn]) -> tuple[str, int] | None:
+    """("the RAG survey", its 1-based turn) for the latest turn that names a survey or study, or None."""
+    for n in range(len(history), 0, -1):
+        if found := _WRITTEN_WORK.search(history[n - 1].understood()):
+            return found.group(0), n
+    return None
+
+
+_AGENT_VERB = re.compile(r"\s+(?:use|used|train|trained|propose|proposed|evaluate|evaluated|build|built|find|"
+                         r"found|report|reported|introduce|introduced|prompt|prompted|compare|compared|test|"
+                         r"tested|choose|chose|fine-tune|fine-tuned|run|ran|measure|measured|create|created|"
+                         r"collect|collected|apply|applied|split|experiment|employ|employed)\b", re.I)
+"""Verbs whose subject "they" is a paper's authors: "Which retriever do they use?"."""
+
+
+def _plural_focus(question: str, owner: str | None) -> str | None:
+    """The plural noun phrase "they" or "them" means in a later turn, or None.
+
+    What the question counts ("how many employees" -> "BNSF's employees"), or a plural it names in the
+    possessive ("FLARE's authors", "the authors of FLARE").
+    """
+    m = re.search(r"\b([A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*['’]s?\s+authors)\b|\b(the\s+authors\s+of\s+"
+                  r"(?:the\s+)?[A-Z][^?,]*?)(?=\s+(?:use|used|train|split|propose|evaluate|find|report|"
+                  r"prompt|build|from)\b|[?,]|$)", question)
+    if m:
+        return m.group(1) or m.group(2)  # "they" after "… do Self-RAG's authors train on?"
+    m = _HOW_MANY.search(question)
+    if m and m.group(1).lower() not in ("years", "times"):
+        noun = m.group(1)
+        if noun[:1].isupper() or (owner and owner.lower() in noun.lower()):
+            return f"the {noun}"
+        return f"{_possessive(owner)} {noun}" if owner else f"the {noun}"
+    m = re.search(r"\b([A-Z][\w-]*(?:\s+[A-Z][\w-]*)*['’]s?\s+(?:[a-z-]+\s+){0,2}?[a-z]+[^s'’\W]s)\b|"
+                  r"\b(the\s+[a-z]+s\s+of\s+(?:the\s+)?"
+                  r"[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*)", question)
+    if m:
+        return m.group(1) or m.group(2)
+    if owner and re.search(r"\b(?:wrote|authors?|created|proposed|introduced)\b", question, re.I):
+        return f"the authors of {owner}"  # "they" after "Who wrote In-Context RALM?"
+    return None
+
+
+def _contrasted(prev: str, earlier: Sequence[str]) -> str | None:
+    """The name of ``prev`` (the previous question) that an elliptical follow-up replaces, or None.
+
+    The name the previous question brought in (not asked about in ``earlier`` turns), the last of those in
+    the sentence ("About Berkshire: where is Louis headquartered?" then "And Jazwares?": Louis); when every
+    name was asked about before, its first possessor or name, as the conversation's subject.
+    """
+    names = list(dict.fromkeys(owners(prev) + topics(prev)))
+    if not names:
+        return None
+    said = " ".join(earlier).lower()
+    new = [n for n in names if n.lower() not in said and re.search(r"[^\W\d]", n)
+           and not _YEARS_ONLY.fullmatch(n)]  # a year is no name, nor are years ("2022 and 2023")
+    return max(new, key=lambda n: prev.find(n)) if new else names[0]
+
+
+_OF_THAT = re.compile(r"\b(?:of|from)\s+(that|those|these|this)\b"
+                      r"(?=\s+(?:was|were|is|are|did|do|does|had|has|have|will|would|could|can|[a-z]+ed)\b"
+                      r"|\s*[?.!,]|$)", re.I)
+"""A demonstrative standing for the thing the previous question asked about: "How much of that was accrued
+in 2024?", "How many of those worked in insurance?" (not "of those plaintiffs")."""
+
+
+def _part_of_previous(asked: str, before: str) -> tuple[str, tuple[str, str]] | None:
+    """``asked`` with "of that"/"of those" replaced by the phrase ``before`` asked about, with its owner.
+
+    "How much of that was accrued in 2024 alone?" after "What cumulative wildfire losses had PacifiCorp
+    recorded …?" is "How much of PacifiCorp's cumulative wildfire losses was accrued in 2024 alone?".
+    Returns (text, (phrase, demonstrative)), or None when ``asked`` has no such demonstrative or ``before``
+    asks about no phrase.
+    """
+    m = _OF_THAT.search(asked)
+    head = asked_phrase(before) if m else ""
+    if m is None or not head or refers_inside(asked, m.start(1)):
+        return None
+    owner = next((t for t in topics(before) if re.search(r"[^\W\d]", t)), None)
+    phrase = f"{_possessive(owner)} {head}" if owner and owner.lower() not in head.lower() else f"the {head}"
+    return asked[:m.start(1)] + phrase + asked[m.end(1):], (phrase, m.group(1))
+
+
+_IT_CHANGED = re.compile(r"\b(it)\s+(?:grow|rise|increase|decrease|decline|fall|drop|change|shrink|"
+                         r"go\s+(?:up|down))\b", re.I)
+_WHAT_WAS = re.compile(r"^(?:[Ww]hat|[Hh]ow\s+much)\s+(?:was|were|is|are)\s+"
+                       r"((?:the\s+)?[A-Z][^?,]*?['’]s?\s+[a-z][^?,]*?)"
+                       r"(?=\s+(?:at|in|for|on|during|as\s+of|according|over)\b|\s*[?,]|$)")
+"""A question for one owner's measure: "What was Berkshire Hathaway's shareholders' equity at the end …"."""
+
+
+def _changed_measure(asked: str, before: str) -> tuple[str, tuple[str, str]] | None:
+    """"By how much did it grow?" after "What was Berkshire's shareholders' equity …": the measure grew.
+
+    A measure changes, its owner does not: "it" before a verb of change is the owner's measure the previous
+    question asked for. Returns (text, (phrase, "it")) or None.
+    """
+    m = _IT_CHANGED.search(asked)
+    was = _WHAT_WAS.match(before.strip()) if m else None
+    if m is None or was is None or refers_inside(asked, m.start(1)):
+        return None
+    phrase = was.group(1)
+    return asked[:m.start(1)] + phrase + asked[m.end(1):], (phrase, m.group(1))
