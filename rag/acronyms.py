@@ -42,7 +42,7 @@ def _spelled(tokens: list[str], i: int, target: str, at: int, depth: int = 0) ->
     if i >= len(tokens) or depth > len(target) + 4:
         return None
     pieces = [p.lower() for p in tokens[i].split("-") if p]
-    for end in sorted(_prefix_ends(pieces, target, at), reverse=True):
+    for end in sorted(_prefix_ends(pieces, target, at)):  # initials first: "Inference-Time Intervention"
         rest = _spelled(tokens, i + 1, target, end, depth + 1) if end > at else None
         if rest is not None:
             return rest + 1

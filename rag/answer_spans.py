@@ -16,6 +16,7 @@ from rag.answer_types import (
     _DEFINES,
     _NOT_NAME,
     _PLACE_AFTER,
+    QUANTITY_WORDS,
     AnswerType,
     _in_question,
     affiliation,
@@ -26,7 +27,8 @@ from rag.answer_types import (
 from rag.places import asks_region, place_names
 from rag.text import STOPWORDS, has_date, number_tokens, terms, words
 
-_FIGURE = re.compile(r"(?<![\w.])(?<![A-Za-z]-)[$€£]?\s?\(?\d[\d,]*(?:\.\d+)?\)?\s?"
+_FIGURE = re.compile(r"(?<![\w.])(?<![A-Za-z]-)\d(?:\.\d+)?[eE]-?\d+\b"  # "3e-5", "1e-4": a learning rate
+                     r"|(?<![\w.])(?<![A-Za-z]-)[$€£]?\s?\(?\d[\d,]*(?:\.\d+)?\)?\s?"
                      r"(?:%|percent|million|billion|thousand|trillion|[kKMBT]\b)?"
                      r"|\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
                      r"fifty|hundred|thousand|million|billion|dozen)\b", re.I)
@@ -36,6 +38,13 @@ _MONTH_BEFORE = re.compile(rf"\b{_MONTHS}\s+$")
 _HYPHEN_BEFORE = re.compile(r"[A-Za-z][\w.]*-$")
 """A word with a letter and a hyphen just before a figure: "Llama02-" of "Llama02-70B"."""
 _HYPHEN_AFTER = re.compile(r"-[A-Z]")
+_CHANGED_BY = re.compile(r"\b(?:increased|decreased|rose|fell|declined|grew|dropped|increases?|decreases?|"
+                         r"declines?|rises?|growth|gains?|up|down)\s+(?:(?:of|by|approximately|about|nearly|"
+                         r"roughly|over)\s+){0,2}$", re.I)
+"""A verb or noun of change just before a figure: "pre-tax earnings increased $331 million" gives the change,
+not the earnings."""
+_MEASURE_OF = re.compile(r"\b([a-z]+)\s+(?:of|=)\s*$")
+"""The noun a figure is given for: "a batch size of 512", "k1 = 0.9"."""
 _NUMBER_SIGN = re.compile(r"(?:\b(?:No|Nos|ID|Number)\.?|#)\s*$")
 """A number sign just before a figure: an identifier ("PCAOB ID No. 34", "#3"), not a quantity."""
 """A hyphen and a capital just after a figure: "-Eleven" of "7-Eleven", "-K" of "Form 10-K"."""
@@ -81,6 +90,8 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
         # "what were McLane's revenues": an amount, not "17.3% of revenues" (unless a change or rate is asked)
         amount = bool(_AMOUNT.search(question)) and not ratio and not _CHANGE.search(question)
         given = {re.sub(r"[^\d.]", "", w) for w in number_tokens(question)}  # "the 17 named plaintiffs"
+        level = not _CHANGE.search(question)  # "what were the pre-tax earnings": not by how much they rose
+        asked_words = {w.rstrip("s") for w in words(question.lower())} | set(words(question.lower()))
         out = []
         for m in _FIGURE.finditer(text):
             figure = m.group(0).rstrip(" ,")  # "2023," ends a clause: it is a year all the same
@@ -90,11 +101,17 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
             # "Llama02-70B", "7-Eleven": a figure hyphenated to a word is part of a name
             named = bool(_HYPHEN_BEFORE.search(text, 0, m.start()) or _HYPHEN_AFTER.match(text, m.end())
                          or _NUMBER_SIGN.search(text, max(0, m.start() - 12), m.start()))
+            change = level and bool(_CHANGED_BY.search(text, max(0, m.start() - 40), m.start()))
+            # "a batch size of 512" for "what learning rate": the figure of another quantity
+            own = _MEASURE_OF.search(text, max(0, m.start() - 30), m.start())
+            other = bool(own and own.group(1) in QUANTITY_WORDS and own.group(1) not in asked_words)
+            change = change or other
             spelled = figure.isalpha() and amount  # an amount of money is written in figures, not "five"
             if re.sub(r"[^\d.]", "", figure).strip(".") in given:
                 continue  # a figure the question gives is not the one it asks for
             if not years.match(figure.strip(" $€£()")) and re.search(r"\w", figure) and \
-                    not _label_number(text, m) and not wrong_kind and not day and not named and not spelled:
+                    not _label_number(text, m) and not wrong_kind and not day and not named and not spelled \
+                    and not change:
                 out.append(figure.strip())
         return out
     if kind == "person":

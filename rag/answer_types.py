@@ -55,8 +55,11 @@ _QUANTITY = frozenset(
     "gross", "assets", "debt", "dividend", "dividends", "float", "expenses", "expense", "liabilities",
     "equity", "capital", "value", "margin", "number", "rate", "ratio", "percentage", "score", "size",
     "count", "accuracy", "share", "threshold", "length", "width", "weight", "temperature", "dimension",
-    "capacity", "duration", "limit", "obligation", "obligations"
+    "capacity", "duration", "limit", "obligation", "obligations", "payment", "repayment", "improvement",
+    "charge", "fee", "match", "perplexity", "recall", "precision", "latency"
 ])
+QUANTITY_WORDS = _QUANTITY
+"""Nouns that name a quantity ("revenues", "rate", "size"): a figure given for one measures it."""
 _QUANTITY_NP = re.compile(r"^(?:what|which)\s+(?:[\w-]+\s+){0,3}?([a-z]+)\s+"
                           r"(?:do|does|did|is|are|was|were|has|have|had)\b")
 """A "what X did …" question whose noun phrase ends on a quantity ("what closed-book accuracy did …")."""
@@ -94,6 +97,20 @@ is not in the passage that expands an acronym, "authors" is not in a paper's aut
 out of the terms a passage must hold, and out of the search query."""
 
 
+PREAMBLE = re.compile(r"^(?!(?i:what|which|who|whom|whose|how|when|where|why|do|does|did|is|are|was|were|"
+                       r"can|could|should|would|will|has|have|had)\b)"
+                       r"([^?]*[a-z0-9](?<!\bal)(?<!\betc)(?<!\bvs)(?<!\bInc)(?<!\bCo)(?<!\bNo)(?<!\bNos)[’'\"”)]?[.!])"
+                       r"\s+([A-Z][^.!?]*(?:\.\S[^.!?]*)*\?)\s*$")
+"""A turn that states something, then asks: ("BNSF also issued debentures in 2024.", "In what year do they
+mature?"). Not a question cut at an abbreviation ("… in the Lewis et al. RAG paper?")."""
+
+
+def question_part(text: str) -> str:
+    """The question of ``text`` without a statement before it in the same turn (see :data:`PREAMBLE`)."""
+    said = PREAMBLE.match(text.strip())
+    return said.group(2) if said else text
+
+
 _FRAME = re.compile(r"^([^,:;?]{1,80}?)[,:;]\s+(?=\S)")
 """A framing phrase before the question proper: "In the DPR paper, how many …", "Different paper: which …"."""
 _WH = re.compile(r"\b(?:who|whom|whose|what|which|when|where|why|how)\b", re.I)
@@ -105,7 +122,7 @@ def main_clause(question: str) -> str:
     A phrase before a comma, colon or semicolon is framing when it holds no question word and the rest does;
     the question is returned whole otherwise ("What is X, and how …" keeps its first clause).
     """
-    q = " ".join(question.strip().split())
+    q = " ".join(question_part(question.strip()).split())  # "… the largest was Pilot. What was its value?"
     while (m := _FRAME.match(q)) and not _WH.search(m.group(1)) and _WH.search(q[m.end():]):
         q = q[m.end():]
     return q[:1].upper() + q[1:]
@@ -180,15 +197,17 @@ def _np_heads(low: str) -> list[str]:
     m = _WH_NP.match(low)
     if m is None:
         return []
-    phrase = m.group(1).split()
-    first = _PREPOSITION.split(" " + m.group(1) + " ", maxsplit=1)[0].split()
-    return list(dict.fromkeys([*(first[-1:] if first else []), phrase[-1]]))
+    # a symbol named after its noun is that noun's ("what weight λ", "which threshold θ", "what value k1")
+    phrase = re.sub(r"(?:\s+(?:[^\W\d_]|[a-z]\d))+$", "", m.group(1) or m.group(2)).split()
+    first = _PREPOSITION.split(" " + " ".join(phrase) + " ", maxsplit=1)[0].split()
+    return list(dict.fromkeys([*(first[-1:] if first else []), *phrase[-1:]]))
 
 
 _AUX_WORD = r"(?:do|does|did|is|are|was|were|has|have|had)\b"
-_WH_NP = re.compile(rf"^(?:what|which)\s+((?:(?!{_AUX_WORD})[\w-]+\s+){{0,7}}?(?!{_AUX_WORD})[a-z][\w-]*)\s+"
-                    rf"{_AUX_WORD}")
-"""A "what X do/did/is …" question and its noun phrase X (up to eight words)."""
+_WH_NP = re.compile(rf"^(?:what|which)\s+(?:((?:(?!{_AUX_WORD})[\w-]+\s+){{0,7}}?(?!{_AUX_WORD})"
+                    rf"[^\W\d_][\w-]*)\s+{_AUX_WORD}|((?:[\w-]+\s+){{0,2}}[^\W\d_][\w-]*)\s*\?*$)")
+"""A "what X do/did/is …" question and its noun phrase X (up to eight words), or a bare "what X?" (up to
+three)."""
 
 
 _MEASURED = re.compile(r"^what\s+(?:[\w-]+\s+){1,4}?(?:do|does|did)\s+(?:(?!to\b)[\w'’.-]+\s+){1,8}?"

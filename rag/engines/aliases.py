@@ -21,6 +21,10 @@ _QUOTED = re.compile(
 """A name followed by its short form in quotes: Berkshire Hathaway Energy Company (“BHE”)."""
 _INITIALS = re.compile(r"((?:[A-Z][\w-]*\s+){1,5}[A-Z][\w-]*)\s+\(([A-Z][A-Za-z]{1,7})\)")
 """A capitalised name followed by its acronym in brackets: Dense Passage Retriever (DPR)."""
+_LOWER_INITIALS = re.compile(r"((?:[a-z][\w-]*\s+){1,5}[a-z][\w-]*)\s*\((?:the\s+)?[“\"]?"
+                             r"([A-Z][A-Za-z]{1,6})[”\"]?\)")
+"""A common noun phrase followed by its acronym: accumulated benefit obligation (“ABO”), dense passage
+retriever (DPR); the acronym spells the initials of the phrase's last words."""
 _LEGAL = ("inc", "corp", "corporation", "company", "co", "llc", "lp", "ltd", "plc", "group")
 """Words of a legal form, left out of a full name ("Berkshire Hathaway Energy Company" -> its first three)."""
 
@@ -39,6 +43,20 @@ def _initials_match(name: str, short: str) -> bool:
     return short.upper() == letters.upper() or short.upper() == letters[-len(short):].upper()
 
 
+def _lower_definition(phrase: str, short: str) -> tuple[str, str] | None:
+    """(the last words of ``phrase`` whose initials ``short`` spells, ``short``), or None.
+
+    "the accumulated benefit obligation" and "ABO" give ("accumulated benefit obligation", "ABO"); a plural
+    acronym spells the singular's initials ("OEMs").
+    """
+    letters = short[:-1] if short.endswith("s") and len(short) > 2 else short
+    words = phrase.split()
+    if not 2 <= len(letters) <= len(words):
+        return None
+    tail = words[-len(letters):]
+    return (" ".join(tail), short) if "".join(w[0] for w in tail).upper() == letters.upper() else None
+
+
 def definitions(texts: Iterable[str]) -> dict[str, tuple[str, ...]]:
     """Every short form ``texts`` define, as :data:`Aliases` (the first definition of each wins)."""
     out: dict[str, tuple[str, ...]] = {}
@@ -46,6 +64,8 @@ def definitions(texts: Iterable[str]) -> dict[str, tuple[str, ...]]:
         found = [(m.group(1), m.group(2)) for m in _QUOTED.finditer(text)]
         found += [(m.group(1), m.group(2)) for m in _INITIALS.finditer(text)
                   if _initials_match(m.group(1), m.group(2))]
+        found += [pair for m in _LOWER_INITIALS.finditer(text)
+                  if (pair := _lower_definition(m.group(1), m.group(2)))]
         for name, short in found:
             short_terms = terms(short)
             full = tuple(t for t in terms(name) if t not in legal_terms())

@@ -37,14 +37,6 @@ def _latest_paper(history: Sequence[Turn]) -> tuple[str, int] | None:
     return None
 
 
-_PREAMBLE = re.compile(r"^(?!(?i:what|which|who|whom|whose|how|when|where|why|do|does|did|is|are|was|were|"
-                       r"can|could|should|would|will|has|have|had)\b)"
-                       r"([^?]*[a-z0-9](?<!\bal)(?<!\betc)(?<!\bvs)(?<!\bInc)(?<!\bCo)(?<!\bNo)(?<!\bNos)[.!])"
-                       r"\s+([A-Z][^.!?]*(?:\.\S[^.!?]*)*\?)\s*$")
-"""A turn that states something, then asks: ("BNSF also issued debentures in 2024.", "In what year do they
-mature?"). Not a question cut at an abbreviation ("… in the Lewis et al. RAG paper?")."""
-
-
 _OBJECT_PLURAL = re.compile(r"\b(?:[a-z]+ed|has|have|had|holds?|owns?|sells?)\s+(?:(?:new|additional|several|"
                             r"some|two|three|four|its|their)\s+)?((?:[a-z][\w-]*\s+){0,2}[a-z][\w-]*[a-rt-z]s)\b")
 """The plural noun phrase a statement's verb takes ("BNSF also issued debentures in 2024")."""
@@ -52,12 +44,6 @@ _WORK = re.compile(r"\b(?:paper|survey|benchmark|study|report|article)$")
 """A name that ends on a kind of work ("the hallucination mitigation survey"): one thing, never "them"."""
 _YEARS_ONLY = re.compile(r"(?:(?:19|20)\d\d|and|to|,|\s)+")
 """A "name" that is only years ("2022 and 2023"): a time, never what "it" or "they" means."""
-
-
-def question_part(text: str) -> str:
-    """The question of ``text`` without a statement before it in the same turn (see :data:`_PREAMBLE`)."""
-    said = _PREAMBLE.match(text.strip())
-    return said.group(2) if said else text
 
 
 def _with_topic(question: str, name: str) -> str:
@@ -75,13 +61,13 @@ def _with_topic(question: str, name: str) -> str:
 
 
 def _users_paper(history: Sequence[Turn], asked: str, refs: list[re.Match]) -> tuple[str, int] | None:
-    """The paper of the last two turns when "they" of ``asked`` does something ("did they use"), else None.
+    """The paper of the last three turns when "they" of ``asked`` does something ("did they use"), else None.
 
     People use things, a dataset does not: "Which threshold did they use?" after a question about a dataset
     of the FLARE paper asks about that paper's authors.
     """
     paper = _latest_paper(history)
-    if paper and paper[1] >= len(history) - 1 and any(
+    if paper and paper[1] >= len(history) - 2 and any(
             r.group(0).lower() == "they" and _AGENT_VERB.match(asked[r.end():]) for r in refs):
         return paper
     return None

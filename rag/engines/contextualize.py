@@ -18,13 +18,13 @@ import re
 from collections.abc import Sequence
 
 from rag.answer_spans import PLURAL_ACRONYM
+from rag.answer_types import PREAMBLE, question_part
 from rag.engines.answered import AnsweredMixin, _replacement
 from rag.engines.antecedents import (
     _AGENT_VERB,
     _DOCUMENT_NP,
     _OBJECT_PLURAL,
     _PAPER,
-    _PREAMBLE,
     _WORK,
     _YEARS_ONLY,
     _changed_measure,
@@ -35,7 +35,6 @@ from rag.engines.antecedents import (
     _plural_focus,
     _users_paper,
     _with_topic,
-    question_part,
 )
 from rag.engines.base import StandaloneQuestion
 from rag.engines.coreference import asked_phrase, refers_inside
@@ -189,7 +188,7 @@ class ContextualizeMixin(AnsweredMixin):
         """
         refs = [r for r in list(_SINGULAR_REF.finditer(asked)) + list(_PLURAL_REF.finditer(asked))
                 if not refers_inside(asked, r.start())]
-        if refs and (stated := _PREAMBLE.match(asked)) is not None:
+        if refs and (stated := PREAMBLE.match(asked)) is not None:
             return self._resolve_after(stated.group(1), stated.group(2), history)
         if not history:
             return asked, None, None
@@ -247,8 +246,9 @@ class ContextualizeMixin(AnsweredMixin):
                ) -> tuple[str | None, int | None]:
         """(the name ``refs`` of ``asked`` mean, its 1-based turn); (None, None) when there is none."""
         name, turn = _users_paper(history, asked, refs) or self._antecedent(history, asked)
-        if any(re.fullmatch(r"(?:the|this|that)\s+paper", r.group(0), re.I) for r in refs):
-            # "the paper" is a paper, not its author, nor a name of the latest turn ("Google Scholar")
+        if any(re.fullmatch(r"(?:the|this|that)\s+paper|the\s+authors", r.group(0), re.I) for r in refs):
+            # "the paper" is a paper, not its author, nor a name of the latest turn ("Google Scholar"); "the
+            # authors" wrote one (not "LongChat-13B", a model the last turn asked about)
             name, turn = _latest_paper(history) or _latest_work(history) or (name, turn)
         return name, turn
 

@@ -218,6 +218,10 @@ def _count_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | No
             f"“{slot.group(1)}” by “{many.group(1)}”")
 
 
+_YEARS = re.compile(r"(?:(?:19|20)\d\d|and|to|,|\s)+")
+"""Only years ("2018", "2022 and 2023"): a time, never a name that owns something."""
+
+
 def _phrase_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
     words = frag.split()
     first = words[0].lower() if words else ""
@@ -227,23 +231,45 @@ def _phrase_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | N
     kind = _word_kind(words[1] if words[1].lower() != "the" or len(words) < 3 else words[2])
     same = [sp for sp in spans if _word_kind(_next_word(prev, sp.end())) == kind] or \
         [sp for sp in spans if _phrase_head(prev, sp.end()) == words[-1].lower() and words[-1].islower()]
-    if not same and kind == "name" and owner and topics(frag) and owner in prev:
+    names = [t for t in topics(frag) if not _YEARS.fullmatch(t)]  # "the 2018 index" names no owner
+    if not same and kind == "name" and owner and names and owner in prev:
         # "And of Occidental?" after "What share of the outstanding Kraft Heinz stock did …": the name's slot
-        return _swap_name(prev, owner, _bare(topics(frag)[0])), f"“{owner}” by “{topics(frag)[0]}”"
+        return _swap_name(prev, owner, _bare(names[0])), f"“{owner}” by “{names[0]}”"
     spans = same or spans
+    if not spans and (swapped := _same_head_phrase(words, prev)) is not None:
+        return swapped
     if not spans:
-        if owner and topics(frag):
-            return _swap_name(prev, owner, _bare(topics(frag)[0])), f"“{owner}” by “{topics(frag)[0]}”"
-        if not topics(frag):  # "And after compression?": a modifier the previous question did not have
+        if owner and names:
+            return _swap_name(prev, owner, _bare(names[0])), f"“{owner}” by “{names[0]}”"
+        if not names:  # "And after compression?", "And at the end of 2023?": a modifier prev lacks
             return f"{prev} {frag}", f"nothing, adding “{frag}”"
         return None
     start = spans[-1].start()
-    nxt = re.search(r"\s(?:" + "|".join(_PREPOSITIONS) + r")\s|,", prev[spans[-1].end():])
+    # a phrase ends at a preposition or a comma, not at the comma of a date ("at December 31, 2024, in …")
+    nxt = re.search(r"\s(?:" + "|".join(_PREPOSITIONS) + r")\s|,(?!\s*(?:19|20)\d\d\b)",
+                    prev[spans[-1].end():])
     inner = re.search(r"\s(?:" + "|".join(_PREPOSITIONS) + r")\s", " ".join(words[1:]))
     # a fragment with a phrase of its own ("for datasets that rely on the open web") takes the rest of
     # the previous question's clause
     end = spans[-1].end() + nxt.start() if nxt and not inner else len(prev)
     return prev[:start] + frag + prev[end:], f"the phrase “{prev[start:end]}” by “{frag}”"
+
+
+def _same_head_phrase(words: list[str], prev: str) -> tuple[str, str] | None:
+    """``prev`` with the modifier of the fragment's noun phrase (``words``) in its phrase of the same head.
+
+    "with the 2018 index …" after "… using the 2016 index …" (a verb in ``prev``, not the preposition). None
+    when ``prev`` has no "the <modifier> <head>" with that head and another modifier.
+    """
+    m = re.match(r"\w+\s+the\s+([\w-]+)\s+([a-z][\w-]*)$", " ".join(words[:4]))
+    if m is None:
+        return None
+    mod, head = m.group(1), m.group(2)
+    for at in re.finditer(rf"\bthe\s+([\w-]+)\s+{re.escape(head)}\b", prev):
+        if at.group(1).lower() != mod.lower():
+            return (prev[:at.start(1)] + mod + prev[at.end(1):],
+                    f"“{at.group(0)}” by “the {mod} {head}”")
+    return None
 
 
 def _phrase_head(prev: str, at: int) -> str:
@@ -313,7 +339,7 @@ def _head_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | Non
     word = r"[A-Z][\w-]*" if m.group(1)[:1].isupper() else r"[a-z][\w-]*|(?:19|20)\d\d"
     for at in re.finditer(rf"((?:\b(?:{word})\s+){{1,2}})(?i:{re.escape(head)})(?:e?s)?\b", prev):
         mods = at.group(1).split()
-        while mods and mods[0].lower() in STOPWORDS | QUESTION_WORDS:
+        while mods and mods[0].lower() in STOPWORDS | QUESTION_WORDS | {"many", "much"}:
             mods = mods[1:]
         if mods and " ".join(mods) != m.group(1).strip():
             start = at.start(1) + at.group(1).index(mods[0])

@@ -140,3 +140,105 @@ def test_a_bare_quantity_word_is_not_a_word_the_passage_must_hold() -> None:
 
 def test_named_scores_in_a_counted_list_are_a_list_not_a_figure() -> None:
     assert expected_type("What are the three quality scores BEQUE lists for evaluating RAG?") == "list"
+
+
+@pytest.mark.parametrize("question", [
+    "What weight λ did the authors use when linearly combining BM25 and DPR scores?",
+    "Which confidence threshold θ did they use on StrategyQA?",
+])
+def test_a_symbol_after_its_noun_leaves_the_noun_the_head(question: str) -> None:
+    assert expected_type(question) == "number"
+
+
+def test_a_figure_after_a_verb_of_change_is_no_level() -> None:
+    text = ("Revenues of the industrial products group in 2024 increased $949 million (2.7%) and pre-tax "
+            "earnings increased $331 million (5.8%) compared to 2023.")
+    assert holds(text, "number", "What were the 2024 pre-tax earnings of the industrial products group?") \
+        is None
+    assert holds(text, "number", "By how much did the group's pre-tax earnings increase in 2024?") is not None
+
+
+def test_the_authors_wrote_the_paper_not_the_model_asked_about(engine) -> None:
+    got = ask(engine, "In the 'Lost in the Middle' paper, which method does MPT-30B-Instruct use?",
+              "What closed-book accuracy did LongChat-13B (16K) get on the multi-document QA task?",
+              "What do the authors call the tendency to use information at the very beginning?")
+    assert got[2] == ("What do the authors of the Lost in the Middle paper call the tendency to use "
+                      "information at the very beginning?")
+
+
+def test_ellipsis_phrases_with_years_and_quantifiers(engine) -> None:
+    got = ask(engine, "How many inference queries does the MultiHop-RAG benchmark contain?",
+              "And temporal queries?")
+    assert got[1] == "How many temporal queries does the MultiHop-RAG benchmark contain?"  # "many" is kept
+    got = ask(engine, "What share of the world leaders did RAG answer correctly using the 2016 index?",
+              "And with the 2018 index?")
+    # the phrase with the same head takes the new year; a year never replaces a name
+    assert got[1] == "What share of the world leaders did RAG answer correctly using the 2018 index?"
+
+
+def test_a_lower_case_phrase_defines_its_acronym_for_a_question_that_spells_it_out() -> None:
+    from rag.engines.aliases import definitions
+
+    found = definitions(["The accumulated benefit obligation (“ABO”) is the actuarial present value. "
+                         "Suppliers include original equipment manufacturers (OEMs)."])
+    assert found == {"abo": ("accumul", "benefit", "oblig"), "oem": ("origin", "equip", "manufactur")}
+    engine = LocalEngine(LexicalStats.from_texts(TEXTS))
+    question = "What was the accumulated benefit obligation at year-end 2024?"
+    assert engine.aliases(question, ["The accumulated benefit obligation (“ABO”) is defined below."]) == {
+        "abo": ("accumul", "benefit", "oblig")}
+    weights = engine.weighted_terms(question)
+    # "December 31" covers "year-end", and "ABO" the obligation spelled out
+    present = {"abo", "accumul", "benefit", "oblig", "decemb", "31", "2024"}
+    cov, _, missing = engine.coverage(weights, present)
+    assert cov == 1.0 and missing == []
+
+
+def test_a_time_phrase_the_previous_question_lacks_is_added(engine) -> None:
+    got = ask(engine, "What share of Berkshire's equity securities did its five largest holdings account "
+                      "for?", "And at the end of 2023?")
+    assert got[1] == ("What share of Berkshire's equity securities did its five largest holdings account for "
+                      "at the end of 2023?")
+
+
+def test_an_expansion_gives_each_word_its_initial_first() -> None:
+    from rag.acronyms import expansion
+
+    text = "Inference-Time Intervention (ITI) shifts model activations during inference."
+    assert expansion(text, "ITI") == "Inference-Time Intervention"
+    assert expansion("REALM: Retrieval-Augmented Language Model Pre-Training", "REALM") == \
+        "Retrieval-Augmented Language Model"
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("Of the units acquired in 2022 and 2023, the largest was Pilot. What was its carrying value?", "number"),
+    ("The same NVIDIA group also wrote 'Retrieval meets Long Context Large Language Models'. At which "
+     "conference was it published?", "organisation"),
+    ("In the REALM paper, what learning rate?", "number"),  # no verb
+    ("What total debt principal repayments does Berkshire expect in 2026, in millions?", "number"),
+    ("What average improvement does InstructRetro show over its GPT counterpart?", "number"),
+])
+def test_the_type_is_read_from_the_question_after_a_statement_and_without_a_verb(question: str, kind) -> None:
+    assert expected_type(question) == kind
+
+
+def test_a_date_s_comma_does_not_end_the_phrase_an_ellipsis_replaces(engine) -> None:
+    got = ask(engine, "What were Berkshire Hathaway's total assets at December 31, 2024, in millions?",
+              "And at December 31, 2023?")
+    assert got[1] == "What were Berkshire Hathaway's total assets at December 31, 2023, in millions?"
+
+
+def test_a_long_question_without_a_verb_after_its_noun_phrase_is_not_a_bare_what_x() -> None:
+    assert expected_type("Which environment variable changes the upload size limit?") is None
+
+
+def test_a_figure_in_scientific_notation_is_a_figure() -> None:
+    question = "In the REALM paper, what learning rate?"
+    text = "We pre-train with a learning rate of 3e-5."
+    assert holds(text, "number", question) == "3e-5"
+
+
+def test_a_figure_given_for_another_quantity_is_no_answer() -> None:
+    question = "In the REALM paper, what learning rate?"
+    assert holds("Cloud TPUs, with a batch size of 512 and a learning rate", "number", question) is None
+    assert holds("We train with a batch size of 512 and a learning rate of 3e-5.", "number", question) == "3e-5"
+    assert holds("The model reaches an accuracy of 0.56.", "number", "What accuracy did it reach?") == "0.56"
