@@ -38,6 +38,7 @@ _MONTH_BEFORE = re.compile(rf"\b{_MONTHS}\s+$")
 _HYPHEN_BEFORE = re.compile(r"[A-Za-z][\w.]*-$")
 """A word with a letter and a hyphen just before a figure: "Llama02-" of "Llama02-70B"."""
 _HYPHEN_AFTER = re.compile(r"-[A-Z]")
+"""A hyphen and a capital just after a figure: "-Eleven" of "7-Eleven", "-K" of "Form 10-K"."""
 _CHANGED_BY = re.compile(r"\b(?:increased|decreased|rose|fell|declined|grew|dropped|increases?|decreases?|"
                          r"declines?|rises?|growth|gains?|up|down)\s+(?:(?:of|by|approximately|about|nearly|"
                          r"roughly|over)\s+){0,2}$", re.I)
@@ -47,7 +48,6 @@ _MEASURE_OF = re.compile(r"\b([a-z]+)\s+(?:of|=)\s*$")
 """The noun a figure is given for: "a batch size of 512", "k1 = 0.9"."""
 _NUMBER_SIGN = re.compile(r"(?:\b(?:No|Nos|ID|Number)\.?|#)\s*$")
 """A number sign just before a figure: an identifier ("PCAOB ID No. 34", "#3"), not a quantity."""
-"""A hyphen and a capital just after a figure: "-Eleven" of "7-Eleven", "-K" of "Form 10-K"."""
 _DATE_SPAN = re.compile(rf"\b{_MONTHS}\s+\d{{1,2}},?\s+(?:1[0-9]|20)\d\d\b|\b(?:1[0-9]|20)\d\d\b")
 NEAR_TERMS = 6
 """Index terms (stop words left out) on each side of a typed span that count as near it."""
@@ -104,14 +104,13 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
             change = level and bool(_CHANGED_BY.search(text, max(0, m.start() - 40), m.start()))
             # "a batch size of 512" for "what learning rate": the figure of another quantity
             own = _MEASURE_OF.search(text, max(0, m.start() - 30), m.start())
-            other = bool(own and own.group(1) in QUANTITY_WORDS and own.group(1) not in asked_words)
-            change = change or other
+            measures_else = bool(own and own.group(1) in QUANTITY_WORDS and own.group(1) not in asked_words)
             spelled = figure.isalpha() and amount  # an amount of money is written in figures, not "five"
             if re.sub(r"[^\d.]", "", figure).strip(".") in given:
                 continue  # a figure the question gives is not the one it asks for
             if not years.match(figure.strip(" $€£()")) and re.search(r"\w", figure) and \
                     not _label_number(text, m) and not wrong_kind and not day and not named and not spelled \
-                    and not change:
+                    and not change and not measures_else:
                 out.append(figure.strip())
         return out
     if kind == "person":

@@ -60,9 +60,6 @@ _QUANTITY = frozenset(
 ])
 QUANTITY_WORDS = _QUANTITY
 """Nouns that name a quantity ("revenues", "rate", "size"): a figure given for one measures it."""
-_QUANTITY_NP = re.compile(r"^(?:what|which)\s+(?:[\w-]+\s+){0,3}?([a-z]+)\s+"
-                          r"(?:do|does|did|is|are|was|were|has|have|had)\b")
-"""A "what X did …" question whose noun phrase ends on a quantity ("what closed-book accuracy did …")."""
 _PERSON_Q = re.compile(r"^(?:who|whom|whose)\b|\bby whom\b|\b(?:which|what) (?:person|people|author|authors|"
                        r"researcher|researchers|executive|officer|ceo|founder)\b|\bwho\s+(?:wrote|"
                        r"founded|leads|led|runs|heads|created|proposed|introduced)\b", re.I)

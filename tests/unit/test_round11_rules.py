@@ -240,5 +240,6 @@ def test_a_figure_in_scientific_notation_is_a_figure() -> None:
 def test_a_figure_given_for_another_quantity_is_no_answer() -> None:
     question = "In the REALM paper, what learning rate?"
     assert holds("Cloud TPUs, with a batch size of 512 and a learning rate", "number", question) is None
-    assert holds("We train with a batch size of 512 and a learning rate of 3e-5.", "number", question) == "3e-5"
+    text = "We train with a batch size of 512 and a learning rate of 3e-5."
+    assert holds(text, "number", question) == "3e-5"
     assert holds("The model reaches an accuracy of 0.56.", "number", "What accuracy did it reach?") == "0.56"
