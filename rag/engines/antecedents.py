@@ -46,6 +46,23 @@ _YEARS_ONLY = re.compile(r"(?:(?:19|20)\d\d|and|to|,|\s)+")
 """A "name" that is only years ("2022 and 2023"): a time, never what "it" or "they" means."""
 
 
+_FILING = re.compile(r"\b(?:(?:Form\s+)?10-[KQ]|annual\s+report|filing)\b")
+"""A filing ("the 10-K", "Berkshire Hathaway's 2024 10-K"): where to look, not what a question is about."""
+_FILER = re.compile(r"([A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)['’]s?\s+(?:(?:19|20)\d\d\s+)?(?:Form\s+)?"
+                    r"(?:10-[KQ]|annual\s+report|filing)\b")
+
+
+def _besides_filing(names: list[str], text: str) -> list[str]:
+    """``names`` without a filing and its filer, when ``text`` names something else.
+
+    "According to Berkshire Hathaway's 2024 10-K, how many route miles … does BNSF operate?": "its" in the
+    next turn is BNSF's; the 10-K (and whose it is) only says where to look.
+    """
+    filers = {m.group(1) for m in _FILER.finditer(text)}
+    kept = [t for t in names if not _FILING.search(t) and t not in filers]
+    return kept or [t for t in names if not _FILING.search(t)] or names
+
+
 def _with_topic(question: str, name: str) -> str:
     """``question`` (which names no topic) about ``name``, grammatically.
 
@@ -125,7 +142,7 @@ def _contrasted(prev: str, earlier: Sequence[str]) -> str | None:
     the sentence ("About Berkshire: where is Louis headquartered?" then "And Jazwares?": Louis); when every
     name was asked about before, its first possessor or name, as the conversation's subject.
     """
-    names = list(dict.fromkeys(owners(prev) + topics(prev)))
+    names = _besides_filing(list(dict.fromkeys(owners(prev) + topics(prev))), prev)
     if not names:
         return None
     said = " ".join(earlier).lower()

@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 
 from rag.answer_spans import PLURAL_ACRONYM
-from rag.answer_types import PREAMBLE, question_part
+from rag.answer_types import PREAMBLE, main_clause, question_part
 from rag.engines.answered import AnsweredMixin, _replacement
 from rag.engines.antecedents import (
     _AGENT_VERB,
@@ -27,6 +27,7 @@ from rag.engines.antecedents import (
     _PAPER,
     _WORK,
     _YEARS_ONLY,
+    _besides_filing,
     _changed_measure,
     _contrasted,
     _latest_paper,
@@ -83,6 +84,9 @@ def self_contained(question: str, standalone: str) -> bool:
             and not _is_fragment(bare.rstrip("?.! ")))
 
 
+_SAME_YEAR_TWICE = re.compile(r"\b((?:in|during|for)\s+(?:19|20)\d\d)\s+\1\b")
+
+
 class ContextualizeMixin(AnsweredMixin):
     """The offline engine's contextualize_question judgment."""
 
@@ -101,6 +105,7 @@ class ContextualizeMixin(AnsweredMixin):
                                        if t.lower() not in question.lower() and t not in head
                                        and not (singular and PLURAL_ACRONYM.fullmatch(t))
                                        and not _YEARS_ONLY.fullmatch(t)))
+            names = _besides_filing(names, text)
             paper = _PAPER.search(text)
             # "… of MPT-30B-Instruct in the Lost in the Middle paper": the paper only says where to look, and
             # "it" is the model
@@ -152,7 +157,10 @@ class ContextualizeMixin(AnsweredMixin):
         m = _ELLIPSIS.match(bare)
         fragment = (m.group(1) or m.group(2) or "").strip() if m else (bare if _is_fragment(bare) else "")
         if fragment and previous:
-            if _CLAUSE_START.match(fragment) or _WHOLE_CLAUSE.match(fragment):
+            # "And according to the same table, what was …": a framing phrase, then a whole question
+            if _CLAUSE_START.match(fragment) or _WHOLE_CLAUSE.match(fragment) or (
+                    main_clause(fragment) != fragment[:1].upper() + fragment[1:]
+                    and _CLAUSE_START.match(main_clause(fragment))):
                 asked = fragment[:1].upper() + fragment[1:] + "?"  # "And how is it trained?"
                 done.append("dropped the leading conjunction")
             elif fragment:
@@ -280,6 +288,7 @@ class ContextualizeMixin(AnsweredMixin):
             subject = f" of {topic}" if topic and topic.lower() not in frag.lower() else ""
             out = f"What about {frag}{subject}"
             how = f"asked about “{frag}”" + (f" of “{topic}”" if subject else "")
+        out = _SAME_YEAR_TWICE.sub(r"\1", out)  # "its … that year" in a question that has its year already
         standalone = out[:1].upper() + out[1:] + "?"
         done.append(f"filled the ellipsis from turn {turn} (“{previous}”), replacing {how}"
                     if not how.startswith("asked") else f"read the ellipsis against turn {turn}: {how}")

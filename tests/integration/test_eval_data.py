@@ -105,18 +105,19 @@ def test_contextualize_cases_follow_the_rules():
 
 
 LATER_DEV = [ROOT / "tests" / "data" / "conversations" / f"retrace-dev{n}.jsonl"
-             for n in (3, 4, 5, 6, 7, 8, 9, 10)]
+             for n in (3, 4, 5, 6, 7, 8, 9, 10, 11, 12)]
 
 
 @pytest.mark.parametrize("path", LATER_DEV, ids=lambda p: p.stem)
 def test_every_gold_answer_of_the_later_dev_sets_is_in_a_source(path):
     rows = _rows(path)
-    assert len(rows) >= 12 and len({r["id"] for r in rows}) == len(rows)
+    # retrace-dev12 (10 conversations over the 10-K and the four classic papers) is the smallest
+    assert len(rows) >= 10 and len({r["id"] for r in rows}) == len(rows)
     turns = [t for r in rows for t in r["turns"]]
     # a turn with a gold answer has a source; an out-of-scope turn has neither; a turn that asks for an
-    # explanation (retrace-dev9, retrace-dev10) has a source and no gold answer
+    # explanation (retrace-dev9 and later) has a source and no gold answer
     assert all(t["sources"] for t in turns if t.get("answers"))
-    assert sum(bool(t.get("answers")) for t in turns) >= 40
+    assert sum(bool(t.get("answers")) for t in turns) >= 36
     missing = [(r["id"], n, a) for r in rows for n, t in enumerate(r["turns"], 1)
                for a in t.get("answers", [])
                if not any(normalize_answer(a) in _text(s) for s in t["sources"])]

@@ -243,3 +243,21 @@ def test_a_figure_given_for_another_quantity_is_no_answer() -> None:
     text = "We train with a batch size of 512 and a learning rate of 3e-5."
     assert holds(text, "number", question) == "3e-5"
     assert holds("The model reaches an accuracy of 0.56.", "number", "What accuracy did it reach?") == "0.56"
+
+
+def test_a_filing_only_says_where_to_look(engine) -> None:
+    got = ask(engine, "According to Berkshire Hathaway's 2024 10-K, how many route miles of trackage rights "
+                      "does BNSF operate?", "What were its railroad operating earnings in 2024, in millions?",
+              "And its interest expense that year?")
+    assert got[1] == "What were BNSF's railroad operating earnings in 2024, in millions?"
+    assert got[2] == "What were BNSF's interest expense in 2024, in millions?"  # the year once
+    got = ask(engine, "In the 10-K's table of BHE's generating facilities, what is the net owned capacity of "
+                      "wind?",
+              "How much battery storage capacity do its subsidiaries have under construction?")
+    assert got[1] == "How much battery storage capacity do BHE's subsidiaries have under construction?"
+
+
+def test_and_before_a_framed_whole_question_is_dropped(engine) -> None:
+    got = ask(engine, "What pre-tax underwriting earnings did the reinsurance group generate in 2024?",
+              "And according to the same summary table, what was the underwriting loss that year?")
+    assert got[1] == "According to the same summary table, what was the underwriting loss in 2024?"
