@@ -50,6 +50,7 @@ _FILING = re.compile(r"\b(?:(?:Form\s+)?10-[KQ]|annual\s+report|filing)\b")
 """A filing ("the 10-K", "Berkshire Hathaway's 2024 10-K"): where to look, not what a question is about."""
 _FILER = re.compile(r"([A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)['’]s?\s+(?:(?:19|20)\d\d\s+)?(?:Form\s+)?"
                     r"(?:10-[KQ]|annual\s+report|filing)\b")
+"""Whose filing it is: "Berkshire Hathaway" in "Berkshire Hathaway's 2024 10-K"."""
 
 
 def _besides_filing(names: list[str], text: str) -> list[str]:

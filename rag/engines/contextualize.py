@@ -85,6 +85,7 @@ def self_contained(question: str, standalone: str) -> bool:
 
 
 _SAME_YEAR_TWICE = re.compile(r"\b((?:in|during|for)\s+(?:19|20)\d\d)\s+\1\b")
+"""A year phrase said twice in a row ("in 2024 in 2024"): "that year" where the question had its year."""
 
 
 class ContextualizeMixin(AnsweredMixin):
