@@ -11,14 +11,20 @@ import re
 from collections.abc import Sequence
 
 from rag.engines.coreference import asked_phrase, refers_inside
-from rag.engines.phrases import _possessive, owners, topics
+from rag.engines.phrases import YEARS_ONLY, _possessive, owners, topics
 from rag.models import Turn
 
 _PAPER = re.compile(r"\bthe\s+['‘\"“]?([A-Z][\w.-]*(?:\s+(?:[A-Z][\w.-]*|et\s+al\.|[a-z]{1,5}))*?)['’\"”]?"
                     r"\s+paper\b")
 """A paper named by its title or authors: "the Lewis et al. RAG paper", "the 'Lost in the Middle' paper"."""
-_DOCUMENT_NP = re.compile(r"\bthe\s+(?:(?!(?:the|of|a|an)\b)[\w-]+\s+){1,4}?"
-                          r"(?:paper|survey|benchmark|study)\b")
+
+
+def _work_phrase(kinds: str) -> re.Pattern[str]:
+    """"the <one to four words> <kind>", a kind of ``kinds`` ("paper|survey"): a work by its noun phrase."""
+    return re.compile(rf"\bthe\s+(?:(?!(?:the|of|a|an)\b)[\w-]+\s+){{1,4}}?(?:{kinds})\b")
+
+
+_DOCUMENT_NP = _work_phrase("paper|survey|benchmark|study")
 """A work named by a noun phrase: "the hallucination mitigation survey", "the RAG survey"."""
 _AUTHORS_OF = re.compile(r"\b([A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*)(?:['’]s)?\s+(?:authors|paper)\b|"
                          r"\bauthors\s+of\s+(?:the\s+)?([A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*)")
@@ -42,8 +48,6 @@ _OBJECT_PLURAL = re.compile(r"\b(?:[a-z]+ed|has|have|had|holds?|owns?|sells?)\s+
 """The plural noun phrase a statement's verb takes ("BNSF also issued debentures in 2024")."""
 _WORK = re.compile(r"\b(?:paper|survey|benchmark|study|report|article)$")
 """A name that ends on a kind of work ("the hallucination mitigation survey"): one thing, never "them"."""
-_YEARS_ONLY = re.compile(r"(?:(?:19|20)\d\d|and|to|,|\s)+")
-"""A "name" that is only years ("2022 and 2023"): a time, never what "it" or "they" means."""
 
 
 _FILING = re.compile(r"\b(?:(?:Form\s+)?10-[KQ]|annual\s+report|filing)\b")
@@ -91,7 +95,7 @@ def _users_paper(history: Sequence[Turn], asked: str, refs: list[re.Match]) -> t
     return None
 
 
-_WRITTEN_WORK = re.compile(r"\bthe\s+(?:(?!(?:the|of|a|an)\b)[\w-]+\s+){1,4}?(?:survey|study)\b")
+_WRITTEN_WORK = _work_phrase("survey|study")
 
 
 def _latest_work(history: Sequence[Turn]) -> tuple[str, int] | None:
@@ -148,7 +152,7 @@ def _contrasted(prev: str, earlier: Sequence[str]) -> str | None:
         return None
     said = " ".join(earlier).lower()
     new = [n for n in names if n.lower() not in said and re.search(r"[^\W\d]", n)
-           and not _YEARS_ONLY.fullmatch(n)]  # a year is no name, nor are years ("2022 and 2023")
+           and not YEARS_ONLY.fullmatch(n)]  # a year is no name, nor are years ("2022 and 2023")
     return max(new, key=lambda n: prev.find(n)) if new else names[0]
 
 

@@ -26,7 +26,6 @@ from rag.engines.antecedents import (
     _OBJECT_PLURAL,
     _PAPER,
     _WORK,
-    _YEARS_ONLY,
     _besides_filing,
     _changed_measure,
     _contrasted,
@@ -43,6 +42,7 @@ from rag.engines.phrases import (
     _CLAUSE_START,
     _ELLIPSIS,
     _WHOLE_CLAUSE,
+    YEARS_ONLY,
     _head_noun_refs,
     _is_fragment,
     _same_year,
@@ -105,7 +105,7 @@ class ContextualizeMixin(AnsweredMixin):
             names = list(dict.fromkeys(t for t in owners(text) + topics(text)
                                        if t.lower() not in question.lower() and t not in head
                                        and not (singular and PLURAL_ACRONYM.fullmatch(t))
-                                       and not _YEARS_ONLY.fullmatch(t)))
+                                       and not YEARS_ONLY.fullmatch(t)))
             names = _besides_filing(names, text)
             paper = _PAPER.search(text)
             # "… of MPT-30B-Instruct in the Lost in the Middle paper": the paper only says where to look, and
@@ -159,9 +159,9 @@ class ContextualizeMixin(AnsweredMixin):
         fragment = (m.group(1) or m.group(2) or "").strip() if m else (bare if _is_fragment(bare) else "")
         if fragment and previous:
             # "And according to the same table, what was …": a framing phrase, then a whole question
+            framed = main_clause(fragment)
             if _CLAUSE_START.match(fragment) or _WHOLE_CLAUSE.match(fragment) or (
-                    main_clause(fragment) != fragment[:1].upper() + fragment[1:]
-                    and _CLAUSE_START.match(main_clause(fragment))):
+                    framed != fragment[:1].upper() + fragment[1:] and _CLAUSE_START.match(framed)):
                 asked = fragment[:1].upper() + fragment[1:] + "?"  # "And how is it trained?"
                 done.append("dropped the leading conjunction")
             elif fragment:

@@ -218,8 +218,9 @@ def _count_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | No
             f"“{slot.group(1)}” by “{many.group(1)}”")
 
 
-_YEARS = re.compile(r"(?:(?:19|20)\d\d|and|to|,|\s)+")
-"""Only years ("2018", "2022 and 2023"): a time, never a name that owns something."""
+YEARS_ONLY = re.compile(r"(?:(?:19|20)\d\d|and|to|,|\s)+")
+"""A "name" that is only years ("2018", "2022 and 2023"): a time, never a name that owns something, nor what
+"it" or "they" means."""
 
 
 def _phrase_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
@@ -231,7 +232,7 @@ def _phrase_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | N
     kind = _word_kind(words[1] if words[1].lower() != "the" or len(words) < 3 else words[2])
     same = [sp for sp in spans if _word_kind(_next_word(prev, sp.end())) == kind] or \
         [sp for sp in spans if _phrase_head(prev, sp.end()) == words[-1].lower() and words[-1].islower()]
-    names = [t for t in topics(frag) if not _YEARS.fullmatch(t)]  # "the 2018 index" names no owner
+    names = [t for t in topics(frag) if not YEARS_ONLY.fullmatch(t)]  # "the 2018 index" names no owner
     if not same and kind == "name" and owner and names and owner in prev:
         # "And of Occidental?" after "What share of the outstanding Kraft Heinz stock did …": the name's slot
         return _swap_name(prev, owner, _bare(names[0])), f"“{owner}” by “{names[0]}”"
