@@ -44,6 +44,23 @@ _CHANGED_BY = re.compile(r"\b(?:increased|decreased|rose|fell|declined|grew|drop
                          r"roughly|over)\s+){0,2}$", re.I)
 """A verb or noun of change just before a figure: "pre-tax earnings increased $331 million" gives the change,
 not the earnings."""
+_CHANGE_CLAUSE = re.compile(r"\b(?:increased|decreased|increases|decreases|higher|lower|rose|fell|declined|"
+                            r"grew|offset)\b", re.I)
+"""A word of change in a sentence: its parenthesised figures are contributions to the change."""
+
+
+def _in_change_parenthesis(text: str, at: int) -> bool:
+    """True when the figure at ``at`` opens a parenthesis in a sentence of change.
+
+    "increased earnings from Occidental … and Kraft Heinz ($240 million)" gives what Kraft Heinz added, not
+    its earnings.
+    """
+    before = text[max(0, at - 400):at]
+    if not re.search(r"\(\s*\$?\s*$", before):
+        return False
+    return bool(_CHANGE_CLAUSE.search(re.split(r"[.;]\s+(?=[A-Z])", before)[-1]))
+
+
 _MEASURE_OF = re.compile(r"\b([a-z]+)\s+(?:of|=)\s*$")
 """The noun a figure is given for: "a batch size of 512", "k1 = 0.9"."""
 _NUMBER_SIGN = re.compile(r"(?:\b(?:No|Nos|ID|Number)\.?|#)\s*$")
@@ -101,7 +118,8 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
             # "Llama02-70B", "7-Eleven": a figure hyphenated to a word is part of a name
             named = bool(_HYPHEN_BEFORE.search(text, 0, m.start()) or _HYPHEN_AFTER.match(text, m.end())
                          or _NUMBER_SIGN.search(text, max(0, m.start() - 12), m.start()))
-            change = level and bool(_CHANGED_BY.search(text, max(0, m.start() - 40), m.start()))
+            change = level and bool(_CHANGED_BY.search(text, max(0, m.start() - 40), m.start())
+                                    or _in_change_parenthesis(text, m.start()))
             # "a batch size of 512" for "what learning rate": the figure of another quantity
             own = _MEASURE_OF.search(text, max(0, m.start() - 30), m.start())
             measures_else = bool(own and own.group(1) in QUANTITY_WORDS and own.group(1) not in asked_words)

@@ -30,8 +30,13 @@ _AUTHORS_OF = re.compile(r"\b([A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*)(?:['’]s)?\s+(?
                          r"\bauthors\s+of\s+(?:the\s+)?([A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*)")
 """A paper named by what its authors or it are called: "the InstructRetro authors", "authors of DPR"."""
 _HOW_MANY = re.compile(r"\bhow\s+(?:many|much)\s+((?:[a-z-]+\s+){0,2}?[a-z-]+s)\b", re.I)
-def _latest_paper(history: Sequence[Turn]) -> tuple[str, int] | None:
-    """("the X paper", its 1-based turn) for the latest turn that names a paper as "the X paper", or None."""
+def _latest_paper(history: Sequence[Turn], *, by_authors: bool = False) -> tuple[str, int] | None:
+    """("the X paper", its 1-based turn) for the latest turn that names a paper as "the X paper", or None.
+
+    ``by_authors``: a turn that names a paper only by its authors ("Lewis et al.", "Lewis et al.'s … paper")
+    counts too: what "they" did is theirs, but an author's name is a poor search term for "the paper" (other
+    papers cite it).
+    """
     for n in range(len(history), 0, -1):
         text = history[n - 1].understood()
         paper = _PAPER.search(text)
@@ -40,7 +45,15 @@ def _latest_paper(history: Sequence[Turn]) -> tuple[str, int] | None:
         named = _AUTHORS_OF.search(text)
         if named and (name := named.group(1) or named.group(2)) and name.lower() not in ("the", "which"):
             return f"the {name} paper", n  # "… one of the InstructRetro authors from?"
+        if by_authors and (owned := _OWNED_PAPER.search(text)):
+            work = _WRITTEN_WORK.search(text)  # "the RAG survey by Gao et al.": the survey
+            return (work.group(0) if work else f"the {owned.group(1) or owned.group(2)} paper"), n
     return None
+
+
+_OWNED_PAPER = re.compile(r"\b([A-Z][\w-]*\s+et\s+al\.)|"
+                          r"\b([A-Z][\w-]*)['’]s\s+(?:[a-z][\w-]*\s+){0,4}?paper\b")
+"""A paper named by whose it is: "Lewis et al.'s retrieval-augmented generation paper", "Lewis et al."."""
 
 
 _OBJECT_PLURAL = re.compile(r"\b(?:[a-z]+ed|has|have|had|holds?|owns?|sells?)\s+(?:(?:new|additional|several|"
@@ -82,14 +95,26 @@ def _with_topic(question: str, name: str) -> str:
     return f"{q} of {name}?"
 
 
+def _authors(name: str, named: str) -> str | None:
+    """Who "they" are when ``name`` (``named``: as the turn wrote it) is a paper, else None.
+
+    "the authors of the X paper", or "Lewis et al." for "the Lewis et al. paper".
+    """
+    if by := re.fullmatch(r"the (.+ et al\.) paper", name):
+        return by.group(1)
+    return f"the authors of {named}" if name.endswith(" paper") else None
+
+
 def _users_paper(history: Sequence[Turn], asked: str, refs: list[re.Match]) -> tuple[str, int] | None:
-    """The paper of the last three turns when "they" of ``asked`` does something ("did they use"), else None.
+    """The latest paper when "they" of ``asked`` does something ("did they use"), else None.
 
     People use things, a dataset does not: "Which threshold did they use?" after a question about a dataset
-    of the FLARE paper asks about that paper's authors.
+    of the FLARE paper asks about that paper's authors. The paper is one of the last three turns', and no
+    turn since has turned to a filing.
     """
-    paper = _latest_paper(history)
-    if paper and paper[1] >= len(history) - 2 and any(
+    paper = _latest_paper(history, by_authors=True)
+    if paper and paper[1] >= len(history) - 2 and not any(
+            _FILING.search(t.understood()) for t in history[paper[1]:]) and any(
             r.group(0).lower() == "they" and _AGENT_VERB.match(asked[r.end():]) for r in refs):
         return paper
     return None
@@ -109,8 +134,12 @@ def _latest_work(history: Sequence[Turn]) -> tuple[str, int] | None:
 _AGENT_VERB = re.compile(r"\s+(?:use|used|train|trained|propose|proposed|evaluate|evaluated|build|built|find|"
                          r"found|report|reported|introduce|introduced|prompt|prompted|compare|compared|test|"
                          r"tested|choose|chose|fine-tune|fine-tuned|run|ran|measure|measured|create|created|"
-                         r"collect|collected|apply|applied|split|experiment|employ|employed)\b", re.I)
-"""Verbs whose subject "they" is a paper's authors: "Which retriever do they use?"."""
+                         r"collect|collected|apply|applied|split|experiment|employ|employed|see|saw|observe|"
+                         r"observed|notice|noticed|end\s+up|ended\s+up|exclude|excluded|sample|sampled|annotate|"
+                         r"annotated|design|designed|adopt|adopted|describe|described|conclude|"
+                         r"concluded)\b", re.I)
+"""Verbs whose subject "they" is a paper's authors: "Which retriever do they use?", "For which task did they
+see the retrieval component collapse?"."""
 
 
 def _plural_focus(question: str, owner: str | None) -> str | None:

@@ -26,6 +26,7 @@ from rag.engines.antecedents import (
     _OBJECT_PLURAL,
     _PAPER,
     _WORK,
+    _authors,
     _besides_filing,
     _changed_measure,
     _contrasted,
@@ -214,7 +215,7 @@ class ContextualizeMixin(AnsweredMixin):
         plural = _plural_focus(before, name) or name
         named = f"the {name}" if re.search(rf"\bthe\s+{re.escape(name)}\b(?!['’]|\s+[a-z])", before) else name
 
-        authors = f"the authors of {named}" if name.endswith(" paper") else None
+        authors = _authors(name, named)
 
         def swap(m: re.Match) -> str:
             if refers_inside(asked, m.start()):

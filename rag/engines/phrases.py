@@ -366,14 +366,32 @@ _SPLIT_AT_SUBJECT = re.compile(rf"^(.*?\b(?:{_AUX})\s+)([A-Z][\w.-]*(?:\s+[A-Z][
 """A question split at its named subject: (up to the auxiliary, the name, the rest from the verb)."""
 
 
+_DO_SUBJECT = re.compile(
+    r"^(.*?\b(?:do|does|did|can|could|will|would)\s+)((?:the\s+)?[\w().@/-]+(?:\s+[\w().@/-]+){0,4}?)"
+    rf"(\s+[a-z][\w-]*(?:\s+(?:{'|'.join(_PREPOSITIONS)}|according|across|than|the|a|an|\d)\b.*)?)$")
+"""A question split at the subject of "do" and a verb: the subject ends on the word before the last verb-like
+word that ends the question or precedes a preposition, an article or a number ("… does the full REALM model
+reach", "… does Self-RAG 13B reach on ARC-Challenge")."""
+_ELLIPSIS_NP = re.compile(r"the\s+(?:[\w.-]+\s+){0,4}[\w.-]+|"
+                          r"[A-Z][\w.-]*(?:\s+[\w.-]+){0,2}(?:\s+\([\w\s.-]+\))?")
+"""What a fragment names in place of a subject: "the ORQA baseline", "T5 (large)", "the 7B model"."""
+
+
 def _subject_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
-    """"the question decomposition baseline" after "What score does FLAREdirect achieve on X": the subject."""
-    if not re.fullmatch(r"the\s+(?:[a-z][\w-]*\s+){0,4}[a-z][\w-]*", frag.strip()):
+    """"the question decomposition baseline" after "What score does FLAREdirect achieve on X": the subject.
+
+    The previous question's named subject, or else the subject of its "do" and verb ("And the ORQA baseline?"
+    after "… what zero-shot retrieval Recall@5 does the full REALM model reach?").
+    """
+    np_ = frag.strip()
+    lower_np = re.fullmatch(r"the\s+(?:[a-z][\w-]*\s+){0,4}[a-z][\w-]*", np_)
+    if lower_np and (m := _SPLIT_AT_SUBJECT.match(prev)):
+        return m.group(1) + np_ + m.group(3), f"“{m.group(2)}” by “{np_}”"
+    if not _ELLIPSIS_NP.fullmatch(np_) or (m := _DO_SUBJECT.match(prev)) is None:
         return None
-    m = _SPLIT_AT_SUBJECT.match(prev)
-    if m is None:
+    if m.group(2).lower() == np_.lower() or m.group(2).lower() in STOPWORDS:
         return None
-    return m.group(1) + frag.strip() + m.group(3), f"“{m.group(2)}” by “{frag.strip()}”"
+    return m.group(1) + np_ + m.group(3), f"“{m.group(2)}” by “{np_}”"
 
 
 def _swap_name(prev: str, old: str, new: str) -> str:
