@@ -9,6 +9,7 @@ from rag.answer_spans import holds
 from rag.answer_types import MISSING, SPAN_TYPES, describe, expected_type
 from rag.engines.aliases import expand
 from rag.engines.base import Answer, AnswerGrade, GroundingCheck
+from rag.engines.benchmarks import CELL_ROW
 from rag.engines.cited import EXTRACTIVE_LABEL, KEY_PASSAGES
 from rag.engines.decomposition import multi_hop
 from rag.engines.lexical import (
@@ -177,7 +178,8 @@ class CheckingMixin(LexicalCore):
         kind = expected_type(question)
         claims = self.claims(answer.text)
         lead = claims[0][0] if claims else ""
-        row = bool(TABLE_ROW.match(lead))  # an assembled table row: its figures are its label's
+        cell = bool(CELL_ROW.match(lead))  # a results table's cell at the row and column the question names
+        row = cell or bool(TABLE_ROW.match(lead))  # an assembled table row: its figures are its label's
         missing_type = None
         predicate = None if row else self.predicate(question)
         if kind is not None and answer.citations and \
@@ -200,7 +202,7 @@ class CheckingMixin(LexicalCore):
         off_topic = [c for c in names if not set(c.terms) <= lead_names] if not multi_hop(question) else []
         if lead and not lacking and off_topic:
             problems.append(f"its lead passage is not about the question's {_constraint_words(off_topic)}")
-        if row and not self.row_label_fits(question, lead):
+        if row and not cell and not self.row_label_fits(question, lead):
             asked = self.predicate(question)
             problems.append(f"its lead is a table row whose label holds none of "
                             f"{_quote([w for s, (w, _) in weights.items() if s in asked], 4)}")

@@ -9,6 +9,7 @@ from rag.answer_spans import holds
 from rag.answer_types import SPAN_TYPES, affiliation, expected_type, is_authorship, persons
 from rag.engines.aliases import expand
 from rag.engines.base import Answer
+from rag.engines.benchmarks import benchmark_cells
 from rag.engines.cited import Passage, cited_answer
 from rag.engines.lexical import (
     Constraint,
@@ -149,7 +150,7 @@ class ExtractionMixin(LexicalCore):
                     held_terms = frozenset(terms(chunk.text[:FRONT_MATTER_CHARS]))  # the title's words
                     out.append(Passage(rank, -1, text, held_terms, 0.0, len(names), None, context, about,
                                        head))
-            rows = table_rows(chunk.text, question)
+            rows = table_rows(chunk.text, question) + benchmark_cells(chunk.text, question)
             for pos, (text, header_terms) in enumerate(rows):
                 seq = terms(text)
                 pairs = q_pairs & set(zip(seq, seq[1:], strict=False))

@@ -15,6 +15,7 @@ from functools import lru_cache
 from rag.acronyms import spelled_out
 from rag.answer_types import cue_words, name_list
 from rag.engines.aliases import AliasMemo, definitions, expand, for_question, legal_terms
+from rag.engines.benchmarks import CELL_ROW
 from rag.engines.entities import entities
 from rag.engines.tables import label_share
 from rag.store.bm25 import LexicalStats
@@ -368,8 +369,8 @@ class LexicalCore:
         names for a "who" question needs no coverage.
         """
         weights = self.weighted_terms(question)
-        if assembled:
-            return self.row_label_fits(question, text)
+        if assembled:  # a results table's cell is its row's and column's, both of which the question names
+            return CELL_ROW.match(text) is not None or self.row_label_fits(question, text)
         if not weights:
             return True
         if kind == "person" and name_list(text, question, self.common_word):

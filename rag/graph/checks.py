@@ -53,6 +53,9 @@ def answered_from(state: GraphState) -> list:
     """
     pool = {c.id: c for c in [*state.get("retrieved", []), *state.get("ambiguous", []),
                               *state.get("documents", [])]}
+    for cited in state.get("citations") or []:  # as generate read it (a table's rows with their header)
+        if cited.chunk_id in pool and cited.text and cited.text != pool[cited.chunk_id].text:
+            pool[cited.chunk_id] = pool[cited.chunk_id].model_copy(update={"text": cited.text})
     ids = [*(state.get("answered_with") or []), *(c.chunk_id for c in state.get("citations") or [])]
     return [pool[i] for i in dict.fromkeys(ids) if i in pool] or list(state.get("documents", []))
 

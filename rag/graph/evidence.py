@@ -1,4 +1,7 @@
-"""Evidence helpers of the graph's nodes: merging ranked lists, a document's front matter and its head."""
+"""Evidence helpers of the graph's nodes: ranked lists, front matter, heads and tables' headers.
+
+Merging ranked lists, a document's front matter and head, and the header of a table a chunk opens inside.
+"""
 
 from __future__ import annotations
 
@@ -49,6 +52,53 @@ def front_matter(kb, chunks: Sequence[Chunk]) -> list[Chunk]:
         first = sorted((c for c in kb.iter_chunks(where={"$and": [{"doc_sha": sha}, {"page": 1}]})),
                        key=lambda c: c.index)[:FRONT_MATTER_CHUNKS]
         out += [c for c in first if c.id not in have]
+    return out
+
+
+TABLE_CHUNKS_BACK = 2
+"""How many chunks before one that opens inside a table are read for its header (a table of 20 rows spans
+two chunks of 1,000 characters)."""
+
+
+def starts_in_table(text: str) -> bool:
+    """True when ``text`` opens with a row of a table (its header, if any, is in a chunk before)."""
+    from rag.engines.benchmarks import table_row
+
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    return table_row(first)
+
+
+def _previous_id(c: Chunk, back: int) -> str:
+    return f"{c.id.rsplit('-', 1)[0]}-{c.index - back:05d}"
+
+
+def with_table_headers(kb, chunks: Sequence[Chunk]) -> list[Chunk]:
+    """``chunks``, each that opens inside a table read with the chunks before it (where the header is).
+
+    A correction for a question about a figure: a results table's rows without their header say no column
+    ("Our SELF-RAG 13B 55.8 69.3 74.5 73.1 …"), and chunking cut the header off into a chunk before. Such a
+    chunk's text gets up to TABLE_CHUNKS_BACK previous chunks' text in front, back to one that does not open
+    inside the table (same id, page and citation). ``kb`` is a :class:`rag.store.chroma.KnowledgeBase`; web
+    results and a document's first chunk are left as they are.
+    """
+    starts = [c for c in chunks
+              if c.origin == "kb" and c.index > 0 and "-" in c.id and starts_in_table(c.text)]
+    if not starts:
+        return list(chunks)
+    wanted = [_previous_id(c, back) for c in starts for back in range(1, min(TABLE_CHUNKS_BACK, c.index) + 1)]
+    before = {p.id: p for p in kb.get_chunks(list(dict.fromkeys(wanted)))}
+    out = []
+    for c in chunks:
+        text = c.text
+        if c in starts:
+            for back in range(1, min(TABLE_CHUNKS_BACK, c.index) + 1):
+                prev = before.get(_previous_id(c, back))
+                if prev is None:
+                    break
+                text = f"{prev.text}\n{text}"
+                if not starts_in_table(prev.text):
+                    break
+        out.append(c if text == c.text else c.model_copy(update={"text": text}))
     return out
 
 

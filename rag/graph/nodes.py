@@ -21,7 +21,7 @@ from rag.graph import routing
 from rag.graph.context import RunContext
 from rag.graph.corrections import seek_answer_type, switch_retriever
 from rag.graph.events import Clock, record
-from rag.graph.evidence import front_matter, interleave, learn_documents, with_heads
+from rag.graph.evidence import front_matter, interleave, learn_documents, with_heads, with_table_headers
 from rag.graph.prefetch import (
     Prefetch,
     Speculation,
@@ -345,7 +345,8 @@ def generate(state: GraphState, runtime: Runtime[RunContext]) -> dict:
 
     A speculative answer started while grade_documents ran is used when it was generated from exactly
     this evidence (``speculative``); its tokens stream on as they come. Once the time budget is spent, a
-    fast answer is made from the retrieved chunks when grading kept none.
+    fast answer is made from the retrieved chunks when grading kept none. After a correction for a figure,
+    a chunk opening inside a table is read with the chunks before it (its header).
     """
     started = Clock.start()
     o = runtime.context.options
@@ -355,6 +356,9 @@ def generate(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     from_ambiguous = not documents and bool(state.get("ambiguous"))
     if from_ambiguous:  # CRAG's ambiguous action: no chunk is relevant, some are partly
         documents = state.get("ambiguous", [])
+    widen = routing.widens_tables({**state, "documents": documents})
+    if widen:  # after a correction for a figure: rows read with their table's header
+        documents = with_table_headers(runtime.context.kb, documents)
 
     def on_token(text: str) -> None:
         runtime.stream_writer({"kind": "token", "text": text})
@@ -387,9 +391,10 @@ def generate(state: GraphState, runtime: Runtime[RunContext]) -> dict:
                                        for c in citations])
     return record(state, runtime, "generate", started,
                    f"Answer of {len(answer.text.split())} words citing {len(citations)} "
-                   f"chunk{'s' if len(citations) != 1 else ''}",
+                   f"chunk{'s' if len(citations) != 1 else ''}" + ("; tables read with their header from the "
+                                                                   "chunk before" if widen else ""),
                    detail, {"answer": answer.text, "citations": citations, "weak_evidence": weak,
                             "ambiguous_evidence": from_ambiguous,
                             "generations": state.get("generations", 0) + 1,
-                            "answered_with": [c.id for c in documents]},
+                            "answered_with": [c.id for c in documents], "with_table_headers": widen},
                    [answer.meta, *spent], routing.decide_after_generate)

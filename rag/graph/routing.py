@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rag.answer_types import describe as kind_label
+from rag.answer_types import expected_type
 from rag.config import Options
 from rag.models import (
     CHECK_GROUNDING,
@@ -57,9 +58,26 @@ SAME_EVIDENCE = "the same evidence as the previous answer"
 
 
 def _same_evidence(state: State) -> bool:
-    """The evidence is exactly what the previous answer was generated from."""
+    """The evidence is exactly what the previous answer was generated from, and read the same way.
+
+    Not after a first correction for a figure, when a chunk opens inside a table: generate reads it with its
+    table's header then (:func:`rag.graph.evidence.with_table_headers`), which it did not before.
+    """
     before = state.get("answered_with")
-    return before is not None and [c.id for c in state.get("documents", [])] == list(before)
+    if before is None or [c.id for c in state.get("documents", [])] != list(before):
+        return False
+    return state.get("with_table_headers") or not widens_tables(state)
+
+
+def widens_tables(state: State) -> bool:
+    """True when generate reads tables' rows with their headers now.
+
+    After a correction, for a question about a figure, when a chunk of the evidence opens inside a table.
+    """
+    from rag.graph.evidence import starts_in_table
+
+    return bool(state.get("rewrites")) and expected_type(state["question"]) == "number" and any(
+        c.origin == "kb" and starts_in_table(c.text) for c in state.get("documents", []))
 
 
 def _can_rewrite(state: State, o: Options) -> bool:

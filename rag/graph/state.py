@@ -122,6 +122,9 @@ class GraphState(InputState, total=False):
     answered_with: list[str]
     """Chunk ids of the evidence the last answer was generated from: the same evidence would
     give the same answer, so it is not generated again."""
+    with_table_headers: bool
+    """True when the last answer read chunks that open inside a table with the chunks before them (a
+    correction for a question about a figure, :func:`rag.graph.evidence.with_table_headers`)."""
     final_answer: str
     stop_reason: str
     events: Annotated[list[TraceEvent], operator.add]

@@ -1,0 +1,202 @@
+"""Result tables of papers in chunk text: the cell where the row and the column a question names cross.
+
+A results table is a header of column names (datasets, metrics: "Model NQ TQA WQ CT"), sometimes over two
+lines (groups such as "Top-20 Top-100" over datasets) or with a line of units ("(acc) (acc) (FS) (em)"),
+then rows of a label and figures ("RAG-Seq. 44.5 56.8/68.0 45.2 52.2"). A question that names a row
+("RAG-Sequence") and a column ("CuratedTrec", which the header abbreviates "CT") is answered by that cell,
+rendered with both ("RAG-Seq., CuratedTrec (CT): 52.2"). Financial tables with a header of years are
+:mod:`rag.engines.tables`'.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rag.answer_types import expected_type
+from rag.text import terms
+
+_CELL = re.compile(r"(?:-?\d[\d,]*(?:\.\d+)?[%mbk]?|-|–|—)(?:/(?:-?\d[\d,]*(?:\.\d+)?[%mbk]?|-|–|—))?")
+"""One cell: a figure (with a unit letter: "738m", not a model size: "13B"), a dash for none, or two of them
+("56.8/68.0", "- /50.1")."""
+_PAREN = re.compile(r"\([^()]*\)")
+_NAME = re.compile(r"[A-Za-z][\w.+-]*|\d+[A-Za-z][\w.+-]*")
+"""A name in a row's label: "RAG-Seq.", "ORQA", a model size ("13B")."""
+CELL_ROW = re.compile(r"^[^\n]{2,}?, [^\n:]{1,80}: -?\d[\d,.]*[%mbk]?(?:/(?:-?\d[\d,.]*[%mbk]?|-))?"
+                      r"(?: \[\d+\])*$")
+"""A cell as :func:`benchmark_cells` renders it ("RAG-Seq., CuratedTrec (CT): 52.2"), an answer's lead: its
+figure is its row's and column's by construction."""
+GROUP_CAPTION_WORDS = 6
+"""A line of at most this many words between a header and its rows names a group of rows ("LMs with
+proprietary data"); a longer one is prose, which ends a table."""
+MAX_LABEL_WORDS = 14
+"""A row's label is at most this many words ("T5 (large) (Roberts et al., 2020) Transformer Seq2Seq …")."""
+
+
+def _cells(line: str) -> tuple[str, list[str]] | None:
+    """``(label, cells)`` of a table row: its trailing cells (two or more), or None."""
+    tokens = re.sub(r"\s*/\s*", "/", line.strip()).split()
+    cells: list[str] = []
+    while tokens and _CELL.fullmatch(tokens[-1]):
+        cells.insert(0, tokens.pop())
+    if len(cells) < 2 or not tokens or len(tokens) > MAX_LABEL_WORDS or not re.search(r"[A-Za-z]", tokens[0]):
+        return None
+    if not any(re.search(r"\d", c) for c in cells) or any(re.fullmatch(r"\d+\.\d+", t) for t in tokens):
+        return None  # no figure, or two rows glued in one line
+    return " ".join(tokens), cells
+
+
+def table_row(line: str) -> bool:
+    """True when ``line`` is a table row: a label, then two or more cells, one a figure."""
+    return _cells(line) is not None
+
+
+def _header(line: str) -> list[str] | None:
+    """The column names of a header line (parenthesised notes left out, "# params" one name), or None.
+
+    A line of names, all capitalised but one ("Name Architectures Pre-training NQ"), even a single one (a
+    header the PDF's text puts one name a line: "WQ").
+    """
+    bare = _PAREN.sub(" ", line)
+    if re.search(r"\d[\d,]*\.\d|\b\d{3,}\b", bare):
+        return None
+    names = re.findall(r"#\s*[A-Za-z]\w*|[A-Za-z][\w.+-]*(?:-\d+)?", bare)
+    if not names or len(bare.split()) != sum(len(n.split()) for n in names) \
+            or sum(n[:1].isupper() or n[:1] == "#" for n in names) < max(1, len(names) - 1):
+        return None
+    return [" ".join(n.split()) for n in names]
+
+
+def _units(line: str) -> list[str] | None:
+    """A line of units, one a column ("LM (acc) (acc) (FS) (em)"): the units, or None."""
+    found = _PAREN.findall(line)
+    rest = _PAREN.sub(" ", line).split()
+    return [u.strip("()") for u in found] if len(found) >= 2 and len(rest) <= 2 else None
+
+
+def _initials(name: str) -> str:
+    """"WebQuestions" -> "wq", "Natural Questions" -> "nq", "TriviaQA" -> "tqa"."""
+    return "".join(re.findall(r"[A-Z]|(?<=[^A-Za-z])[a-z]|^[a-z]", name)).lower()
+
+
+def names_column(column: str, name: str) -> bool:
+    """True when the header ``column`` is what the question calls ``name``.
+
+    The same word, its initials ("CT" for "CuratedTrec"), what comes before its hyphen ("ARC" for
+    "ARC-Challenge"), or a cut of it of four letters or more ("params" for "parameters"); a column named in
+    words by its first ("Ground-truth Chunk").
+    """
+    col = column.lstrip("# ").split()[0].rstrip(".").lower() if column.strip("# ") else ""
+    word = name.lower()
+    if len(col) < 2:
+        return False
+    if col == word or (len(col) >= 2 and col == _initials(name) and len(name) > len(col)):
+        return True
+    if word.split("-")[0] == col and "-" in word and not re.search(r"\d", word):
+        return True
+    stem = col[:-1] if col.endswith("s") else col
+    return len(stem) >= 4 and word.startswith(stem) and not re.search(r"\d", col)
+
+
+def _row_matches(label: str, question: str) -> int:
+    """How many of the label's names the question holds (0: the row is not the one asked about)."""
+    asked = question.lower()
+    hits = 0
+    for token in _PAREN.sub(" ", label).split():
+        if not _NAME.fullmatch(token):
+            continue  # "SAIL*7B" is no "7B"
+        t = token.lower().rstrip(".")
+        if len(t) < 2:
+            continue
+        if re.search(rf"(?<![\w-]){re.escape(t)}(?![\w-])", asked) or (
+                token.endswith(".") and len(t) >= 3 and re.search(rf"(?<![\w-]){re.escape(t)}\w", asked)):
+            hits += 1
+    for note in _PAREN.findall(label):  # "T5 (large)": the note tells rows of one name apart
+        if note.lower() in asked:
+            hits += 1
+    return hits
+
+
+def benchmark_cells(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
+    """The cells of the results tables in ``text`` at a row and a column ``question`` names.
+
+    As ``("RAG-Seq., CuratedTrec (CT): 52.2", terms of the column's names)``, best row first; only for
+    questions about figures. A row's columns come from the header lines above it: the last one when it
+    names enough columns, else all of them joined (a header split over lines), their last names, as many
+    as the row has cells; a line of units assigns one each, the last name the rest. A header too short for
+    a row ("Closed" / "Book" between rows) leaves the one before in force.
+    """
+    if expected_type(question) != "number":
+        return []
+    names = set(re.findall(r"[A-Za-z][\w.+-]*[\w+]|[A-Za-z]", question))
+    names |= set(re.findall(r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+", question))  # "Natural Questions": "NQ"
+    block: list[list[str]] = []  # header lines since the last row or prose line
+    kept: tuple[list[list[str]], list[str] | None, bool] = ([], None, False)  # the last row's header
+    units: list[str] | None = None
+    notes = False
+    found: list[tuple[int, str, frozenset[str]]] = []
+    for line in text.splitlines():
+        row = _cells(line)
+        if row is None:
+            if (u := _units(line)) is not None and block:
+                units = u
+            elif (h := _header(line)) is not None:
+                block.append(h)
+            elif block and _PAREN.search(line) and not _PAREN.sub("", line).strip():
+                notes = True  # "(79k/4k)" under a column name: the header goes on over the next lines
+            elif len(line.split()) > GROUP_CAPTION_WORDS:  # prose: no table goes on across it
+                block, units, notes = [], None, False
+            continue
+        label, cells = row
+        columns = _columns(block, units, len(cells), names, notes) if block else []
+        if columns:
+            kept = (block, units, notes)
+        else:
+            columns = _columns(kept[0], kept[1], len(cells), names, kept[2]) if kept[0] else []
+        block, notes = [], False
+        hits = _row_matches(label, question)
+        if not hits or not columns:
+            continue
+        named = [(n, column, unit, asked) for n, (column, unit) in enumerate(columns)
+                 if (asked := next((w for w in sorted(names) if column and names_column(column, w)), None))
+                 and asked.lower() not in label.lower()]
+        if len({column for _, column, _, _ in named}) != 1:
+            continue  # no column, or two ("closed-book … in the oracle setting"): which one is not clear
+        n, column, unit, asked = named[0]
+        if n < len(cells) and cells[n] not in "-–—":
+            inner = [p for p in (column if asked.lower() != column.lower() else "", unit) if p]
+            shown = asked + (f" ({', '.join(inner)})" if inner else "")
+            found.append((hits, f"{label}, {shown}: {cells[n]}", frozenset(terms(f"{asked} {column}"))))
+    found.sort(key=lambda f: -f[0])
+    return [(text_, t) for _, text_, t in found]
+
+
+def _columns(block: list[list[str]], units: list[str] | None, n: int, names: set[str],
+             notes: bool = False) -> list[tuple[str, str]]:
+    """``(column name, unit)`` of a row's ``n`` cells from the header lines ``block``, or [].
+
+    ``notes``: the header had lines of notes under its names, so its lines are one header split by the PDF.
+    Else the last line with enough names is the header (lines after it name groups of rows: "Closed Book").
+    """
+    last = block[-1]
+    if units is not None and len(units) == n and len(last) <= n:
+        return [(last[min(i, len(last) - 1)], units[i]) for i in range(n)]
+    joined = [name for line in block for name in line]
+    if notes:
+        return [(c, "") for c in joined[-n:]] if len(joined) >= n else []
+    at = next((i for i in range(len(block) - 1, -1, -1) if len(block[i]) >= n), None)
+    if at is None:
+        return []
+    line = block[at]
+    if len(line) >= 2 * n and len(line) % n == 0:  # "Retrieved Chunk Ground-truth Chunk": names of words each
+        k = len(line) // n
+        line = [" ".join(line[i:i + k]) for i in range(0, len(line), k)]
+    if at >= 1 and len(upper := block[at - 1]) > 1:
+        groups = [g for g in upper if re.search(r"\d", g)]  # "Top-20 Top-100" over the datasets
+        if groups and n % len(groups) == 0:
+            size = n // len(groups)
+            group = next((g for g, name in enumerate(groups) if any(names_column(name, w) for w in names)),
+                         None)
+            if group is not None:
+                return [(c, "") if group * size <= i < (group + 1) * size else ("", "")
+                        for i, c in enumerate(line[-n:])]
+    return [(c, "") for c in line[-n:]]
