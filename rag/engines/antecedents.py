@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 
 from rag.engines.coreference import asked_phrase, refers_inside
-from rag.engines.phrases import YEARS_ONLY, _possessive, owners, topics
+from rag.engines.phrases import _YEAR, YEARS_ONLY, _possessive, owners, topics
 from rag.models import Turn
 
 _PAPER = re.compile(r"\bthe\s+['‘\"“]?([A-Z][\w.-]*(?:\s+(?:[A-Z][\w.-]*|et\s+al\.|[a-z]{1,5}))*?)['’\"”]?"
@@ -229,3 +229,23 @@ def _changed_measure(asked: str, before: str) -> tuple[str, tuple[str, str]] | N
         return None
     phrase = was.group(1)
     return asked[:m.start(1)] + phrase + asked[m.end(1):], (phrase, m.group(1))
+
+
+def _same_year(text: str, before: str) -> str:
+    """"that year" / "the same year" read as the year of ``before`` ("in 2024"), when it names one."""
+    year = _YEAR.search(before)
+    if not year:
+        return text
+    # "at the end of that year" is "at the end of 2024"; "that year" alone, "in 2024"
+    text = re.sub(r"\b(of|during|for|by|since|until)\s+(?:that|the same)\s+year\b", rf"\1 {year.group(0)}",
+                  text)
+    return re.sub(r"\b(?:in\s+)?(?:that|the same)\s+year\b", f"in {year.group(0)}", text)
+
+
+def _head_noun_refs(text: str, before: str) -> str:
+    """"the hospital" after "Mount Sinai Hospital": a definite noun that heads an earlier name means it."""
+    for name in topics(before):
+        head = name.split()[-1]
+        if len(name.split()) > 1 and head[:1].isupper() and head.isalpha():
+            text = re.sub(rf"\bthe\s+{head.lower()}(?=['’]s\b|\b)", name, text)
+    return text

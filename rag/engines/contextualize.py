@@ -30,10 +30,12 @@ from rag.engines.antecedents import (
     _besides_filing,
     _changed_measure,
     _contrasted,
+    _head_noun_refs,
     _latest_paper,
     _latest_work,
     _part_of_previous,
     _plural_focus,
+    _same_year,
     _users_paper,
     _with_topic,
 )
@@ -44,14 +46,12 @@ from rag.engines.phrases import (
     _ELLIPSIS,
     _WHOLE_CLAUSE,
     YEARS_ONLY,
-    _head_noun_refs,
     _is_fragment,
-    _same_year,
-    fill_slot,
     owners,
     strip_courtesy,
     topics,
 )
+from rag.engines.slots import fill_slot
 from rag.models import Turn
 
 _SINGULAR_REF = re.compile(
@@ -87,6 +87,7 @@ def self_contained(question: str, standalone: str) -> bool:
 
 _SAME_YEAR_TWICE = re.compile(r"\b((?:in|during|for)\s+(?:19|20)\d\d)\s+\1\b")
 """A year phrase said twice in a row ("in 2024 in 2024"): "that year" where the question had its year."""
+
 
 
 class ContextualizeMixin(AnsweredMixin):

@@ -106,11 +106,16 @@ def without_set_aside(question: str) -> str:
     return _EXCLUDED.sub(" ", question)
 
 
+_FILING_NAME = re.compile(r"\b(?:10-[KQ]|8-K|annual\s+report|filing|proxy\s+statement)$", re.I)
+"""A name that is a filing ("Berkshire Hathaway's 2024 10-K"): where the answer is, not a name that a
+passage must hold."""
+
+
 def constraints(question: str) -> list[Constraint]:
     """The question's constraints.
 
     Quoted phrases, named entities (see :func:`entities`) and numbers or years not already inside one of them,
-    in order of appearance.
+    in order of appearance. A filing's name and its year are none (:data:`_FILING_NAME`).
     """
     out: list[Constraint] = []
     seen: set[tuple[str, ...]] = set()
@@ -128,15 +133,19 @@ def constraints(question: str) -> list[Constraint]:
                 and re.search(r"(?:ing|ed|ly)$", name)):
             continue  # "British", "American"; a sentence-initial "According"
         names.append(name)
+    filed: set[str] = set()
     for name in names:
         ts = tuple(dict.fromkeys(terms(name)))
+        if _FILING_NAME.search(name):  # "Berkshire Hathaway's 2024 10-K" says where to look, not what about
+            filed.update(ts)
+            continue
         if len(ts) > 1 and ts[-1] in legal_terms():
             ts = ts[:-1]  # "MedPro Group" is "MedPro" in "MedPro is based in …": a legal form is no name
         if not ts or ts in seen or set(ts) <= QUESTION_STEMS:
             continue
         seen.add(ts)
         out.append(Constraint("phrase" if name in quoted else "entity", name, ts))
-    inside = {t for c in out for t in c.terms}
+    inside = {t for c in out for t in c.terms} | filed
     # a form's name is no figure: "the 10-K", "its 8-K" name a document, not the number 10
     forms = {m.group(1) for m in re.finditer(r"\b(\d{1,2})-[A-Z]\b", question)}
     for num in number_tokens(question):

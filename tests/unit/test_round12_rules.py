@@ -91,3 +91,33 @@ def test_a_parenthesised_figure_in_a_sentence_of_change_is_no_level() -> None:
     assert holds("Kraft Heinz $ 745 $ 758 $ 628", "number", question) == "$ 745"
     # a question about the change takes it
     assert holds(change, "number", "By how much did earnings from Kraft Heinz increase in 2024?") is not None
+
+
+def test_a_name_of_a_list_replaces_the_whole_list(engine) -> None:
+    got = ask(engine, "Turning to Berkshire Hathaway Energy: how many substations do PacifiCorp, MidAmerican "
+                      "Energy and NV Energy own?",
+              "And AltaLink?")
+    assert got[1] == "Turning to Berkshire Hathaway Energy: how many substations do AltaLink own?"
+
+
+def test_that_year_after_a_preposition_is_the_bare_year(engine) -> None:
+    got = ask(engine, "How much did Berkshire pay to acquire equity securities during 2024?",
+              "What unused lines of credit did its subsidiaries have at the end of that year?")
+    assert got[1].endswith("at the end of 2024?"), got[1]
+
+
+def test_a_bare_possessive_replaces_the_possessor_not_the_filer(engine) -> None:
+    got = ask(engine, "In the segment data of Berkshire Hathaway's 2024 10-K, what were the insurance "
+                      "segment's identifiable assets at year-end 2024?",
+              "And BNSF's?")
+    assert got[1] == ("In the segment data of Berkshire Hathaway's 2024 10-K, what were BNSF's identifiable "
+                      "assets at year-end 2024?")
+
+
+def test_a_filing_and_its_year_are_no_constraint_a_passage_must_hold() -> None:
+    from rag.engines.lexical import constraints
+    question = ("According to Berkshire Hathaway's 2024 10-K, what pre-tax earnings did its variable annuity "
+                "guarantee contracts produce in 2022?")
+    assert [(c.kind, c.text) for c in constraints(question)] == [("number", "2022")]
+    assert [c.text for c in constraints("How many employees did BNSF have according to Berkshire Hathaway's "
+                                        "2024 10-K?")] == ["BNSF"]

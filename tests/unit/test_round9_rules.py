@@ -220,6 +220,6 @@ def test_no_answer_to_a_follow_up_left_unresolved_is_clean(engine) -> None:
     ("Lubrizol's revenues", "What were BNSF's revenues in 2024", "What were Lubrizol's revenues in 2024"),
 ])
 def test_an_ellipsis_replaces_the_noun_phrase_with_its_head(fragment: str, previous: str, want: str) -> None:
-    from rag.engines.phrases import fill_slot
+    from rag.engines.slots import fill_slot
     found = fill_slot(fragment, previous, "Berkshire" if "Berkshire" in previous else "BNSF")
     assert found is not None and found[0] == want

@@ -4,7 +4,8 @@ from rag.engines.base import Answer, AnswerCitation
 from rag.engines.cited import EXTRACTIVE_LABEL
 from rag.engines.local import LocalEngine
 from rag.engines.passages import _boilerplate
-from rag.engines.phrases import _is_fragment, fill_slot
+from rag.engines.phrases import _is_fragment
+from rag.engines.slots import fill_slot
 from rag.store.bm25 import LexicalStats
 
 
