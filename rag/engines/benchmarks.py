@@ -4,8 +4,8 @@ A results table is a header of column names (datasets, metrics: "Model NQ TQA WQ
 lines (groups such as "Top-20 Top-100" over datasets) or with a line of units ("(acc) (acc) (FS) (em)"),
 then rows of a label and figures ("RAG-Seq. 44.5 56.8/68.0 45.2 52.2"). A question that names a row
 ("RAG-Sequence") and a column ("CuratedTrec", which the header abbreviates "CT") is answered by that cell,
-rendered with both ("RAG-Seq., CuratedTrec (CT): 52.2"). Financial tables with a header of years are
-:mod:`rag.engines.tables`'.
+rendered with both ("RAG-Seq., CuratedTrec (CT): 52.2"). Financial tables, with a header of years, are
+read by :mod:`rag.engines.tables`.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def names_column(column: str, name: str) -> bool:
     word = name.lower()
     if len(col) < 2:
         return False
-    if col == word or (len(col) >= 2 and col == _initials(name) and len(name) > len(col)):
+    if col == word or (col == _initials(name) and len(name) > len(col)):
         return True
     if word.split("-")[0] == col and "-" in word and not re.search(r"\d", word):
         return True

@@ -9,6 +9,7 @@ import re
 import threading
 from collections.abc import Iterable, Sequence
 
+from rag.engines.benchmarks import table_row
 from rag.models import Chunk
 
 FRONT_MATTER_CHUNKS = 2
@@ -62,8 +63,6 @@ two chunks of 1,000 characters)."""
 
 def starts_in_table(text: str) -> bool:
     """True when ``text`` opens with a row of a table (its header, if any, is in a chunk before)."""
-    from rag.engines.benchmarks import table_row
-
     first = next((line for line in text.splitlines() if line.strip()), "")
     return table_row(first)
 

@@ -15,6 +15,7 @@ from typing import Any
 from rag.answer_types import describe as kind_label
 from rag.answer_types import expected_type
 from rag.config import Options
+from rag.graph.evidence import starts_in_table
 from rag.models import (
     CHECK_GROUNDING,
     CONTEXTUALIZE_QUESTION,
@@ -74,8 +75,6 @@ def widens_tables(state: State) -> bool:
 
     After a correction, for a question about a figure, when a chunk of the evidence opens inside a table.
     """
-    from rag.graph.evidence import starts_in_table
-
     return bool(state.get("rewrites")) and expected_type(state["question"]) == "number" and any(
         c.origin == "kb" and starts_in_table(c.text) for c in state.get("documents", []))
 
