@@ -84,7 +84,7 @@ def _lacking(kb, engine, question: str) -> list[str]:
         need = set(terms(name))
         if not need:
             continue
-        ids = [cid for cid, _ in index.search_ids(" ".join(sorted(need)), 5)]
+        ids = [cid for cid, _ in index.search_ids(name, 5)]  # the name, not its stems (stemmed again)
         chunks: list[Chunk] = kb.get_chunks(ids) if ids else []
         if not any(need <= set(terms(c.text)) for c in chunks):
             out.append(name)

@@ -97,3 +97,12 @@ def test_full_corrects_its_way_to_the_cell_where_naive_rag_does_not(four_papers_
     assert "73.1" not in naive.answer
     assert "rewrite_query" in full.path and full.path[-1] == "finalize", full.path
     assert full.answer.splitlines()[1].startswith("Our SELF-RAG 13B, ARC-Challenge (ARC, acc): 73.1")
+
+
+def test_a_name_whose_stem_stems_again_is_still_found_in_the_knowledge_base(four_papers_kb):  # noqa: F811
+    # route_question looked a name up by its stems, which the index stemmed again ("freebas" -> "freeba"), so
+    # "Freebase" (and the 10-K's "Occidental") counted as never mentioned and the question went to the web
+    from rag.graph.route import _lacking
+
+    ctx = make_context(four_papers_kb.settings, four_papers_kb)
+    assert _lacking(four_papers_kb, ctx.engine, "Did Freebase win the Zorblax Prize?") == ["Zorblax Prize"]
