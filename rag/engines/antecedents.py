@@ -30,6 +30,12 @@ _AUTHORS_OF = re.compile(r"\b([A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*)(?:['’]s)?\s+(?
                          r"\bauthors\s+of\s+(?:the\s+)?([A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*)")
 """A paper named by what its authors or it are called: "the InstructRetro authors", "authors of DPR"."""
 _HOW_MANY = re.compile(r"\bhow\s+(?:many|much)\s+((?:[a-z-]+\s+){0,2}?[a-z-]+s)\b", re.I)
+"""The counted plural a question asks about ("how many route miles")."""
+_OWNED_PAPER = re.compile(r"\b([A-Z][\w-]*\s+et\s+al\.)|"
+                          r"\b([A-Z][\w-]*)['’]s\s+(?:[a-z][\w-]*\s+){0,4}?paper\b")
+"""A paper named by whose it is: "Lewis et al.'s retrieval-augmented generation paper", "Lewis et al."."""
+
+
 def _latest_paper(history: Sequence[Turn], *, by_authors: bool = False) -> tuple[str, int] | None:
     """("the X paper", its 1-based turn) for the latest turn that names a paper as "the X paper", or None.
 
@@ -49,11 +55,6 @@ def _latest_paper(history: Sequence[Turn], *, by_authors: bool = False) -> tuple
             work = _WRITTEN_WORK.search(text)  # "the RAG survey by Gao et al.": the survey
             return (work.group(0) if work else f"the {owned.group(1) or owned.group(2)} paper"), n
     return None
-
-
-_OWNED_PAPER = re.compile(r"\b([A-Z][\w-]*\s+et\s+al\.)|"
-                          r"\b([A-Z][\w-]*)['’]s\s+(?:[a-z][\w-]*\s+){0,4}?paper\b")
-"""A paper named by whose it is: "Lewis et al.'s retrieval-augmented generation paper", "Lewis et al."."""
 
 
 _OBJECT_PLURAL = re.compile(r"\b(?:[a-z]+ed|has|have|had|holds?|owns?|sells?)\s+(?:(?:new|additional|several|"

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 
 from rag.engines.benchmarks import table_row
 from rag.models import Chunk
+from rag.store.records import chunk_id
 
 FRONT_MATTER_CHUNKS = 2
 """Chunks of page 1 taken per document: the title, the authors and the start of the abstract."""
@@ -67,10 +68,6 @@ def starts_in_table(text: str) -> bool:
     return table_row(first)
 
 
-def _previous_id(c: Chunk, back: int) -> str:
-    return f"{c.id.rsplit('-', 1)[0]}-{c.index - back:05d}"
-
-
 def with_table_headers(kb, chunks: Sequence[Chunk]) -> list[Chunk]:
     """``chunks``, each that opens inside a table read with the chunks before it (where the header is).
 
@@ -80,23 +77,23 @@ def with_table_headers(kb, chunks: Sequence[Chunk]) -> list[Chunk]:
     inside the table (same id, page and citation). ``kb`` is a :class:`rag.store.chroma.KnowledgeBase`; web
     results and a document's first chunk are left as they are.
     """
-    starts = [c for c in chunks
-              if c.origin == "kb" and c.index > 0 and "-" in c.id and starts_in_table(c.text)]
-    if not starts:
+    before_ids = {c.id: [chunk_id(c.doc_sha, c.index - back)
+                         for back in range(1, min(TABLE_CHUNKS_BACK, c.index) + 1)]
+                  for c in chunks
+                  if c.origin == "kb" and c.index > 0 and c.doc_sha and starts_in_table(c.text)}
+    if not before_ids:
         return list(chunks)
-    wanted = [_previous_id(c, back) for c in starts for back in range(1, min(TABLE_CHUNKS_BACK, c.index) + 1)]
-    before = {p.id: p for p in kb.get_chunks(list(dict.fromkeys(wanted)))}
+    wanted = dict.fromkeys(i for ids in before_ids.values() for i in ids)
+    before = {p.id: p for p in kb.get_chunks(list(wanted))}
     out = []
     for c in chunks:
         text = c.text
-        if c in starts:
-            for back in range(1, min(TABLE_CHUNKS_BACK, c.index) + 1):
-                prev = before.get(_previous_id(c, back))
-                if prev is None:
-                    break
-                text = f"{prev.text}\n{text}"
-                if not starts_in_table(prev.text):
-                    break
+        for prev in (before.get(i) for i in before_ids.get(c.id, [])):
+            if prev is None:
+                break
+            text = f"{prev.text}\n{text}"
+            if not starts_in_table(prev.text):
+                break
         out.append(c if text == c.text else c.model_copy(update={"text": text}))
     return out
 
@@ -150,7 +147,7 @@ def document_heads(kb, shas: Iterable[str]) -> dict[str, str]:
         missing = [sha for sha in want if sha not in _HEADS]
     if missing and hasattr(kb, "get_chunks"):
         try:
-            firsts = kb.get_chunks([f"{sha[:16]}-00000" for sha in missing])
+            firsts = kb.get_chunks([chunk_id(sha, 0) for sha in missing])
         except Exception:  # noqa: BLE001 - a head is a hint; retrieval must not fail for it
             firsts = []
         with _HEADS_LOCK:

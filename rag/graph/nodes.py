@@ -356,7 +356,7 @@ def generate(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     from_ambiguous = not documents and bool(state.get("ambiguous"))
     if from_ambiguous:  # CRAG's ambiguous action: no chunk is relevant, some are partly
         documents = state.get("ambiguous", [])
-    widen = routing.widens_tables({**state, "documents": documents})
+    widen = routing.widens_tables(state, documents)
     if widen:  # after a correction for a figure: rows read with their table's header
         documents = with_table_headers(runtime.context.kb, documents)
 

@@ -67,16 +67,16 @@ def _same_evidence(state: State) -> bool:
     before = state.get("answered_with")
     if before is None or [c.id for c in state.get("documents", [])] != list(before):
         return False
-    return state.get("with_table_headers") or not widens_tables(state)
+    return state.get("with_table_headers") or not widens_tables(state, state.get("documents", []))
 
 
-def widens_tables(state: State) -> bool:
-    """True when generate reads tables' rows with their headers now.
+def widens_tables(state: State, documents: Sequence[Any]) -> bool:
+    """True when generate reads tables' rows in ``documents`` (its evidence) with their headers now.
 
     After a correction, for a question about a figure, when a chunk of the evidence opens inside a table.
     """
     return bool(state.get("rewrites")) and expected_type(state["question"]) == "number" and any(
-        c.origin == "kb" and starts_in_table(c.text) for c in state.get("documents", []))
+        c.origin == "kb" and starts_in_table(c.text) for c in documents)
 
 
 def _can_rewrite(state: State, o: Options) -> bool:

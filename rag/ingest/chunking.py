@@ -9,6 +9,7 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 from rag.ingest.loaders import LoadedDocument
 from rag.ingest.spans import Span, map_spans, piece_spans
 from rag.ingest.types import ChunkRecord, Page
+from rag.store.records import chunk_id
 
 DEFAULT_CHUNK_SIZE = 1000  # characters
 DEFAULT_CHUNK_OVERLAP = 150  # characters
@@ -60,7 +61,7 @@ def chunk_record(doc_sha: str, source: str, index: int, text: str, page: int, ex
     Its id is ``f"{doc_sha[:16]}-{index:05d}"``; its metadata ``source``, ``page``, ``chunk_index`` and
     ``doc_sha``, then ``extra`` (``ocr`` and where it is on its page: :func:`position_metadata`).
     """
-    return ChunkRecord(id=f"{doc_sha[:16]}-{index:05d}", text=text, source=source, page=page, index=index,
+    return ChunkRecord(id=chunk_id(doc_sha, index), text=text, source=source, page=page, index=index,
                        doc_sha=doc_sha, metadata={"source": source, "page": page, "chunk_index": index,
                                                   "doc_sha": doc_sha, **extra})
 

@@ -38,11 +38,16 @@ RECORDS_FLAG = "completion_records"
 made before them are given records for the documents they hold, once, on first open)."""
 
 
+def chunk_id(doc_sha: str, index: int) -> str:
+    """The id of chunk ``index`` (0-based) of the document ``doc_sha``: ``"{doc_sha[:16]}-{index:05d}"``."""
+    return f"{doc_sha[:16]}-{index:05d}"
+
+
 @dataclass(frozen=True)
 class ChunkRecord:
     """One chunk ready for the store.
 
-    ``id`` is ``"{doc_sha[:16]}-{index:05d}"``, so the same bytes always give the same ids.
+    ``id`` is :func:`chunk_id`, so the same bytes always give the same ids.
     ``index`` is 0-based over the whole document; ``page`` is 1-based.
     """
 
