@@ -56,15 +56,17 @@ _QUANTITY = frozenset(
     "equity", "capital", "value", "margin", "number", "rate", "ratio", "percentage", "score", "size",
     "count", "accuracy", "share", "threshold", "length", "width", "weight", "temperature", "dimension",
     "capacity", "duration", "limit", "obligation", "obligations", "payment", "repayment", "improvement",
-    "charge", "fee", "match", "perplexity", "recall", "precision", "latency"
+    "charge", "fee", "match", "perplexity", "recall", "precision", "latency", "discount", "yield", "spread"
 ])
 QUANTITY_WORDS = _QUANTITY
 """Nouns that name a quantity ("revenues", "rate", "size"): a figure given for one measures it."""
 _PERSON_Q = re.compile(r"^(?:who|whom|whose)\b|\bby whom\b|\b(?:which|what) (?:person|people|author|authors|"
                        r"researcher|researchers|executive|officer|ceo|founder)\b|\bwho\s+(?:wrote|"
                        r"founded|leads|led|runs|heads|created|proposed|introduced)\b", re.I)
-_PLACE_Q = re.compile(r"^where\b|\bin (?:which|what) (?:city|country|state|town|region|place|county)\b|"
-                      r"\b(?:which|what) (?:city|country|state|town|region|county)\b", re.I)
+_PLACES = (r"(?:(?:two|three|four|five|six|\d+)\s+)?(?:cit(?:y|ies)|countr(?:y|ies)|states?|towns?|regions?|"
+           r"count(?:y|ies)|provinces?|continents?)")
+_PLACE_Q = re.compile(rf"^where\b|\bin (?:which|what) (?:{_PLACES}|place)\b|\b(?:which|what) {_PLACES}\b",
+                      re.I)
 _WHICH = re.compile(r"^(?:which|what)\s+([a-z-]+)\s+"
                     r"(?:do|does|did|is|are|was|were|has|have|had|can|could|will)\b",
                     re.I)
@@ -170,7 +172,8 @@ def _asks_figure(low: str) -> bool:
         return True
     if (m := re.search(r"\bhow (?:many|much)\b", low)) and not _WH.search(low[:m.start()]):
         return True  # "LLMs can handle contexts of more than how many tokens?": no question word before it
-    if re.match(r"^(?:what|which) (?:was|were|is|are)\b", low) and set(words(low)) & _QUANTITY:
+    if re.match(r"^(?:what|which) (?:was|were|is|are|would|will|could|might)\b", low) \
+            and set(words(low)) & _QUANTITY:
         return True
     if _MEASURED.match(low):
         return True
@@ -201,7 +204,7 @@ def _np_heads(low: str) -> list[str]:
 
 
 _AUX_WORD = r"(?:do|does|did|is|are|was|were|has|have|had)\b"
-_WH_NP = re.compile(rf"^(?:what|which)\s+(?:((?:(?!{_AUX_WORD})[\w-]+\s+){{0,7}}?(?!{_AUX_WORD})"
+_WH_NP = re.compile(rf"^(?:what|which)\s+(?:((?:(?!{_AUX_WORD})[\w&/-]+\s+){{0,7}}?(?!{_AUX_WORD})"
                     rf"[^\W\d_][\w-]*)\s+{_AUX_WORD}|((?:[\w-]+\s+){{0,2}}[^\W\d_][\w-]*)\s*\?*$)")
 """A "what X do/did/is …" question and its noun phrase X (up to eight words), or a bare "what X?" (up to
 three)."""

@@ -43,6 +43,20 @@ def _initials_match(name: str, short: str) -> bool:
     return short.upper() == letters.upper() or short.upper() == letters[-len(short):].upper()
 
 
+def _spelled_tail(name: str, short: str) -> str:
+    """The last words of ``name`` whose initials spell ``short`` (legal forms left out), else ``name``.
+
+    A page header runs into the sentence below it: "Burlington Northern Santa Fe Burlington Northern Santa Fe,
+    LLC (“BNSF”)" defines "BNSF" as the last four words.
+    """
+    words = name.replace(",", " ").split()
+    for i in range(len(words) - 1, -1, -1):
+        kept = [w for w in words[i:] if w.lower().strip(".") not in _LEGAL]
+        if kept and "".join(w[0] for w in kept).upper() == short.upper():
+            return " ".join(words[i:])
+    return name
+
+
 def _lower_definition(phrase: str, short: str) -> tuple[str, str] | None:
     """(the last words of ``phrase`` whose initials ``short`` spells, ``short``), or None.
 
@@ -61,7 +75,7 @@ def definitions(texts: Iterable[str]) -> dict[str, tuple[str, ...]]:
     """Every short form ``texts`` define, as :data:`Aliases` (the first definition of each wins)."""
     out: dict[str, tuple[str, ...]] = {}
     for text in texts:
-        found = [(m.group(1), m.group(2)) for m in _QUOTED.finditer(text)]
+        found = [(_spelled_tail(m.group(1), m.group(2)), m.group(2)) for m in _QUOTED.finditer(text)]
         found += [(m.group(1), m.group(2)) for m in _INITIALS.finditer(text)
                   if _initials_match(m.group(1), m.group(2))]
         found += [pair for m in _LOWER_INITIALS.finditer(text)
@@ -85,15 +99,24 @@ def for_question(aliases: Aliases, names: Sequence[tuple[str, ...]]) -> dict[str
 
 
 def expand(seq: Sequence[str], aliases: Aliases) -> list[str]:
-    """``seq`` (index terms in order) with each short form followed by its full name's terms."""
+    """``seq`` (index terms in order) with each short form followed by its full name's terms.
+
+    And each full name of two or more terms, written out whole, followed by its short form: a page headed
+    "Burlington Northern Santa Fe" is about "BNSF" as much as one that writes "BNSF".
+    """
     if not aliases:
         return list(seq)
+    by_last: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+    for short, full in aliases.items():
+        if len(full) > 1:
+            by_last.setdefault(full[-1], []).append((short, full))
     out: list[str] = []
-    for t in seq:
+    for i, t in enumerate(seq):
         out.append(t)
-        full = aliases.get(t)
-        if full:
-            out.extend(full)
+        out.extend(aliases.get(t, ()))
+        for short, whole in by_last.get(t, ()):
+            if i + 1 >= len(whole) and tuple(seq[i + 1 - len(whole):i + 1]) == whole:
+                out.append(short)
     return out
 
 

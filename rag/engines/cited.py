@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rag.engines.base import Answer, AnswerCitation
 from rag.models import Chunk
@@ -39,6 +40,10 @@ class Passage:
     fragment: bool = False
     """A piece of a sentence (cut by a chunk's edge or a line break), quoted with "…": only a lead of last
     resort, when no whole sentence the answer check would accept holds the answer."""
+
+    def held_share(self, cons: Sequence[Any]) -> float:
+        """The share of the Constraints ``cons`` it holds (own stems or table context); 1.0 without any."""
+        return (sum(c.held_by(self.stems | self.context) for c in cons) / len(cons)) if cons else 1.0
 
 
 def cited_answer(lead: Passage, rest: Sequence[Passage], chunks: Sequence[Chunk]) -> Answer:

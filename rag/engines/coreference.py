@@ -22,6 +22,8 @@ _SUBJECT = re.compile(rf"\b{_AUX}\s+(?:it|they|the\s+(?:company|firm|group|paper
                       rf"{_NAME})\s+[a-z]")
 """An auxiliary, then its subject (a pronoun, "the company" or a name), then the verb: "does BNSF have",
 "did the company use … its"."""
+_SINGULAR_SUBJECT = re.compile(rf"\b(?:does|is|was|has)\s+{_NAME}\s+[a-z]")
+"""A name as the subject of a singular auxiliary ("does TriviaQA have"): "their" after it means others."""
 _WH_PHRASE = re.compile(rf"^\s*(?:(?:in|on|at|for|from|by|with|under|of|to|since|about)\s+)?"
                         rf"(?:how\s+(?:many|much)|which|what|whose)\s+"
                         rf"(?P<head>(?:(?!{_AUX}\b|of\b)[\w.&-]+\s+){{0,4}}?)(?={_AUX}\b|of\b|$)", re.I)
@@ -77,7 +79,9 @@ def refers_inside(question: str, at: int) -> bool:
     own = before[wh.end():] if wh else before  # a reference never means the phrase the question asks about
     lower = ref.lower()
     it = (lower.split() or [""])[0] == "it"
-    if lower.startswith(("its", "their")) and not _DEFINES_TERM.search(before) and (
+    # "their" is no singular subject's: "How many test questions does TriviaQA have in their dataset table?"
+    singular = lower.startswith("their") and _SINGULAR_SUBJECT.search(before) and not _PLURAL_NOUN.search(own)
+    if lower.startswith(("its", "their")) and not singular and not _DEFINES_TERM.search(before) and (
             _SUBJECT.search(before) or any(not (before.startswith(t) and " " not in t and not t.isupper())
                                            for t in topics(own))):
         return True  # "How many hubs does BNSF have across its system?", "the Maineiacs played their games"

@@ -44,6 +44,9 @@ FRONT_MATTER_CHARS = 800
 MAX_AUTHORS = 8
 STRONG_SENTENCE_AT = 0.5
 """A sentence covering this share of the question is worth quoting even if it adds no new term."""
+CONTEXT_SHARE = 0.5
+"""How much a question's name counts toward a typed candidate's coverage when only its chunk holds it, not
+the passage (set by reasoning, not tuned: a name borrowed from the chunk is weaker evidence than its own)."""
 
 
 _CODE = re.compile(r"[@{}`=<>|#/\\]")
@@ -174,7 +177,7 @@ class ExtractionMixin(LexicalCore):
                          None if p.quote is None else predicate) is not None
 
         def held(p: Passage) -> float:
-            return _held(p, cons)
+            return p.held_share(cons)
 
         candidates = self._candidates(question, chunks)
         fragments = [p for p in candidates if p.fragment]
@@ -353,7 +356,11 @@ class ExtractionMixin(LexicalCore):
         total = sum(w for _, w in weights.values()) or 1.0
 
         def score(p: Passage) -> tuple[float, float]:
-            cov = sum(weights[s][1] for s in (p.stems | p.context) & weights.keys()) / total
+            # the question's names its chunk holds count half: "NICO Primary and BHHC are each based in Omaha"
+            # is not about BHSI because its chunk names BHSI; "BHSI is based in Boston" is
+            own = sum(weights[s][1] for s in p.stems & weights.keys())
+            borrowed = sum(weights[s][1] for s in (p.context - p.stems) & weights.keys())
+            cov = (own + CONTEXT_SHARE * borrowed) / total
             return held(p), cov / (1 + p.length / 40) - 0.01 * p.rank
 
         # a passage shares a question term; an affiliation line may share it through its chunk's names (the
@@ -390,7 +397,3 @@ def _exact(text: str, names: Sequence[Constraint]) -> int:
     """
     return sum(bool(re.search(rf"\b{re.escape(c.text)}\b(?!['’]?\s+[A-Z])", text)) for c in names)
 
-
-def _held(p: Passage, cons: Sequence[Constraint]) -> float:
-    """The share of ``cons`` that ``p`` holds (its own stems or its table's context); 1.0 without any."""
-    return (sum(c.held_by(p.stems | p.context) for c in cons) / len(cons)) if cons else 1.0

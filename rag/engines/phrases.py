@@ -13,10 +13,11 @@ from rag.text import DISCOURSE_WORDS, MONTHS, QUESTION_WORDS, STOPWORDS
 _COURTESY = re.compile(
     r"^\s*(?:(?:fair enough|makes sense|good to know|all right|noted|wonderful|"
     r"thanks(?: a lot| so much)?|thank you(?: so much| very much)?|thx|great|ok(?:ay)?|cool|nice|"
-    r"perfect|awesome|got it|i see|sure|alright|interesting|understood|excellent|good|hello|hi|hey)\b"
+    r"perfect|awesome|got it|i see|sure|alright|interesting|understood|excellent|good|hello|hi|hey|"
+    r"(?:a\s+)?(?:different|new|another)\s+(?:topic|subject)|(?:switching|changing)\s+(?:topics?|the\s+subject))\b"
     r"[\s,.!;:-]*)+"
     r"(?:(?:and|also|now|so|then)\b[\s,]*)?", re.I)
-"""A courtesy prefix, with the "and" that may join it to the question."""
+"""A courtesy prefix ("Thanks!", "OK, different topic."), with the "and" that may join it to the question."""
 _ELLIPSIS = re.compile(r"^(?:and|but|also|so)?\s*(?:what|how)\s+about\s+(.+)$|^(?:and|but|also|so)\s+(.+)$",
                        re.I)
 """"And in 2023?", "How about GEICO?", "And what about its revenue?": the fragment after the lead."""

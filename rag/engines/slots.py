@@ -38,10 +38,12 @@ def fill_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None
     share" for "per average equivalent Class A share"), the subject's name ("GEICO"), a noun phrase of the
     same owner with the same head ("its fair value" for "the carrying value of Berkshire's investment"),
     another possessor ("Lubrizol's revenues in 2024"), the possessed noun ("Berkshire's revenue"), a noun
-    phrase with the same head noun ("the manufacturing businesses" for "service businesses").
+    phrase with the same head noun ("the manufacturing businesses" for "service businesses"); a name and a
+    phrase together ("GraphRetriever on NaturalQuestions" for "T5 (large)" and "on WebQuestions").
     """
-    for slot in (_wh_slot, _year_slot, _count_slot, _phrase_slot, _sibling_slot, _name_slot, _owned_head_slot,
-                 _possessor_slot, _bare_possessor_slot, _possessed_slot, _head_slot, _subject_slot):
+    for slot in (_wh_slot, _year_slot, _count_slot, _phrase_slot, _name_and_phrase_slot, _sibling_slot,
+                 _name_slot, _owned_head_slot, _possessor_slot, _bare_possessor_slot, _possessed_slot,
+                 _head_slot, _subject_slot):
         found = slot(frag, prev, owner)
         if found is not None:
             return found
@@ -143,6 +145,32 @@ def _phrase_head(prev: str, at: int) -> str:
     """
     rest = re.split(r",|\s(?:" + "|".join(_PREPOSITIONS) + r")\s", prev[at:], maxsplit=1)[0].split()
     return rest[-1].lower() if rest else ""
+
+
+_NAME_AND_PHRASE = re.compile(rf"([A-Z][\w.-]*(?:\s+[A-Z\d][\w.-]*){{0,2}}(?:\s+\([\w\s.-]+\))?)\s+"
+                              rf"((?:{'|'.join(_PREPOSITIONS)})\s+\S.*)")
+"""A fragment naming two slots: a name, then a phrase ("GraphRetriever on NaturalQuestions")."""
+
+
+def _name_and_phrase_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
+    """Two slots at once: the phrase with the same preposition, then the subject (or the named owner).
+
+    "How about GraphRetriever on NaturalQuestions?" after "… what exact match does T5 (large) get on
+    WebQuestions".
+    """
+    m = _NAME_AND_PHRASE.fullmatch(frag.strip())
+    if m is None or m.group(1) in prev:
+        return None
+    first = m.group(2).split()[0].lower()
+    if not re.search(rf"\b{first}\s+", prev, re.I):
+        return None
+    phrased = _phrase_slot(m.group(2), prev, owner)
+    if phrased is None or phrased[0] == prev:
+        return None
+    named = _subject_slot(m.group(1), phrased[0], owner) or _name_slot(m.group(1), phrased[0], owner)
+    if named is None:
+        return None
+    return named[0], f"{named[1]} and {phrased[1]}"
 
 
 def _sibling_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from rag.answer_spans import measures_other
+from rag.answer_spans import MEASURES, measures_other
 from rag.answer_types import expected_type
 from rag.engines.aliases import Aliases, expand
 from rag.text import STOPWORDS, number_tokens, terms
@@ -80,6 +80,9 @@ def label_share(row: str, asked: Mapping[str, float], aliases: Aliases | None = 
 
 _SCALE = re.compile(r"\(?\s*(?:(?:dollars|amounts|us\s*\$|\$)\s+)?in\s+(millions|billions|thousands)\b", re.I)
 """A table's scale line: "(in millions)", "(dollars in millions, except per share amounts)"."""
+_PER_SHARE = re.compile(r"\bper\b(?:\s+[\w-]+){0,4}\s+shares?\b", re.I)
+"""A row of amounts per share ("Net earnings per average equivalent Class B share"), which a scale line leaves
+out."""
 _SCALE_WORD = {"millions": "million", "billions": "billion", "thousands": "thousand"}
 
 
@@ -90,6 +93,80 @@ def _scaled(cell: str, scale: str) -> str:
     return f"{cell.replace('$ ', '$')} {scale}"
 
 
+SECTION_WORDS = 8
+"""The most words of a line without figures, inside a table, that heads the rows below it ("Pre-tax
+earnings")."""
+
+
+def _section(line: str) -> str | None:
+    """``line`` without its colon when it is a section line of a table ("Pre-tax earnings:"), else None.
+
+    A line of one to SECTION_WORDS words, no digit, starting with a capital and not ending a sentence.
+    """
+    words = line.split()
+    if not 1 <= len(words) <= SECTION_WORDS or not _SECTION_LINE.fullmatch(line) or not line[:1].isupper() \
+            or line.endswith((".", ",", ";")) or _SCALE.search(line) or _NOT_A_SECTION.search(line):
+        return None
+    return line.rstrip(" :")
+
+
+_SECTION_LINE = re.compile(r"[A-Za-z][A-Za-z’'/&(),:-]*(?:\s+[A-Za-z(][A-Za-z’'/&(),:-]*)*")
+"""Words only: no figure, no "%" ("Amount % Amount %" heads columns, not rows)."""
+_NOT_A_SECTION = re.compile(r"\b(?:change|changes|amount|amounts|ended)\b", re.I)
+"""Words of a column header over the figures ("Percentage change", "Year Ended December 31,")."""
+
+
+def _with_section(label: str, section: str) -> str:
+    """``label`` with the section its row stands in, unless the label already holds all of its words.
+
+    "Building products" under "Pre-tax earnings" is "Building products (pre-tax earnings)".
+    """
+    if not section or set(terms(section)) <= set(terms(label)):
+        return label
+    return f"{label} ({section[:1].lower() if section[1:2].islower() else section[:1]}{section[1:]})"
+
+
+def _header(line: str) -> tuple[list[str], int] | None:
+    """(the years, the number of change columns) of a column header line, or None for another line.
+
+    No years for "2024 2023 2024 2023": two tables side by side, whose columns no single header says (their
+    rows are not read).
+    """
+    m = _YEARS_HEADER.search(line)
+    if not m or len(line.split()) > 16:
+        return None
+    years = m.group(1).split()
+    return (years if len(set(years)) == len(years) else []), len(re.findall(r"\bvs\b", m.group(2) or ""))
+
+
+def _measure_title(line: str) -> str:
+    """``line`` when it is a title just over a table's header that names a measure, else "".
+
+    "Pre-tax underwriting earnings (loss)" heads the rows below; "Results of Operations" names no measure.
+    """
+    title = _section(line)
+    return title if title and set(terms(title)) & set(MEASURES) else ""
+
+
+def _rendered(label: str, cells: list[str], years: list[str], asked: list[str], scale: str,
+              owner: str) -> str:
+    """A row as ``"<owner>’s <label>, 2024: $88,995 million (2023: …; 2022: …)"``, the asked year first.
+
+    ``cells`` are the row's year columns (the change columns, "(0.5 )%", are no year's figure); the scale
+    ("million") is left off a row of amounts per share.
+    """
+    if owner and owner.lower() not in label.lower():
+        label = f"{owner}’s {label[:1].lower() if label[1:2].islower() else label[:1]}{label[1:]}"
+    if scale and not _PER_SHARE.search(label):  # "(in millions except per share amounts)"
+        cells = [_scaled(c, scale) for c in cells]
+    else:
+        cells = [c.replace("$ ", "$") for c in cells]
+    pairs = list(zip(years, cells, strict=False))
+    first = next((p for p in pairs if p[0] in asked), pairs[0])
+    others = "; ".join(f"{y}: {v}" for y, v in pairs if (y, v) != first)
+    return f"{label}, {first[0]}: {first[1]}" + (f" ({others})" if others else "")
+
+
 def table_rows(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
     """Rows of the tables in ``text`` read against their column header of years.
 
@@ -97,7 +174,11 @@ def table_rows(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
     comes first when the header has it; figures carry the table's scale ("(in millions)" makes
     ``$88,995 million``). Change columns after the years ("2024 vs 2023") are left out, and a caption
     naming whose table it is ("A summary of BNSF’s earnings follows") names each row's owner ("BNSF’s net
-    earnings, 2024: $5,031 million"). Only for questions about figures.
+    earnings, 2024: $5,031 million"). A line without figures inside a table heads the rows below it, up to a
+    subtotal, a "Total" row or prose, so a table that stacks the same rows under "Revenues" and then under
+    "Pre-tax earnings" reads
+    "Building products (pre-tax earnings), 2024: $4,134 million" for the second. Only for questions about
+    figures.
     """
     if expected_type(question) != "number":
         return []
@@ -105,34 +186,37 @@ def table_rows(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
     out = []
     years: list[str] = []
     changes = 0
-    scale = owner = ""
+    scale = owner = section = before = ""
     for line in text.splitlines():
         line = line.strip()
         if found := _SCALE.search(line):
             scale = _SCALE_WORD[found.group(1).lower()]
         if caption := _CAPTION_OWNER.search(line):
             owner = caption.group(1)
-        m = _YEARS_HEADER.search(line)
-        if m and len(line.split()) <= 16:
-            years = m.group(1).split()
-            if len(set(years)) < len(years):  # "2024 2023 2024 2023": two tables side by side, whose
-                years = []  # columns no single header says; their rows are not read
-            changes = len(re.findall(r"\bvs\b", m.group(2) or ""))
+        if (header := _header(line)) is not None:
+            years, changes = header
+            section = _measure_title(before)
+            before = line
             continue
+        before = line
         if not years:
             continue
-        row = _row_cells(line, len(years) + changes)
+        if re.fullmatch(r"(?:19|20)\d\d\s+vs\.?", line):  # a change column's header on lines of its own
+            changes += 1
+            continue
+        # a row may leave a change column empty ("Pilot 46,891 51,739 — (9.4)")
+        row = next((r for k in range(changes, -1, -1) if (r := _row_cells(line, len(years) + k))), None)
         if row is None:
+            # a section line heads the rows below; prose, or a subtotal (figures without a label), ends it
+            if not re.search(r"[A-Za-z]", line):
+                section = ""
+            elif not re.search(r"\d", line):
+                section = _section(line) or ""
             continue
         label, cells = row
-        cells = cells[:len(years)]  # the change columns ("(0.5 )%") are no year's figure
-        if owner and owner.lower() not in label.lower():
-            label = f"{owner}’s {label[:1].lower() if label[1:2].islower() else label[:1]}{label[1:]}"
-        if scale:
-            cells = [_scaled(c, scale) for c in cells]
-        pairs = list(zip(years, cells, strict=False))
-        first = next((p for p in pairs if p[0] in asked), pairs[0])
-        others = "; ".join(f"{y}: {v}" for y, v in pairs if (y, v) != first)
-        rendered = f"{label}, {first[0]}: {first[1]}" + (f" ({others})" if others else "")
-        out.append((rendered, frozenset(terms(" ".join(years)))))
+        label = _with_section(label, section)
+        if label.lower().startswith("total"):
+            section = ""  # "Total revenues" closes its group
+        out.append((_rendered(label, cells[:len(years)], years, asked, scale, owner),
+                    frozenset(terms(" ".join(years)))))
     return out

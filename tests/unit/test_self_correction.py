@@ -160,7 +160,7 @@ def test_a_figure_question_reads_the_table_row_with_its_year(engine):
     q = "What was Berkshire Hathaway's net earnings in 2024?"
     answer = engine.generate(q, [chunk("table"), chunk("other")])
     lead = answer.text.splitlines()[1]
-    assert lead.startswith("Net earnings attributable to Berkshire shareholders, 2024: $ 88,995")
+    assert lead.startswith("Net earnings attributable to Berkshire shareholders, 2024: $88,995")
     check = engine.check_grounding(answer, [chunk("table"), chunk("other")])
     assert check.grounded and "assembled" in check.reasoning  # not a verbatim quote, and says so
 
