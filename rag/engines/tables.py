@@ -101,7 +101,8 @@ earnings")."""
 def _section(line: str) -> str | None:
     """``line`` without its colon when it is a section line of a table ("Pre-tax earnings:"), else None.
 
-    A line of one to SECTION_WORDS words, no digit, starting with a capital and not ending a sentence.
+    A line of one to SECTION_WORDS words only (no figure, no "%"), starting with a capital, not ending a
+    sentence, and no column header ("Percentage change").
     """
     words = line.split()
     if not 1 <= len(words) <= SECTION_WORDS or not _SECTION_LINE.fullmatch(line) or not line[:1].isupper() \
@@ -175,10 +176,10 @@ def table_rows(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
     ``$88,995 million``). Change columns after the years ("2024 vs 2023") are left out, and a caption
     naming whose table it is ("A summary of BNSF’s earnings follows") names each row's owner ("BNSF’s net
     earnings, 2024: $5,031 million"). A line without figures inside a table heads the rows below it, up to a
-    subtotal, a "Total" row or prose, so a table that stacks the same rows under "Revenues" and then under
-    "Pre-tax earnings" reads
-    "Building products (pre-tax earnings), 2024: $4,134 million" for the second. Only for questions about
-    figures.
+    subtotal, a "Total" row or prose (and a title over the header that names a measure heads them too), so a
+    table that stacks the same rows under "Revenues" and then under "Pre-tax earnings" reads "Building products
+    (pre-tax earnings), 2024: 4,134 million" for the second. A row of amounts per share takes no scale. Only
+    for questions about figures.
     """
     if expected_type(question) != "number":
         return []
