@@ -178,8 +178,8 @@ def table_rows(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
     earnings, 2024: $5,031 million"). A line without figures inside a table heads the rows below it, up to a
     subtotal, a "Total" row or prose (and a title over the header that names a measure heads them too), so a
     table that stacks the same rows under "Revenues" and then under "Pre-tax earnings" reads
-    "Building products (pre-tax earnings), 2024: 4,134 million" for the second. A row of amounts per share takes no scale. Only
-    for questions about figures.
+    "Building products (pre-tax earnings), 2024: 4,134 million" for the second. A row of amounts per share
+    takes no scale. Only for questions about figures.
     """
     if expected_type(question) != "number":
         return []
