@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from rag.engines.coreference import asked_phrase, refers_inside
 from rag.engines.phrases import _YEAR, YEARS_ONLY, _possessive, owners, topics
 from rag.models import Turn
+from rag.text import QUESTION_WORDS, STOPWORDS
 
 _PAPER = re.compile(r"\bthe\s+['‘\"“]?([A-Z][\w.-]*(?:\s+(?:[A-Z][\w.-]*|et\s+al\.|[a-z]{1,5}))*?)['’\"”]?"
                     r"\s+paper\b")
@@ -250,3 +251,25 @@ def _head_noun_refs(text: str, before: str) -> str:
         if len(name.split()) > 1 and head[:1].isupper() and head.isalpha():
             text = re.sub(rf"\bthe\s+{head.lower()}(?=['’]s\b|\b)", name, text)
     return text
+
+
+_SUCH = re.compile(r"\bsuch\s+(?!as\b)([a-z][\w-]*?)(s?)\b")
+"""A reference by kind: "How much did such events contribute …" (not "such as")."""
+
+
+def _such_refs(text: str, before: str) -> str:
+    """"such events" as the noun phrase of ``before`` with that head ("a significant catastrophe event").
+
+    The phrase keeps up to three modifiers (no article, question word or function word) and takes the number
+    the reference has: "significant catastrophe events". Unchanged when ``before`` has no such phrase.
+    """
+    def phrase(m: re.Match[str]) -> str:
+        noun = m.group(1)
+        for found in re.finditer(rf"\b((?:[a-z][\w-]*\s+){{1,3}}){re.escape(noun)}(?:e?s)?\b", before):
+            mods = found.group(1).split()
+            while mods and mods[0] in STOPWORDS | QUESTION_WORDS | {"many", "much", "per"}:
+                mods = mods[1:]
+            if mods and not any(w in STOPWORDS for w in mods):
+                return f"{' '.join(mods)} {noun}{m.group(2)}"
+        return m.group(0)
+    return _SUCH.sub(phrase, text)

@@ -36,6 +36,7 @@ from rag.engines.antecedents import (
     _part_of_previous,
     _plural_focus,
     _same_year,
+    _such_refs,
     _users_paper,
     _with_topic,
 )
@@ -168,6 +169,9 @@ class ContextualizeMixin(AnsweredMixin):
                 done.append("dropped the leading conjunction")
             elif fragment:
                 return self._fill_ellipsis(fragment, previous, len(history), history, done)
+        if previous and (kind := _such_refs(asked, previous)) != asked:  # "such events": the last turn's
+            done.append(f"read “such …” as the kind of thing turn {len(history)} asked about")
+            asked = kind
         standalone, carried, turn = self._resolve(asked, history)
         standalone = standalone[:1].upper() + standalone[1:]
         if carried:

@@ -125,3 +125,14 @@ def test_a_typed_candidate_that_names_the_subject_beats_one_whose_chunk_does(eng
     boston = passage(long, frozenset(terms(long)) | name)
     best = engine._typed_candidate(q, [omaha, boston], lambda p: True, lambda p: 1.0)
     assert best is boston
+
+
+def test_such_a_kind_is_the_previous_questions_phrase_of_that_head(engine) -> None:
+    got = ask(engine, "Losses above what amount per event count as a significant catastrophe event in the "
+                      "claims note?",
+              "How much did such events contribute to current accident year incurred losses in 2024?")
+    assert got[1] == ("How much did significant catastrophe events contribute to current accident year "
+                      "incurred losses in 2024?")
+    # "such as" is no reference, and a kind the previous question does not name stays as it is
+    assert ask(engine, "What is GEICO?", "Which insurers such as GEICO sell auto policies?")[1] == \
+        "Which insurers such as GEICO sell auto policies?"
