@@ -25,6 +25,7 @@ from rag.engines.antecedents import (
     _DOCUMENT_NP,
     _OBJECT_PLURAL,
     _PAPER,
+    _SUCH,
     _WORK,
     _authors,
     _besides_filing,
@@ -170,7 +171,9 @@ class ContextualizeMixin(AnsweredMixin):
             elif fragment:
                 return self._fill_ellipsis(fragment, previous, len(history), history, done)
         if previous and (kind := _such_refs(asked, previous)) != asked:  # "such events": the last turn's
-            done.append(f"read “such …” as the kind of thing turn {len(history)} asked about")
+            such = _SUCH.search(asked)
+            said = such.group(0) if such else "such …"
+            done.append(f"read “{said}” as “{_such_refs(said, previous)}” from turn {len(history)}")
             asked = kind
         standalone, carried, turn = self._resolve(asked, history)
         standalone = standalone[:1].upper() + standalone[1:]
