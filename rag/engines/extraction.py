@@ -45,8 +45,7 @@ MAX_AUTHORS = 8
 STRONG_SENTENCE_AT = 0.5
 """A sentence covering this share of the question is worth quoting even if it adds no new term."""
 CONTEXT_SHARE = 0.5
-"""How much a question's name counts toward a typed candidate's coverage when only its chunk holds it, not
-the passage (set by reasoning, not tuned: a name borrowed from the chunk is weaker evidence than its own)."""
+"""The weight of a question's name only a typed candidate's chunk holds (set by reasoning, not tuned)."""
 
 
 _CODE = re.compile(r"[@{}`=<>|#/\\]")
@@ -349,19 +348,21 @@ class ExtractionMixin(LexicalCore):
                          held: Callable[[Passage], float]) -> Passage | None:
         """The best passage of ``pool`` that holds the answer type, or None.
 
-        It must share a question term, and ranks by constraints held, then IDF-weighted question coverage
-        per length, then chunk rank.
+        It must share a question term, and ranks by constraints held, stating the year asked about, then
+        IDF-weighted question coverage per length, then chunk rank.
         """
         weights = self.weighted_terms(question)
         total = sum(w for _, w in weights.values()) or 1.0
+        years = re.findall(r"\b(?:19|20)\d\d\b", question)
 
-        def score(p: Passage) -> tuple[float, float]:
-            # the question's names its chunk holds count half: "NICO Primary and BHHC are each based in Omaha"
-            # is not about BHSI because its chunk names BHSI; "BHSI is based in Boston" is
+        def score(p: Passage) -> tuple[float, bool, float]:
+            # names only its chunk holds count half ("NICO Primary and BHHC are each based in Omaha" is not
+            # about BHSI); a passage stating the year asked about beats a line whose table header has it
             own = sum(weights[s][1] for s in p.stems & weights.keys())
             borrowed = sum(weights[s][1] for s in (p.context - p.stems) & weights.keys())
             cov = (own + CONTEXT_SHARE * borrowed) / total
-            return held(p), cov / (1 + p.length / 40) - 0.01 * p.rank
+            dated = not years or any(re.search(rf"\b{y}\b", p.text) for y in years)
+            return held(p), dated, cov / (1 + p.length / 40) - 0.01 * p.rank
 
         # a passage shares a question term; an affiliation line may share it through its chunk's names (the
         # front matter names the paper, its affiliation line none of the question's words)
