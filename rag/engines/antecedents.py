@@ -257,12 +257,15 @@ _SUCH = re.compile(r"\bsuch\s+(?!as\b)([a-z][\w-]*?)(s?)\b")
 """A reference by kind: "How much did such events contribute …" (not "such as")."""
 
 
-def _such_refs(text: str, before: str) -> str:
-    """"such events" as the noun phrase of ``before`` with that head ("a significant catastrophe event").
+def _such_refs(text: str, before: str) -> tuple[str, list[tuple[str, str]]]:
+    """(``text`` with "such events" read as ``before``'s noun phrase of that head, [(reference, phrase), …]).
 
     The phrase keeps up to three modifiers (no article, question word or function word) and takes the number
-    the reference has: "significant catastrophe events". Unchanged when ``before`` has no such phrase.
+    the reference has: "such events" after "… a significant catastrophe event …" is "significant catastrophe
+    events". ``(text, [])`` when ``before`` has no such phrase.
     """
+    read: list[tuple[str, str]] = []
+
     def phrase(m: re.Match[str]) -> str:
         noun = m.group(1)
         for found in re.finditer(rf"\b((?:[a-z][\w-]*\s+){{1,3}}){re.escape(noun)}(?:e?s)?\b", before):
@@ -270,6 +273,7 @@ def _such_refs(text: str, before: str) -> str:
             while mods and mods[0] in STOPWORDS | QUESTION_WORDS | {"many", "much", "per"}:
                 mods = mods[1:]
             if mods and not any(w in STOPWORDS for w in mods):
-                return f"{' '.join(mods)} {noun}{m.group(2)}"
+                read.append((m.group(0), f"{' '.join(mods)} {noun}{m.group(2)}"))
+                return read[-1][1]
         return m.group(0)
-    return _SUCH.sub(phrase, text)
+    return _SUCH.sub(phrase, text), read

@@ -25,7 +25,6 @@ from rag.engines.antecedents import (
     _DOCUMENT_NP,
     _OBJECT_PLURAL,
     _PAPER,
-    _SUCH,
     _WORK,
     _authors,
     _besides_filing,
@@ -170,11 +169,9 @@ class ContextualizeMixin(AnsweredMixin):
                 done.append("dropped the leading conjunction")
             elif fragment:
                 return self._fill_ellipsis(fragment, previous, len(history), history, done)
-        if previous and (kind := _such_refs(asked, previous)) != asked:  # "such events": the last turn's
-            such = _SUCH.search(asked)
-            said = such.group(0) if such else "such …"
-            done.append(f"read “{said}” as “{_such_refs(said, previous)}” from turn {len(history)}")
-            asked = kind
+        if previous:  # "such events": the last turn's phrase with that head
+            asked, read = _such_refs(asked, previous)
+            done += [f"read “{said}” as “{meant}” from turn {len(history)}" for said, meant in read]
         standalone, carried, turn = self._resolve(asked, history)
         standalone = standalone[:1].upper() + standalone[1:]
         if carried:

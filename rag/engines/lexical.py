@@ -286,12 +286,12 @@ class LexicalCore:
             defined.update(self.document_aliases.get(sha, {}))
         defined.update(definitions(texts))
         found = for_question(defined, names) if names else {}
-        asked = set(terms(question))  # "accumulated benefit obligation" asked in full, "the ABO" in a passage
-        found.update({short: full for short, full in defined.items() if len(full) > 1 and set(full) <= asked})
-        # "BNSF" asked, "Burlington Northern Santa Fe" in a passage (expand reads the full name as the short)
+        # "accumulated benefit obligation" asked in full and "the ABO" in a passage; or "BNSF" asked and
+        # "Burlington Northern Santa Fe" in a passage (expand reads a full name written out as its short form)
+        asked = set(terms(question))
         short_names = {n[0] for n in names if len(n) == 1}
         found.update({short: full for short, full in defined.items()
-                      if len(full) > 1 and short in short_names})
+                      if len(full) > 1 and (set(full) <= asked or short in short_names)})
         if found:
             self.alias_memo.add(question, found)
         return {**self.alias_memo.get(question), **found}

@@ -146,7 +146,7 @@ def _measure_title(line: str) -> str:
     "Pre-tax underwriting earnings (loss)" heads the rows below; "Results of Operations" names no measure.
     """
     title = _section(line)
-    return title if title and set(terms(title)) & set(MEASURES) else ""
+    return title if title and MEASURES.keys() & set(terms(title)) else ""
 
 
 def _rendered(label: str, cells: list[str], years: list[str], asked: list[str], scale: str,

@@ -9,9 +9,7 @@ from __future__ import annotations
 import pytest
 
 from rag.answer_spans import holds
-from rag.engines.local import LocalEngine
-from rag.store.bm25 import LexicalStats
-from tests.unit.conversation import ask
+from tests.unit.conversation import ask, engine_over
 
 TEXTS = [
     "In preliminary experiments, we observed that for some tasks such as story generation, the retrieval "
@@ -19,12 +17,12 @@ TEXTS = [
     "We collected 11,181 instances for ISSUP.",
     "Baseline (ORQA) reaches 13.9 zero-shot Recall@5; REALM reaches 38.5.",
     "BM25 performs best on FEVER, where claims are heavily entity-centric.",
-] + [f"Berkshire Hathaway filler text number {i} about retrieval and language models" for i in range(30)]
+]
 
 
 @pytest.fixture(scope="module")
 def engine():
-    return LocalEngine(LexicalStats.from_texts(TEXTS))
+    return engine_over(*TEXTS)
 
 
 def test_they_who_see_something_are_the_authors_of_the_paper_named_turns_ago(engine) -> None:

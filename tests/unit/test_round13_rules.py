@@ -10,22 +10,20 @@ import pytest
 
 from rag.answer_types import expected_type
 from rag.engines.aliases import definitions, expand
-from rag.engines.local import LocalEngine
 from rag.engines.phrases import strip_courtesy
 from rag.engines.slots import _name_and_phrase_slot, fill_slot
-from rag.store.bm25 import LexicalStats
 from rag.text import terms
-from tests.unit.conversation import ask
+from tests.unit.conversation import ask, engine_over
 
 TEXTS = [
     "T5 (large) reaches 32.2 on WebQuestions; GraphRetriever reaches 31.8 on NaturalQuestions.",
     "Nebraska Furniture Mart operates four retail complexes.",
-] + [f"Berkshire Hathaway filler text number {i} about retrieval and language models" for i in range(30)]
+]
 
 
 @pytest.fixture(scope="module")
 def engine():
-    return LocalEngine(LexicalStats.from_texts(TEXTS))
+    return engine_over(*TEXTS)
 
 
 @pytest.mark.parametrize(("question", "kind"), [
