@@ -25,7 +25,9 @@ from rag.answer_types import (
     persons,
 )
 from rag.places import asks_region, place_names
-from rag.text import STOPWORDS, has_date, number_tokens, terms, words
+from rag.text import STOPWORDS, axis_ticks, has_date, number_tokens, terms, words
+
+Aliases = Mapping[str, tuple[str, ...]] | None  # short form -> its full name's index terms, or None
 
 _FIGURE = re.compile(r"(?<![\w.])(?<![A-Za-z]-)\d(?:\.\d+)?[eE]-?\d+\b"  # "3e-5", "1e-4": a learning rate
                      r"|(?<![\w.])(?<![A-Za-z]-)[$€£]?\s?\(?\d[\d,]*(?:\.\d+)?\)?\s?"
@@ -79,6 +81,10 @@ _RATIO = re.compile(r"\b(?:share|percentage|percent|proportion|fraction)\b(?!\s+
                     r"utilization|participation|unemployment)\s+rate\b", re.I)
 """A question that asks for a part of a whole or a rate of one, which a percentage answers ("GEICO's share of
 the market", "BNSF's effective income tax rate"; not a learning rate)."""
+_SHIFT = re.compile(r"\b(?:an?|one|\d+(?:\.\d+)?)[\s-]*(?:percentage[\s-]points?|percent|%|basis[\s-]points?)"
+                    r"[\s-]+(?:change|increase|decrease|rise|fall|drop|decline|shift|move)\b", re.I)
+"""A hypothetical change the question supposes ("a one percentage point change in BI severities"): the figure
+it asks for is what that change would do, not a percentage."""
 
 
 _AMOUNT = re.compile(r"\b(?:revenues?|sales|earnings|income|profits?|assets|liabilities|expenses|costs?|cash|"
@@ -103,14 +109,18 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
     if kind == "number":
         years = re.compile(r"^(?:1[0-9]|20)\d\d$")
         counting = bool(re.search(r"\bhow\s+many\b", question, re.I))
-        ratio = bool(_RATIO.search(question))  # "what share of the market": a percentage, not "$42,916"
+        # "what share of the market": a percentage, not "$42,916" (a supposed change is no share asked)
+        ratio = bool(_RATIO.search(_SHIFT.sub(" ", question)))
         # "what were McLane's revenues": an amount, not "17.3% of revenues" (unless a change or rate is asked)
         amount = bool(_AMOUNT.search(question)) and not ratio and not _CHANGE.search(question)
         given = {re.sub(r"[^\d.]", "", w) for w in number_tokens(question)}  # "the 17 named plaintiffs"
         level = not _CHANGE.search(question)  # "what were the pre-tax earnings": not by how much they rose
         asked_words = {w.rstrip("s") for w in words(question.lower())} | set(words(question.lower()))
         out = []
+        ticks = axis_ticks(text)
         for m in _FIGURE.finditer(text):
+            if any(a <= m.start() < b for a, b in ticks):  # "0.0 20.0 40.0 60.0": a chart's axis
+                continue
             figure = m.group(0).rstrip(" ,")  # "2023," ends a clause: it is a year all the same
             pct = bool(re.search(r"%|percent", figure))  # answers a share or rate, not a count or an amount
             wrong_kind = (pct and (counting or amount)) or (ratio and not pct)
@@ -243,11 +253,15 @@ def _label_number(text: str, m: re.Match) -> bool:
     return not text[:m.start()].strip() and bool(heading) and bool(re.match(r"\.?\s*[A-Z]", text[m.end():]))
 
 
-def _windows(text: str, span: str) -> list[set[str]]:
-    """For each place ``span`` occurs in ``text``: its index terms and the NEAR_TERMS on each side."""
-    own = set(terms(span))
-    return [own | set(terms(text[:m.start()])[-NEAR_TERMS:]) | set(terms(text[m.end():])[:NEAR_TERMS])
-            for m in re.finditer(re.escape(span), text)]
+def _windows(text: str, span: str, aliases: Aliases = None) -> list[set[str]]:
+    """For each place ``span`` occurs in ``text``: its index terms and the NEAR_TERMS on each side.
+
+    A short form near the span brings its full name's terms (``aliases``: short form -> full name's index
+    terms): "BI severities" is near "bodily injury severities" where the document defines "BI".
+    """
+    full = aliases or {}
+    return [set(terms(span)) | {x for t in terms(text[:m.start()])[-NEAR_TERMS:] + terms(text[m.end():])[
+        :NEAR_TERMS] for x in (t, *full.get(t, ()))} for m in re.finditer(re.escape(span), text)]
 
 
 def _near(text: str, span: str) -> set[str]:
@@ -255,17 +269,17 @@ def _near(text: str, span: str) -> set[str]:
     return set(terms(span)).union(*_windows(text, span))
 
 
-def nearness(text: str, span: str, predicate: Mapping[str, float]) -> float:
+def nearness(text: str, span: str, predicate: Mapping[str, float], aliases: Aliases = None) -> float:
     """The share of ``predicate`` (index term -> weight) found within NEAR_TERMS index terms of ``span``.
 
     In [0, 1], the best over the places ``span`` occurs in ``text``; 1.0 when ``predicate`` is empty, 0.0
-    when ``span`` does not occur in ``text``.
+    when ``span`` does not occur in ``text``. ``aliases`` as for :func:`_windows`.
     """
     total = sum(predicate.values())
     if total <= 0:
         return 1.0
-    return max((sum(w for t, w in predicate.items() if t in near) / total for near in _windows(text, span)),
-               default=0.0)
+    return max((sum(w for t, w in predicate.items() if t in near) / total
+                for near in _windows(text, span, aliases)), default=0.0)
 
 
 _MEASURE_FAMILIES = ("revenues sales", "earnings income profits", "expenses costs",
@@ -321,14 +335,15 @@ _OWN_NOUN = re.compile(r"\s+(?:[A-Za-z][\w-]*\s+){0,2}?(?!(?:was|has|does|this|t
 
 def holds(text: str, kind: AnswerType | None, question: str,
           common: Callable[[str], bool] | None = None,
-          predicate: Mapping[str, float] | None = None) -> str | None:
+          predicate: Mapping[str, float] | None = None, aliases: Aliases = None) -> str | None:
     """The span of ``text`` that holds an answer of type ``kind`` to ``question``, or None when none does.
 
     With ``kind`` None (or ``definition``/``list``, which any on-topic passage may hold) the whole text
     counts. A year is not the figure a ``number`` question asks for, and a name the question gives is not
     the ``person``, ``organisation`` or ``place`` it asks for. ``common`` tells corpus words from names
     (see :func:`persons`). With ``predicate`` (the question's index terms besides its names and years, with
-    their weights), a span counts only when NEAR_AT of that weight is near it (:func:`nearness`).
+    their weights), a span counts only when NEAR_AT of that weight is near it (:func:`nearness`; a short
+    form of ``aliases`` near it counts as its full name).
     """
     if kind == "list" and (n := list_count(main_clause(question))):
         return enumeration(text, n)
@@ -346,8 +361,8 @@ def holds(text: str, kind: AnswerType | None, question: str,
     if kind == "number" and predicate is not None and len(parts := _row_ends(text)) > 1:
         # "Net periodic pension expense $ (53) $ (32) The accumulated benefit obligation …": the figures
         # are the row's, read with its label only
-        return next((found for part in parts if (found := holds(part, kind, question, common, predicate))),
-                    None)
+        return next((found for part in parts
+                     if (found := holds(part, kind, question, common, predicate, aliases))), None)
     # a question that names a measure ("liabilities") takes no figure of another one; the text is read for
     # that only then
     asked = set(predicate) if kind == "number" and predicate is not None and \
@@ -358,7 +373,7 @@ def holds(text: str, kind: AnswerType | None, question: str,
             return span  # "21,015,324 passages" for "how many passages": the figure names what it counts
         if other or (asked and measures_other(_near(text, span), asked)):
             continue  # "Operating lease expense $ 1,652" is no figure of the operating lease liabilities
-        if (predicate is None or nearness(text, span, predicate) >= NEAR_AT) and \
+        if (predicate is None or nearness(text, span, predicate, aliases) >= NEAR_AT) and \
                 (noun is None or _counts(text, span, noun)):
             return span
     return None

@@ -175,7 +175,7 @@ def _asks_figure(low: str) -> bool:
     if re.match(r"^(?:what|which) (?:was|were|is|are|would|will|could|might)\b", low) \
             and set(words(low)) & _QUANTITY:
         return True
-    if _MEASURED.match(low):
+    if _MEASURED.match(low) or _CONTRIBUTED.match(low) or _SCALE_ASKED.search(low):
         return True
     return any(_quantity(head) for head in _np_heads(low))
 
@@ -204,16 +204,27 @@ def _np_heads(low: str) -> list[str]:
 
 
 _AUX_WORD = r"(?:do|does|did|is|are|was|were|has|have|had)\b"
-_WH_NP = re.compile(rf"^(?:what|which)\s+(?:((?:(?!{_AUX_WORD})[\w&/-]+\s+){{0,7}}?(?!{_AUX_WORD})"
-                    rf"[^\W\d_][\w-]*)\s+{_AUX_WORD}|((?:[\w-]+\s+){{0,2}}[^\W\d_][\w-]*)\s*\?*$)")
-"""A "what X do/did/is …" question and its noun phrase X (up to eight words), or a bare "what X?" (up to
+_WH_NP = re.compile(rf"^(?:what|which)\s+(?:((?:(?!{_AUX_WORD})[\w&/-]+\s+){{0,9}}?(?!{_AUX_WORD})"
+                    rf"[^\W\d_][\w-]*)\s+(?:{_AUX_WORD}|(?:applied|applies|apply)\b)"
+                    rf"|((?:[\w-]+\s+){{0,2}}[^\W\d_][\w-]*)\s*\?*$)")
+"""A "what X do/did/is …" question and its noun phrase X (up to ten words: "what expected long-term rate of
+return on pension plan assets did …"; "what discount rate applied to …" too), or a bare "what X?" (up to
 three)."""
 
 
-_MEASURED = re.compile(r"^what\s+(?:[\w-]+\s+){1,4}?(?:do|does|did)\s+(?:(?!to\b)[\w'’.-]+\s+){1,8}?"
-                       r"(?:score|achieve|reach|obtain|attain|cost|weigh|total|earn)\b")
-""""What X did Y score/achieve/reach/cost …": a verb of measuring asks for a figure, whatever X is ("What
-exact match did REALM score on NaturalQuestions?"; not "What method did they use to score passages?")."""
+_MEASURED = re.compile(r"^what\s+(?:[\w-]+\s+){0,4}?(?:do|does|did)\s+(?:(?!to\b)[\w'’.-]+\s+){1,8}?"
+                       r"(?:score|achieve|reach|obtain|attain|cost|weigh|total|earn|pay|spend|lose|owe)\b")
+""""What (X) did Y score/achieve/reach/cost/earn/pay …": a verb of measuring asks for a figure, whatever X is
+("What exact match did REALM score on NaturalQuestions?", "What did Kraft Heinz earn for its common
+shareholders?"; not "What method did they use to score passages?")."""
+
+
+_CONTRIBUTED = re.compile(r"^(?:what|how much)\s+(?:do|does|did)\s+.+?\s+(?:contribute|add)\s+to\s+"
+                          r"(?:[\w'’-]+\s+){0,3}(?:earnings|income|revenues?|sales|profits?|losses|assets|"
+                          r"cash flows?)\b")
+""""What did X contribute to its net earnings": a share of a measure, so a figure."""
+_SCALE_ASKED = re.compile(r",?\s+in\s+(?:millions|billions|thousands)(?:\s+of\s+dollars)?\s*\??$")
+"""A question that ends on the scale its answer takes ("…, in millions?") asks for a figure."""
 
 
 def answer_type(question: str) -> str | None:
@@ -242,9 +253,15 @@ def cue_words(question: str) -> frozenset[str]:
         writers |= {how.group(1).lower()}  # "How large was the float?": its passage never says "large"
     if kind == "number" and (generic := _GENERIC_QUANTITY.match(main_clause(question))):
         writers |= {generic.group(1).lower()}  # "What value of k1 …": the passage says "k1 = 0.9"
+    if kind == "place" and (where := _PLACE_KIND.search(question)):
+        writers |= {where.group(1).lower()}  # "In which state is BHE GT&S based?": "based in Virginia"
     return (CUE_WORDS.get(kind or "", frozenset()) & asked) | writers
 
 
+_PLACE_KIND = re.compile(r"\b(?:which|what)\s+(?:\w+\s+)?(states?|countr(?:y|ies)|cit(?:y|ies)|towns?|"
+                         r"provinces?|regions?|continents?)\b", re.I)
+"""The kind of place asked for ("in which state", "which two states"): it names the answer's type, not a word
+of its passage."""
 _GENERIC_QUANTITY = re.compile(r"^(?:what|which)\s+(values?|numbers?|amounts?|levels?)\s+of\b", re.I)
 """A figure asked for by a bare quantity word ("What value of k1 did they use?"): the word names the answer's
 type, not a word of its passage."""

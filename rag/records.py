@@ -35,6 +35,10 @@ class Chunk(BaseModel):
     """The opening words of its document (a paper's title and authors, a filing's registrant), for a
     chunk of a knowledge base past its document's first; empty otherwise. What the chunk is about when its
     own text leaves it implied (:func:`rag.graph.evidence.with_heads`)."""
+    section: str = ""
+    """The heading of the section the chunk opens in, from the chunks before it ("GEICO" for a chunk in the
+    middle of a 10-K's GEICO section); empty when none is found. Like ``head``, what the chunk is about when
+    its own text leaves it implied (:func:`rag.graph.evidence.with_sections`)."""
 
     def label(self) -> str:
         """Human label: ``file.pdf p.3`` or the URL."""

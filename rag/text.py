@@ -229,3 +229,34 @@ DISCOURSE_WORDS = frozenset({
 MONTHS = frozenset({"january", "february", "march", "april", "june", "july", "august", "september", "october",
                     "november", "december"})
 """Month names ("May" left out: a verb too): a date's word, not a topic a follow-up refers back to."""
+
+
+_NUMBER_TOKEN = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.%])")
+MIN_TICKS = 4
+
+
+def axis_ticks(text: str) -> list[tuple[int, int]]:
+    """Where ``text`` holds a chart's axis read as text, as (start, end) character offsets.
+
+    MIN_TICKS or more numbers in a row, only spaces between them, evenly spaced ("0.0 25.0 50.0 75.0
+    100.0"); two axes run together are two runs. A table row's figures are not evenly spaced.
+    """
+    nums = [(m.start(), m.end(), float(m.group(0))) for m in _NUMBER_TOKEN.finditer(text)]
+    out: list[tuple[int, int]] = []
+    i = 0
+    while i < len(nums):
+        j = i + 1
+        step = None
+        while j < len(nums) and not text[nums[j - 1][1]:nums[j][0]].strip():
+            gap = round(nums[j][2] - nums[j - 1][2], 6)
+            if step is None:
+                step = gap
+            elif gap != step:
+                break
+            j += 1
+        if j - i >= MIN_TICKS and step:
+            out.append((nums[i][0], nums[j - 1][1]))
+            i = j
+        else:
+            i = max(i + 1, j - 1) if j - i > 2 else i + 1
+    return out

@@ -77,10 +77,16 @@ def _besides_filing(names: list[str], text: str) -> list[str]:
 
     "According to Berkshire Hathaway's 2024 10-K, how many route miles … does BNSF operate?": "its" in the
     next turn is BNSF's; the 10-K (and whose it is) only says where to look.
+    A name that only modifies a noun ("the company's SEC commission file number", "the LIFO-based inventory
+    costs") is no such thing: "its" in the next turn is the filer's. A filing alone stands for its filer.
     """
-    filers = {m.group(1) for m in _FILER.finditer(text)}
+    lead = r"^(?:(?:In|From|Per|On|By|For|Within|According\s+to)\s+)+"
+    filers = list(dict.fromkeys(re.sub(lead, "", m.group(1)) for m in _FILER.finditer(text)))
     kept = [t for t in names if not _FILING.search(t) and t not in filers]
-    return kept or [t for t in names if not _FILING.search(t)] or names
+    if filers and kept and all(re.search(rf"\b(?:the|an?|its|their|our|\w+['’]s)\s+{re.escape(t)}[\s-]+"
+                                         rf"[a-z][\w-]*\b(?!['’])", text) for t in kept):
+        return filers
+    return kept or [t for t in names if not _FILING.search(t)] or filers or names
 
 
 def _with_topic(question: str, name: str) -> str:

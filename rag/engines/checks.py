@@ -183,7 +183,7 @@ class CheckingMixin(LexicalCore):
         missing_type = None
         predicate = None if row else self.predicate(question)
         if kind is not None and answer.citations and \
-                holds(lead, kind, question, self.common_word, predicate) is None:
+                holds(lead, kind, question, self.common_word, predicate, short) is None:
             missing_type = kind
             problems.append(f"the question {MISSING[kind]}")
         by_ids = {c.n: c.chunk_id for c in answer.citations}
@@ -224,7 +224,7 @@ class CheckingMixin(LexicalCore):
         if problems:
             return AnswerGrade(useful=False, missing_type=missing_type, reasoning=(
                 "Not useful: " + "; ".join(problems) + ". " + said).strip())
-        found = holds(lead, kind, question, self.common_word, predicate) \
+        found = holds(lead, kind, question, self.common_word, predicate, short) \
             if kind in SPAN_TYPES else None
         return AnswerGrade(useful=True, answer_span=found, answer_kind=kind if found else None, reasoning=(
             "Useful: holds the question's constraints"

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import re
 
-from rag.text import DISCOURSE_WORDS, QUESTION_WORDS, STOPWORDS
+from rag.text import DISCOURSE_WORDS, QUESTION_WORDS, STOPWORDS, terms
 
 _ENTITY = re.compile(
     r"(?:[\"“]([^\"”]{2,80})[\"”])"  # a quoted title
     r"|\b([A-Z][\w'’.&-]*(?:\s+(?:(?:of|de|van|von|la|le|du|da|del)\s+(?:the\s+)?)?"
     r"[A-Z0-9][\w'’.&-]*)*)")
+
+_COMPOUND_TAIL = re.compile(
+    r"-(?:based|labell?ed|related|driven|style|like|level|sized?|only|specific|free|augmented|generated|"
+    r"annotated|trained|tuned|focused|oriented|centric|powered|enabled|owned|linked|weighted|dependent|"
+    r"aware|guided|backed|listed|denominated|heavy|intensive|wide)$")
+"""The adjective a hyphen joins to a name ("LIFO-based inventories", "GPT-4-labelled examples"): the name is
+what comes before it."""
 
 
 def entities(text: str) -> list[str]:
@@ -28,9 +35,36 @@ def entities(text: str) -> list[str]:
             name = " ".join(parts)
         dropped = STOPWORDS | QUESTION_WORDS | DISCOURSE_WORDS
         # "Berkshire's Occidental preferred stock": the owner and what it owns are two names
-        for part in (re.split(r"['’]s\s+(?=[A-Z])", name) if span else [name]):
-            part = part.strip(" .,'’-")
+        # "NetJets' European operations": a plural-looking name's bare apostrophe is a possessive too
+        for part in (re.split(r"['’]s\s+(?=[A-Z])|(?<=s)['’]\s+(?=[A-Z])", name) if span else [name]):
+            part = _COMPOUND_TAIL.sub("", part.strip(" .,'’-"))
             if not part or (len(part.split()) == 1 and (part.lower() in dropped or len(part) < 3)):
                 continue
             found.setdefault(part, None)
     return list(found)
+
+
+FILING_NAME = re.compile(r"\b(?:10-[KQ]|8-K|annual\s+report|filing|proxy\s+statement)$", re.I)
+"""A name that is a filing ("Berkshire Hathaway's 2024 10-K"): where the answer is, not a name that a
+passage must hold."""
+_FILER = re.compile(r"^(.*?)(?:['’]s?)?(?:\s+(?:fiscal\s+)?(?:19|20)\d\d)?\s+(?:10-[KQ]|8-K|annual\s+report|"
+                    r"filing|proxy\s+statement)$", re.I)
+
+
+def filing_frames(question: str) -> list[tuple[str, frozenset[str]]]:
+    """(filer, frame terms) for each filing ``question`` names as where to look.
+
+    "According to Berkshire Hathaway's 2024 10-K, …" gives ("Berkshire Hathaway", the index terms of
+    "According Berkshire Hathaway's 2024 10-K"): words that say where the answer is, which a chunk of that
+    filing holds through its document's head, not in its text.
+    """
+    out = []
+    for name in entities(question):
+        if FILING_NAME.search(name) and (m := _FILER.match(name)) and m.group(1).strip():
+            lead = "according" if re.search(rf"\baccording\s+to\s+(?:the\s+)?{re.escape(name)}", question,
+                                            re.I) else ""
+            # its year stays a word of the question when the question says it again ("at year-end 2024")
+            out.append((m.group(1).strip(), frozenset(
+                t for t in terms(f"{lead} {name}") if not re.fullmatch(r"(?:19|20)\d\d", t)
+                or len(re.findall(rf"\b{t}\b", question)) == 1)))
+    return out

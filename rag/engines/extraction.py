@@ -173,7 +173,7 @@ class ExtractionMixin(LexicalCore):
         def fits(p: Passage) -> bool:
             # a table row's figures are its label's by construction: no nearness to test
             return holds(p.text, kind, question, self.common_word,
-                         None if p.quote is None else predicate) is not None
+                         None if p.quote is None else predicate, self.alias_memo.get(question)) is not None
 
         def held(p: Passage) -> float:
             return p.held_share(cons)

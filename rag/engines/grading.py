@@ -205,7 +205,7 @@ class GradingMixin(LexicalCore):
             relevant = cov >= threshold and cons_ok and said
             typed = None
             if not relevant and cons_ok and asks is not None:
-                typed = holds(text, kind, question, self.common_word, asks)
+                typed = holds(text, kind, question, self.common_word, asks, short)
                 relevant = typed is not None
             ambiguous = not relevant and cons_ok and not partial and cov >= AMBIGUOUS_AT
             score = ("high" if relevant and cov >= HIGH_AT else "medium" if relevant or ambiguous else "low")

@@ -10,13 +10,14 @@ import re
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from functools import lru_cache
 
 from rag.acronyms import spelled_out
 from rag.answer_types import cue_words, name_list
 from rag.engines.aliases import AliasMemo, definitions, expand, for_question, legal_terms
 from rag.engines.benchmarks import CELL_ROW
-from rag.engines.entities import entities
+from rag.engines.entities import FILING_NAME, entities, filing_frames
 from rag.engines.tables import label_share
 from rag.store.bm25 import LexicalStats
 from rag.text import QUESTION_WORDS, STOPWORDS, number_tokens, sentences, stem, terms, words
@@ -40,8 +41,10 @@ COMMON_WORD_SHARE = 0.05
 
 
 def _same_text(a: str, b: str) -> bool:
+    """One holds the other, or both share a run of 80% of the shorter (a sentence and its cut copy)."""
     a, b = " ".join(a.lower().split()), " ".join(b.lower().split())
-    return a in b or b in a
+    return a in b or b in a or SequenceMatcher(None, a, b, autojunk=False).find_longest_match(
+        0, len(a), 0, len(b)).size >= 0.8 * min(len(a), len(b))
 
 
 @dataclass(frozen=True)
@@ -106,16 +109,11 @@ def without_set_aside(question: str) -> str:
     return _EXCLUDED.sub(" ", question)
 
 
-_FILING_NAME = re.compile(r"\b(?:10-[KQ]|8-K|annual\s+report|filing|proxy\s+statement)$", re.I)
-"""A name that is a filing ("Berkshire Hathaway's 2024 10-K"): where the answer is, not a name that a
-passage must hold."""
-
-
 def constraints(question: str) -> list[Constraint]:
     """The question's constraints.
 
     Quoted phrases, named entities (see :func:`entities`) and numbers or years not already inside one of them,
-    in order of appearance. A filing's name and its year are none (:data:`_FILING_NAME`).
+    in order of appearance. A filing's name and its year are none (:data:`FILING_NAME`).
     """
     out: list[Constraint] = []
     seen: set[tuple[str, ...]] = set()
@@ -136,7 +134,7 @@ def constraints(question: str) -> list[Constraint]:
     filed: set[str] = set()
     for name in names:
         ts = tuple(dict.fromkeys(terms(name)))
-        if _FILING_NAME.search(name):  # "Berkshire Hathaway's 2024 10-K" says where to look, not what about
+        if FILING_NAME.search(name):  # "Berkshire Hathaway's 2024 10-K" says where to look, not what about
             filed.update(ts)
             continue
         if len(ts) > 1 and ts[-1] in legal_terms():
@@ -301,15 +299,19 @@ class LexicalCore:
 
         A chunk of the InstructRetro paper is about InstructRetro even where its text never says so: a name
         of the question (an entity or a quoted phrase, not a number) held by the head, or an acronym the head
-        spells out, counts as held by every chunk of that document. Remembered per question and chunk id, so
-        the answer check reads the answer's cited chunks the same way. Empty for a chunk without a head.
+        spells out, counts as held by every chunk of that document, and so does the filing a question names as
+        where to look (:func:`filing_frames`) for its filer's chunks. Remembered per question and chunk id, so
+        the answer check reads the answer's cited chunks the same way. The heading of the chunk's section
+        (``Chunk.section``: "GEICO") counts as its head. Empty for a chunk without either.
         """
-        if not chunk.head:
+        head = "\n".join(h for h in (chunk.head, getattr(chunk, "section", "")) if h)
+        if not head:
             return frozenset()
         # the name as written, a whole word: a head naming "Berkshire Hathaway Inc." is not about "Berkshire
         # Hathaway Energy", nor is "SELF-RAG" about "RAG"
         found = frozenset(t for c in constraints(question) if c.kind != "number" and (
-            _names_whole(chunk.head, c.text) or spelled_out(chunk.head, c.text)) for t in c.terms)
+            _names_whole(head, c.text) or spelled_out(head, c.text)) for t in c.terms) | frozenset(
+            t for filer, frame in filing_frames(question) if _names_whole(chunk.head, filer) for t in frame)
         if found:
             self.head_memo.add(question, {chunk.id: tuple(sorted(found))})
         return found
@@ -343,10 +345,11 @@ class LexicalCore:
     def predicate(self, question: str) -> dict[str, float]:
         """Index term -> idf for what ``question`` asks about its names.
 
-        Its content terms besides the terms of its constraints (names, years, quoted phrases), of the works it
-        names (:func:`work_terms`) and its type cue words.
+        Its content terms besides the terms of its constraints (names, years, quoted phrases), of the works
+        and filings it names (:func:`work_terms`, :func:`filing_frames`) and its type cue words.
         """
-        held = {t for c in constraints(question) for t in c.terms} | work_terms(question)
+        held = {t for c in constraints(question) for t in c.terms} | work_terms(question) | {
+            t for _, frame in filing_frames(question) for t in frame}
         return {s: w for s, (_, w) in self.weighted_terms(question).items() if s not in held}
 
     def row_label_fits(self, question: str, row: str) -> bool:

@@ -23,8 +23,11 @@ _ELLIPSIS = re.compile(r"^(?:and|but|also|so)?\s*(?:what|how)\s+about\s+(.+)$|^(
 """"And in 2023?", "How about GEICO?", "And what about its revenue?": the fragment after the lead."""
 _CLAUSE_START = re.compile(
     r"^(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|could|has|have|had|"
-    r"will|would|should|list|name|describe|explain|tell|give)\b", re.I)
-"""A fragment that starts like a question is a whole question, not an ellipsis."""
+    r"will|would|should|list|name|describe|explain|tell|give)\b"
+    r"|^(?:by|in|to|for|from|at|on|with|under|since|until|after|before|during)\s+(?:what|which|whom|how)\b"
+    r".*\b(?:is|are|was|were|do|does|did|has|have|had|will|would|can|could|should)\b", re.I)
+"""A fragment that starts like a question is a whole question, not an ellipsis ("by how much has that cut
+its emissions" too: a preposition, a question word, then a verb)."""
 _WHOLE_CLAUSE = re.compile(r"^\S.*\s(?:is|are|was|were|has|have|had|do|does|did)\s.*"
                            r"\b(?:when|where|which|what|who|how\s+(?:many|much|long|old))\s*$", re.I)
 """A fragment with its own verb that ends on its question word: "And Buffett has been CEO since when"."""

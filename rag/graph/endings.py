@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 from langgraph.runtime import Runtime
 
 from rag.answer_types import describe
 from rag.config import Options
+from rag.engines.benchmarks import table_row
+from rag.engines.cited import EXTRACTIVE_LABEL
 from rag.graph import routing
 from rag.graph.context import RunContext
 from rag.graph.events import Clock, record
@@ -96,7 +100,8 @@ def _caveat(state: GraphState, o: Options) -> str:
         n = len(state.get("ungrounded_claims", []))
         return f"{n} claim{'s' if n != 1 else ''} could not be verified against the sources"
     if sought and state.get("useful") is not True:
-        # "gives … for what was asked": a row of figures may be quoted, yet no passage says which one is asked
+        if sought[-1] == "number" and _row_lead(state.get("answer", "")):
+            return "the table row quoted has several figures, and no passage says which one was asked for"
         return f"no passage found gives {describe(sought[-1])} for what was asked"
     if state.get("useful") is False or _last_check_failed(state):
         return "the answer may not fully answer the question"
@@ -104,6 +109,15 @@ def _caveat(state: GraphState, o: Options) -> str:
         n = len(state.get("documents", []))
         return f"only {n} relevant passage{'s were' if n != 1 else ' was'} found ({o.min_relevant} wanted)"
     return "the evidence is limited"
+
+
+def _row_lead(answer: str) -> bool:
+    """Whether the offline engine's ``answer`` leads with a table row as printed (a label, then figures)."""
+    lines = [line for line in answer.split("\n") if line.strip()]
+    if len(lines) < 2 or lines[0] != EXTRACTIVE_LABEL:
+        return False
+    lead = re.sub(r"\s*(?:\[\d+\])+\s*$", "", lines[1])
+    return table_row(lead) and len(re.findall(r"\d[\d,.]*", lead)) > 1
 
 
 def _last_check_failed(state: GraphState) -> bool:

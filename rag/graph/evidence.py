@@ -136,6 +136,83 @@ def with_heads(kb, chunks: Sequence[Chunk]) -> list[Chunk]:
             for c in chunks]
 
 
+SECTION_CHUNKS_BACK = 3
+"""How many chunks before one are read for the heading of the section it opens in (a 10-K's "GEICO" section
+runs over three chunks of 1,000 characters before its next heading)."""
+MAX_HEADING_WORDS = 8
+_NUMBERED = re.compile(r"^(?:\(\d+\)|\d+(?:\.\d+)*\.?|[A-Z]\.)\s+")
+"""A heading's number: "(16) Unpaid losses", "3.2 Results", "A. Details"."""
+
+
+def _heading(line: str, before: str = "", after: str = "") -> bool:
+    """True when ``line`` (between the lines ``before`` and ``after``) reads as a section heading.
+
+    A short line (at most MAX_HEADING_WORDS words) that opens with a capital, has no figure and no closing
+    punctuation, is not a table row, does not continue a sentence (``before`` is empty, a heading too, or
+    ends a sentence) and is not continued by the next line (``after`` does not open in lower case). "GEICO"
+    and "Berkshire Hathaway Reinsurance Group" in a 10-K; not "K-57", not a wrapped line of a paragraph.
+    """
+    bare = _NUMBERED.sub("", line.strip())
+    ws = bare.split()
+    if not ws or len(ws) > MAX_HEADING_WORDS or not bare[0].isupper() or re.search(r"\d", bare):
+        return False
+    if bare[-1] in ".,;:!?)-–—" or table_row(bare) or not re.search(r"[a-z]{2}|[A-Z]{3}", bare):
+        return False
+    if after.strip()[:1].islower():
+        return False
+    prev = before.strip()
+    return not prev or prev[-1] in ".!?:" or _heading(prev)
+
+
+def last_heading(text: str) -> str:
+    """The last line of ``text`` that reads as a section heading (:func:`_heading`), or "".
+
+    Not the last line of several: a chunk's last line may be cut mid-sentence ("GEICO’s net auto"), and a
+    heading there opens the next chunk too (chunks overlap).
+    """
+    lines = text.splitlines()
+    for i in range(len(lines) - (2 if len(lines) > 1 else 1), -1, -1):
+        if _heading(lines[i], lines[i - 1] if i else "", lines[i + 1] if i + 1 < len(lines) else ""):
+            return " ".join(_NUMBERED.sub("", lines[i].strip()).split())
+    return ""
+
+
+def with_sections(kb, chunks: Sequence[Chunk]) -> list[Chunk]:
+    """``chunks``, each knowledge-base chunk given the heading of the section it opens in (``Chunk.section``).
+
+    A chunk cut from the middle of a section leaves its subject to the heading chunks before ("As of December
+    31, 2024, case development liabilities averaged approximately 31% of reported reserves", under "GEICO"):
+    the last heading (:func:`last_heading`) of up to SECTION_CHUNKS_BACK chunks before it, read by id in one
+    call. A heading of the chunk's own text is read with the chunk. Web results, first chunks and chunks
+    with no heading before them are returned unchanged; a store error leaves them unchanged too.
+    """
+    back = {c.id: [chunk_id(c.doc_sha, c.index - n) for n in range(1, min(SECTION_CHUNKS_BACK, c.index) + 1)]
+            for c in chunks if c.origin == "kb" and c.index > 0 and c.doc_sha and not c.section}
+    if not back or not hasattr(kb, "get_chunks"):
+        return list(chunks)
+    try:
+        before = {p.id: p.text for p in kb.get_chunks(list(dict.fromkeys(i for ids in back.values()
+                                                                          for i in ids)))}
+    except Exception:  # noqa: BLE001 - a section is a hint; retrieval must not fail for it
+        return list(chunks)
+    out = []
+    for c in chunks:
+        heading = ""
+        for i in back.get(c.id, []):
+            if i not in before:
+                break
+            heading = last_heading(before[i])
+            if heading:
+                break
+        out.append(c.model_copy(update={"section": heading}) if heading else c)
+    return out
+
+
+def with_context(kb, chunks: Sequence[Chunk]) -> list[Chunk]:
+    """``chunks`` with their document's head (:func:`with_heads`) and section (:func:`with_sections`)."""
+    return with_sections(kb, with_heads(kb, chunks))
+
+
 def document_heads(kb, shas: Iterable[str]) -> dict[str, str]:
     """doc_sha -> head (:func:`head_of`) of each of these documents whose first chunk can be read.
 

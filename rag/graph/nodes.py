@@ -21,7 +21,7 @@ from rag.graph import routing
 from rag.graph.context import RunContext
 from rag.graph.corrections import seek_answer_type, switch_retriever
 from rag.graph.events import Clock, record
-from rag.graph.evidence import front_matter, interleave, learn_documents, with_heads, with_table_headers
+from rag.graph.evidence import front_matter, interleave, learn_documents, with_context, with_table_headers
 from rag.graph.prefetch import (
     Prefetch,
     Speculation,
@@ -135,7 +135,7 @@ def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
         per_query[0] = front_matter(ctx.kb, list(state.get("documents", [])) + per_query[0]) + per_query[0]
     cached = all(hit for _, hit in results)
     similar = next((h for q, (_, h) in zip(queries, results, strict=False) if h and h.other_than(q)), None)
-    chunks = with_heads(ctx.kb, interleave(per_query))
+    chunks = with_context(ctx.kb, interleave(per_query))
     learn_documents(ctx.kb, ctx.engine, chunks)
     query_of: dict[str, str] = {}
     for q, found in zip(queries, per_query, strict=False):
