@@ -167,8 +167,8 @@ def _named(text: str, asked: set[str], common: Callable[[str], bool] | None) -> 
             continue  # a capitalised corpus word ("Retrieval"), not a name
         if PLURAL_ACRONYM.fullmatch(name):
             continue  # "LMs", "GPUs": a kind of thing, not the name of one
-        if _CITED.match(text, m.end()):
-            continue  # "(Guu et al., 2020)", "Lewis et al.": an author cited, not the thing asked for
+        if _CITED.match(text, m.end()) or re.match(r"-\s*$", text[m.end():]):
+            continue  # "(Guu et al., 2020)": an author cited; "Con-" at the end: a word cut by a line break
         out.append(name)
     return out
 

@@ -215,6 +215,11 @@ class CheckingMixin(LexicalCore):
                 question, lead, kind, held=lead_head):
             problems.append(f"its lead passage covers only {_pct(lead_cov)} of the question's IDF-weighted "
                             f"terms (the lead must cover {_pct(LEAD_USEFUL_AT)})")
+        if problems and not lacking and cov >= USEFUL_AT:
+            # the answer's lead is what failed (about another name, another row, too little of the
+            # question): look for the type asked for in more chunks (the next candidates), as for a lead
+            # without the type
+            missing_type = missing_type or kind
         if cov < USEFUL_AT:
             problems.append(f"it covers only {_pct(cov)} of the question's IDF-weighted terms "
                             f"(useful at {_pct(USEFUL_AT)})")

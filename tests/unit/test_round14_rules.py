@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from rag.answer_spans import _spans, holds, nearness
+from rag.answer_spans import _named, _spans, holds, nearness
 from rag.answer_types import expected_type
 from rag.config import preset_options
+from rag.engines.base import Answer, AnswerCitation
 from rag.engines.cited import EXTRACTIVE_LABEL
 from rag.engines.entities import entities, filing_frames
 from rag.engines.lexical import _same_text
@@ -233,3 +234,22 @@ def test_a_charts_axis_is_no_figure_of_what_is_asked() -> None:
 def test_a_contribution_or_a_scale_asks_for_a_figure(question) -> None:
     assert expected_type(question) == "number"
     assert expected_type("What did the authors contribute to the field?") is None
+
+
+def test_a_lead_about_another_name_sends_full_looking_for_the_type_asked() -> None:
+    engine = engine_over("BNSF operating revenues from agricultural products increased to $5.8 billion.",
+                         "Agricultural products 1,251 1,165 1,200 cars/units in thousands.")
+    question = "What were BNSF's operating revenues from agricultural products in 2024?"
+    # BNSF is named by a key passage, not by the lead
+    answer = Answer(text=f"{EXTRACTIVE_LABEL}\nAgricultural products revenues, 2024: 1,251 thousand [1]\n\n"
+                         "Key passages:\n- BNSF’s railroad operating revenues were $23,355 million. [2]",
+                    citations=[AnswerCitation(n=1, chunk_id="c1"), AnswerCitation(n=2, chunk_id="c2")])
+    grade = engine.grade_answer(question, answer)
+    assert not grade.useful and "not about the question's name 'BNSF" in grade.reasoning
+    # the correction that follows searches more chunks for a figure (seek_answer_type), not a rewrite
+    assert grade.missing_type == "number"
+
+
+def test_a_word_cut_by_a_line_break_is_no_name() -> None:
+    assert _named("FLARE is applicable to any existing LMs at inference time. Con-", set(), None) == ["FLARE"]
+    assert "Con" not in _named("without additional training. Con-\n", set(), None)
