@@ -115,6 +115,8 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
         amount = bool(_AMOUNT.search(question)) and not ratio and not _CHANGE.search(question)
         given = {re.sub(r"[^\d.]", "", w) for w in number_tokens(question)}  # "the 17 named plaintiffs"
         level = not _CHANGE.search(question)  # "what were the pre-tax earnings": not by how much they rose
+        scaled = bool(re.search(r"\bin\s+(?:millions|billions|thousands)\b", question, re.I))
+        much = scaled or bool(re.search(r"\bhow\s+much\b", question, re.I))
         asked_words = {w.rstrip("s") for w in words(question.lower())} | set(words(question.lower()))
         out = []
         ticks = axis_ticks(text)
@@ -123,7 +125,7 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
                 continue
             figure = m.group(0).rstrip(" ,")  # "2023," ends a clause: it is a year all the same
             pct = bool(re.search(r"%|percent", figure))  # answers a share or rate, not a count or an amount
-            wrong_kind = (pct and (counting or amount)) or (ratio and not pct)
+            wrong_kind = (pct and (counting or amount or scaled)) or (ratio and not pct)
             day = _MONTH_BEFORE.search(text, 0, m.start())
             # "Llama02-70B", "7-Eleven": a figure hyphenated to a word is part of a name
             named = bool(_HYPHEN_BEFORE.search(text, 0, m.start()) or _HYPHEN_AFTER.match(text, m.end())
@@ -133,7 +135,7 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
             # "a batch size of 512" for "what learning rate": the figure of another quantity
             own = _MEASURE_OF.search(text, max(0, m.start() - 30), m.start())
             measures_else = bool(own and own.group(1) in QUANTITY_WORDS and own.group(1) not in asked_words)
-            spelled = figure.isalpha() and amount  # an amount of money is written in figures, not "five"
+            spelled = figure.isalpha() and (amount or much)  # an amount is in figures: not "the three years"
             if re.sub(r"[^\d.]", "", figure).strip(".") in given:
                 continue  # a figure the question gives is not the one it asks for
             if not years.match(figure.strip(" $€£()")) and re.search(r"\w", figure) and \

@@ -61,6 +61,16 @@ def _unchecked(question: str) -> str | None:
     return _unnamed_person(question)
 
 
+def _lead_failed(kind, problems: list[str], lacking: list, cov: float):
+    """``kind`` when only the answer's lead failed, else None.
+
+    The lead is about another name, is another row, or holds too little of the question, while the answer as
+    a whole holds the question's constraints and terms: the correction then looks for that type in more
+    chunks (the next candidates), as for a lead without the type.
+    """
+    return kind if problems and not lacking and cov >= USEFUL_AT else None
+
+
 def _without_content_words(question: str, answer: Answer) -> AnswerGrade:
     """The answer check of a question with no content words: judged by its citations.
 
@@ -215,11 +225,7 @@ class CheckingMixin(LexicalCore):
                 question, lead, kind, held=lead_head):
             problems.append(f"its lead passage covers only {_pct(lead_cov)} of the question's IDF-weighted "
                             f"terms (the lead must cover {_pct(LEAD_USEFUL_AT)})")
-        if problems and not lacking and cov >= USEFUL_AT:
-            # the answer's lead is what failed (about another name, another row, too little of the
-            # question): look for the type asked for in more chunks (the next candidates), as for a lead
-            # without the type
-            missing_type = missing_type or kind
+        missing_type = missing_type or _lead_failed(kind, problems, lacking, cov)
         if cov < USEFUL_AT:
             problems.append(f"it covers only {_pct(cov)} of the question's IDF-weighted terms "
                             f"(useful at {_pct(USEFUL_AT)})")

@@ -62,7 +62,16 @@ def _wh_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
     return frag[:1].upper() + frag[1:] + prev[m.end():], f"“{m.group(0)}” with “{frag}”"
 
 
+_YEAR_BEFORE = re.compile(r"^(?:(?:in|for|during|and)\s+)*(?:the\s+)?(?:(?:year|one)\s+before|"
+                          r"(?:previous|prior|preceding)\s+year|a\s+year\s+(?:earlier|before)|year\s+earlier)$",
+                          re.I)
+"""An ellipsis that asks about the year before the previous question's ("And the year before?")."""
+
+
 def _year_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
+    years = _YEAR.findall(prev)
+    if _YEAR_BEFORE.match(frag.strip()) and years:
+        frag = str(int(years[-1]) - 1)  # "And the year before?" after "… in 2024": 2023
     words = frag.split()
     if not (_YEAR.fullmatch(frag) or (len(words) == 2 and words[0].lower() in _PREPOSITIONS
                                       and _YEAR.fullmatch(words[1]))):

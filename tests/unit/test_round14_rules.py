@@ -253,3 +253,21 @@ def test_a_lead_about_another_name_sends_full_looking_for_the_type_asked() -> No
 def test_a_word_cut_by_a_line_break_is_no_name() -> None:
     assert _named("FLARE is applicable to any existing LMs at inference time. Con-", set(), None) == ["FLARE"]
     assert "Con" not in _named("without additional training. Con-\n", set(), None)
+
+
+def test_the_year_before_is_the_previous_questions_year_less_one() -> None:
+    engine = engine_over("Credit losses were provided for in 2024 and 2023.")
+    got = ask(engine, "In Berkshire Hathaway's 2024 10-K, how much did the company provide for credit losses "
+                      "on its loans and finance receivables in 2024, in millions?", "And the year before?")
+    assert got[1] == ("In Berkshire Hathaway's 2024 10-K, how much did the company provide for credit "
+                      "losses on its loans and finance receivables in 2023, in millions?")
+
+
+def test_a_spelled_count_or_a_percentage_is_no_amount_in_millions() -> None:
+    caption = "Reconciliations of the allowance for credit losses for each of the three years ending " \
+              "December 31, 2024 follow (in millions). We considered approximately 96% of these loans."
+    question = "How much did the company provide for credit losses on its loans in 2024, in millions?"
+    assert _spans(caption, "number", question, None) == []
+    # a count may be spelled out
+    assert _spans("They trained for three epochs.", "number", "How many epochs did they train for?",
+                  None) == ["three"]
