@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 
 from rag.answer_spans import holds
-from rag.answer_types import MISSING, SPAN_TYPES, describe, expected_type
+from rag.answer_types import MISSING, SPAN_TYPES, AnswerType, describe, expected_type
 from rag.engines.aliases import expand
 from rag.engines.base import Answer, AnswerGrade, GroundingCheck
 from rag.engines.benchmarks import CELL_ROW
@@ -61,7 +61,8 @@ def _unchecked(question: str) -> str | None:
     return _unnamed_person(question)
 
 
-def _lead_failed(kind, problems: list[str], lacking: list, cov: float):
+def _lead_failed(kind: AnswerType | None, problems: list[str], lacking: list,
+                 cov: float) -> AnswerType | None:
     """``kind`` when only the answer's lead failed, else None.
 
     The lead is about another name, is another row, or holds too little of the question, while the answer as

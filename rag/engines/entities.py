@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from rag.text import DISCOURSE_WORDS, QUESTION_WORDS, STOPWORDS, terms
 
@@ -51,12 +52,14 @@ _FILER = re.compile(r"^(.*?)(?:['’]s?)?(?:\s+(?:fiscal\s+)?(?:19|20)\d\d)?\s+(
                     r"filing|proxy\s+statement)$", re.I)
 
 
-def filing_frames(question: str) -> list[tuple[str, frozenset[str]]]:
+@lru_cache(maxsize=1024)
+def filing_frames(question: str) -> tuple[tuple[str, frozenset[str]], ...]:
     """(filer, frame terms) for each filing ``question`` names as where to look.
 
     "According to Berkshire Hathaway's 2024 10-K, …" gives ("Berkshire Hathaway", the index terms of
     "According Berkshire Hathaway's 2024 10-K"): words that say where the answer is, which a chunk of that
-    filing holds through its document's head, not in its text.
+    filing holds through its document's head, not in its text. Remembered per question: grading and
+    extraction ask it for every chunk.
     """
     out = []
     for name in entities(question):
@@ -67,4 +70,4 @@ def filing_frames(question: str) -> list[tuple[str, frozenset[str]]]:
             out.append((m.group(1).strip(), frozenset(
                 t for t in terms(f"{lead} {name}") if not re.fullmatch(r"(?:19|20)\d\d", t)
                 or len(re.findall(rf"\b{t}\b", question)) == 1)))
-    return out
+    return tuple(out)

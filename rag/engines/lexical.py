@@ -304,7 +304,7 @@ class LexicalCore:
         the answer check reads the answer's cited chunks the same way. The heading of the chunk's section
         (``Chunk.section``: "GEICO") counts as its head. Empty for a chunk without either.
         """
-        head = "\n".join(h for h in (chunk.head, getattr(chunk, "section", "")) if h)
+        head = "\n".join(h for h in (chunk.head, chunk.section) if h)
         if not head:
             return frozenset()
         # the name as written, a whole word: a head naming "Berkshire Hathaway Inc." is not about "Berkshire

@@ -121,7 +121,7 @@ def test_a_filing_named_as_where_to_look_is_held_by_its_filers_chunks() -> None:
     [(filer, frame)] = filing_frames(question)
     assert filer == "Berkshire Hathaway"
     assert {"accord", "berkshir", "hathaway"} <= frame and "2024" not in frame
-    assert filing_frames("What is BNSF's revenue?") == []
+    assert filing_frames("What is BNSF's revenue?") == ()
     engine = engine_over("The excess of current or replacement costs over costs determined under LIFO was "
                          "approximately $2.3 billion.")
     assert not set(engine.predicate(question)) & {"accord", "berkshir", "hathaway"}
