@@ -76,7 +76,8 @@ occur near the typed span: "Marc D. Hamburg … Chief Financial Officer" is no a
 executive officer", and "41,500 people" none to "how large was the float"."""
 
 
-_RATIO = re.compile(r"\b(?:share|percentage|percent|proportion|fraction)\b(?!\s+(?:price|count|repurchase))|"
+_RATIO = re.compile(r"(?:\bwhat\s+share|\bshare\s+(?:of|in)|\bmarket\s+share|\b(?:percentage|percent|"
+                    r"proportion|fraction))\b(?!\s+(?:price|count|repurchase))|"
                     r"\b(?:tax|interest|growth|discount|error|success|retention|churn|default|vacancy|occupancy|"
                     r"utilization|participation|unemployment)\s+rate\b", re.I)
 """A question that asks for a part of a whole or a rate of one, which a percentage answers ("GEICO's share of
@@ -348,7 +349,7 @@ def holds(text: str, kind: AnswerType | None, question: str,
     form of ``aliases`` near it counts as its full name).
     """
     if kind == "list" and (n := list_count(main_clause(question))):
-        return enumeration(text, n)
+        return enumeration(text, n, question)
     if kind is None or kind == "list":
         return text
     if kind == "definition":

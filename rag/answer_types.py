@@ -56,7 +56,8 @@ _QUANTITY = frozenset(
     "equity", "capital", "value", "margin", "number", "rate", "ratio", "percentage", "score", "size",
     "count", "accuracy", "share", "threshold", "length", "width", "weight", "temperature", "dimension",
     "capacity", "duration", "limit", "obligation", "obligations", "payment", "repayment", "improvement",
-    "charge", "fee", "match", "perplexity", "recall", "precision", "latency", "discount", "yield", "spread"
+    "charge", "fee", "match", "perplexity", "recall", "precision", "latency", "discount", "yield", "spread",
+    "cap"
 ])
 QUANTITY_WORDS = _QUANTITY
 """Nouns that name a quantity ("revenues", "rate", "size"): a figure given for one measures it."""
@@ -135,8 +136,8 @@ def expected_type(question: str) -> AnswerType | None:
     company" an organisation and "which generator" a named thing (``organisation``); "what is X" a
     definition.
     """
-    q = main_clause(question)
-    low = q.lower()
+    q = re.sub(r"^(What|Who|Where|When|How)['’]s\b", r"\1 is", main_clause(question), flags=re.I)
+    low = q.lower()  # "What's the par value …" is "What is the par value …"
     if _ACRONYM_Q.search(q):
         return "acronym"
     if _DATE_Q.search(low):
@@ -204,16 +205,17 @@ def _np_heads(low: str) -> list[str]:
 
 
 _AUX_WORD = r"(?:do|does|did|is|are|was|were|has|have|had)\b"
-_WH_NP = re.compile(rf"^(?:what|which)\s+(?:((?:(?!{_AUX_WORD})[\w&/-]+\s+){{0,9}}?(?!{_AUX_WORD})"
+_WH_NP = re.compile(rf"^(?:(?:at|by|for|from|in|on|to|under|with|within)\s+)?(?:what|which)\s+"
+                    rf"(?:((?:(?!{_AUX_WORD})[\w&/-]+\s+){{0,9}}?(?!{_AUX_WORD})"
                     rf"[^\W\d_][\w-]*)\s+(?:{_AUX_WORD}|(?:applied|applies|apply)\b)"
-                    rf"|((?:[\w-]+\s+){{0,2}}[^\W\d_][\w-]*)\s*\?*$)")
-"""A "what X do/did/is …" question and its noun phrase X (up to ten words: "what expected long-term rate of
-return on pension plan assets did …"; "what discount rate applied to …" too), or a bare "what X?" (up to
-three)."""
+                    rf"|((?:[\w-]+\s+){{0,3}}[^\W\d_][\w-]*)\s*\?*$)")
+"""A "(at) what X do/did/is …" question and its noun phrase X (up to ten words: "what expected long-term rate
+of return on pension plan assets did …"; "what discount rate applied to …" too), or a bare "(at) what X?"
+(up to four: "At what weighted average interest rate?")."""
 
 
 _MEASURED = re.compile(r"^what\s+(?:[\w-]+\s+){0,4}?(?:do|does|did)\s+(?:(?!to\b)[\w'’.-]+\s+){1,8}?"
-                       r"(?:score|achieve|reach|obtain|attain|cost|weigh|total|earn|pay|spend|lose|owe)\b")
+                       r"(?:score|achieve|reach|obtain|attain|get|cost|weigh|total|earn|pay|spend|lose|owe)\b")
 """"What (X) did Y score/achieve/reach/cost/earn/pay …": a verb of measuring asks for a figure, whatever X is
 ("What exact match did REALM score on NaturalQuestions?", "What did Kraft Heinz earn for its common
 shareholders?"; not "What method did they use to score passages?")."""

@@ -226,6 +226,18 @@ DISCOURSE_WORDS = frozenset({
     "moreover", "furthermore", "additionally", "meanwhile", "overall", "switching", "anyway", "finally",
     "lastly", "next", "okay", "ok", "so", "well"})
 """Capitalised words that open a sentence, never part of a name: "Besides NVIDIA, …" is about NVIDIA."""
+_LEAD_IN = re.compile(r"(^|[.!?:;]\s+)([A-Z][a-z]+(?:ing|ed))(?=\s+(?:to|at|on|with|from|over|back|into)\b)")
+
+
+def lower_lead_ins(text: str) -> str:
+    """``text`` with a participle that opens a sentence in lower case.
+
+    "Moving to the goodwill note: …", "Turning to IMC, …" and "Looking at BNSF, …" name no "Moving",
+    "Turning to IMC" or "Looking".
+    """
+    return _LEAD_IN.sub(lambda m: m.group(1) + m.group(2).lower(), text)
+
+
 MONTHS = frozenset({"january", "february", "march", "april", "june", "july", "august", "september", "october",
                     "november", "december"})
 """Month names ("May" left out: a verb too): a date's word, not a topic a follow-up refers back to."""

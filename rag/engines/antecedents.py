@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 
 from rag.engines.coreference import asked_phrase, refers_inside
+from rag.engines.entities import filers
 from rag.engines.phrases import _YEAR, YEARS_ONLY, _possessive, owners, topics
 from rag.models import Turn
 from rag.text import QUESTION_WORDS, STOPWORDS
@@ -61,15 +62,15 @@ def _latest_paper(history: Sequence[Turn], *, by_authors: bool = False) -> tuple
 _OBJECT_PLURAL = re.compile(r"\b(?:[a-z]+ed|has|have|had|holds?|owns?|sells?)\s+(?:(?:new|additional|several|"
                             r"some|two|three|four|its|their)\s+)?((?:[a-z][\w-]*\s+){0,2}[a-z][\w-]*[a-rt-z]s)\b")
 """The plural noun phrase a statement's verb takes ("BNSF also issued debentures in 2024")."""
+_PLACED_PLURAL = re.compile(r"\b(?:at|in)\s+(?:(?:two|three|four|five|six|several|some|both|all)\s+"
+                            r"(?:of\s+)?)?(?:its|their|the)\s+((?:[a-z-]+\s+)?[a-z-]+[^s\W]s)\b")
+"""Plural things a statement places something at ("fires at two of its facilities"): where "they" are."""
 _WORK = re.compile(r"\b(?:paper|survey|benchmark|study|report|article)$")
 """A name that ends on a kind of work ("the hallucination mitigation survey"): one thing, never "them"."""
 
 
 _FILING = re.compile(r"\b(?:(?:Form\s+)?10-[KQ]|annual\s+report|filing)\b")
 """A filing ("the 10-K", "Berkshire Hathaway's 2024 10-K"): where to look, not what a question is about."""
-_FILER = re.compile(r"([A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)['’]s?\s+(?:(?:19|20)\d\d\s+)?(?:Form\s+)?"
-                    r"(?:10-[KQ]|annual\s+report|filing)\b")
-"""Whose filing it is: "Berkshire Hathaway" in "Berkshire Hathaway's 2024 10-K"."""
 
 
 def _besides_filing(names: list[str], text: str) -> list[str]:
@@ -78,15 +79,15 @@ def _besides_filing(names: list[str], text: str) -> list[str]:
     "According to Berkshire Hathaway's 2024 10-K, how many route miles … does BNSF operate?": "its" in the
     next turn is BNSF's; the 10-K (and whose it is) only says where to look.
     A name that only modifies a noun ("the company's SEC commission file number", "the LIFO-based inventory
-    costs") is no such thing: "its" in the next turn is the filer's. A filing alone stands for its filer.
+    costs", "its investment in Occidental common stock") is no such thing: "its" in the next turn is the
+    filer's. A filing alone stands for its filer.
     """
-    lead = r"^(?:(?:In|From|Per|On|By|For|Within|According\s+to)\s+)+"
-    filers = list(dict.fromkeys(re.sub(lead, "", m.group(1)) for m in _FILER.finditer(text)))
-    kept = [t for t in names if not _FILING.search(t) and t not in filers]
-    if filers and kept and all(re.search(rf"\b(?:the|an?|its|their|our|\w+['’]s)\s+{re.escape(t)}[\s-]+"
-                                         rf"[a-z][\w-]*\b(?!['’])", text) for t in kept):
-        return filers
-    return kept or [t for t in names if not _FILING.search(t)] or filers or names
+    filed = filers(text)
+    kept = [t for t in names if not _FILING.search(t) and t not in filed]
+    if filed and kept and all(re.search(rf"\b(?:the|an?|its|their|our|\w+['’]s|in|of)\s+{re.escape(t)}[\s-]+"
+                                        rf"[a-z][\w-]*\b(?!['’])", text) for t in kept):
+        return filed
+    return kept or [t for t in names if not _FILING.search(t)] or filed or names
 
 
 def _with_topic(question: str, name: str) -> str:

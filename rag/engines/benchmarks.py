@@ -97,9 +97,32 @@ def names_column(column: str, name: str) -> bool:
     return len(stem) >= 4 and word.startswith(stem) and not re.search(r"\d", col)
 
 
+def unit_asked(unit: str, question: str) -> bool:
+    """Whether ``question`` names the metric a column's ``unit`` abbreviates.
+
+    The unit itself, a word it begins (three letters or more: "mau" for MAUVE, "pre" for precision), or the
+    initials of two words ("em": exact match).
+    """
+    u = unit.lower().strip(". ")
+    if len(u) < 2 or not u.isalpha():
+        return False
+    words = re.findall(r"[a-z]+", question.lower())
+    return any(w == u or (len(u) >= 3 and w.startswith(u)) for w in words) or any(
+        a[0] + b[0] == u for a, b in zip(words, words[1:], strict=False))
+
+
 def _row_matches(label: str, question: str) -> int:
-    """How many of the label's names the question holds (0: the row is not the one asked about)."""
+    """How many of the label's names the question holds (0: the row is not the one asked about).
+
+    A name with another note than the question's is another row: "T5 (11b)" when "T5 (large)" is asked;
+    and a name joined to another is another name: "BM25+DPR" is not "BM25".
+    """
     asked = question.lower()
+    for name, note in re.findall(r"([\w.+-]+) \(([^()]+)\)", question):
+        own = rf"(?<![\w-]){re.escape(name)} \("
+        if re.search(rf"{own}(?!{re.escape(note)}\))[^()]+\)", label, re.I) \
+                and not re.search(rf"{own}{re.escape(note)}\)", label, re.I):
+            return 0
     hits = 0
     for token in _PAREN.sub(" ", label).split():
         if not _NAME.fullmatch(token):
@@ -107,7 +130,7 @@ def _row_matches(label: str, question: str) -> int:
         t = token.lower().rstrip(".")
         if len(t) < 2:
             continue
-        if re.search(rf"(?<![\w-]){re.escape(t)}(?![\w-])", asked) or (
+        if re.search(rf"(?<![\w+-]){re.escape(t)}(?![\w+-])", asked) or (
                 token.endswith(".") and len(t) >= 3 and re.search(rf"(?<![\w-]){re.escape(t)}\w", asked)):
             hits += 1
     for note in _PAREN.findall(label):  # "T5 (large)": the note tells rows of one name apart
@@ -159,15 +182,40 @@ def benchmark_cells(text: str, question: str) -> list[tuple[str, frozenset[str]]
         named = [(n, column, unit, asked) for n, (column, unit) in enumerate(columns)
                  if (asked := next((w for w in sorted(names) if column and names_column(column, w)), None))
                  and asked.lower() not in label.lower()]
-        if len({column for _, column, _, _ in named}) != 1:
-            continue  # no column, or two ("closed-book … in the oracle setting"): which one is not clear
-        n, column, unit, asked = named[0]
+        if (chosen := _asked_column(named, question)) is None:
+            continue
+        n, column, unit, asked = chosen
         if n < len(cells) and cells[n] not in "-–—":
             inner = [p for p in (column if asked.lower() != column.lower() else "", unit) if p]
             shown = asked + (f" ({', '.join(inner)})" if inner else "")
             found.append((hits, f"{label}, {shown}: {cells[n]}", frozenset(terms(f"{asked} {column}"))))
-    found.sort(key=lambda f: -f[0])
-    return [(text_, t) for _, text_, t in found]
+    return _unambiguous(found)
+
+
+def _unambiguous(found: list[tuple[int, str, frozenset[str]]]) -> list[tuple[str, frozenset[str]]]:
+    """The cells ``found`` (hits, cell, terms), best row first, without two rows of one label.
+
+    "BM25+DPR" under "Single" and again under "Multi", with other figures: which one is asked is not clear.
+    """
+    cells_of: dict[str, set[str]] = {}
+    for _, cell, _ in found:
+        label, figure = cell.rsplit(": ", 1)
+        cells_of.setdefault(label, set()).add(figure)
+    kept = sorted((f for f in found if len(cells_of[f[1].rsplit(": ", 1)[0]]) == 1), key=lambda f: -f[0])
+    return [(cell, t) for _, cell, t in kept]
+
+
+def _asked_column(named: list[tuple[int, str, str, str]], question: str) -> tuple[int, str, str, str] | None:
+    """The one column of ``named`` (index, name, unit, the question's word for it) the question asks for.
+
+    None when it names no column or two ("closed-book … in the oracle setting"). Of columns with one name
+    ("ASQA (em) (rg) (mau) (pre) (rec)"), the one whose unit the question names ("what MAUVE score"), the
+    first when it names none, and None when it names two.
+    """
+    if len({column for _, column, _, _ in named}) != 1:
+        return None
+    by_unit = [c for c in named if unit_asked(c[2], question)] if len(named) > 1 else []
+    return None if len(by_unit) > 1 else (by_unit or named)[0]
 
 
 def _columns(block: list[list[str]], units: list[str] | None, n: int, names: set[str],

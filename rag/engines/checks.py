@@ -9,7 +9,7 @@ from rag.answer_spans import holds
 from rag.answer_types import MISSING, SPAN_TYPES, AnswerType, describe, expected_type
 from rag.engines.aliases import expand
 from rag.engines.base import Answer, AnswerGrade, GroundingCheck
-from rag.engines.benchmarks import CELL_ROW
+from rag.engines.benchmarks import CELL_ROW, names_column
 from rag.engines.cited import EXTRACTIVE_LABEL, KEY_PASSAGES
 from rag.engines.decomposition import multi_hop
 from rag.engines.lexical import (
@@ -33,6 +33,20 @@ _UNNAMED_PERSON = re.compile(r"\b(?:he|she|him|his|her|hers)\b", re.I)
 """A person the question refers to without a name ("How old is he?" left unresolved)."""
 _UNRESOLVED = re.compile(r"\s*(?:(?:what|how)\s+about|and)\b", re.I)
 """A follow-up contextualize_question could not make a full question of ("What about X's fair value?")."""
+_NAMED_SHORT = re.compile(r"([A-Za-z][\w.+-]*(?:\s+[A-Za-z][\w.+-]*){0,3}) \(([A-Za-z][\w.+-]*)\)")
+
+
+def _as_printed(claim: str) -> str:
+    """A results-table cell as its chunk prints it: "Multi DPR, WQ: 42.4" for "…, WebQuestions (WQ): 42.4".
+
+    The column's name in words is the question's (:func:`rag.engines.benchmarks.names_column`).
+    """
+    if not CELL_ROW.match(claim):
+        return claim
+    return _NAMED_SHORT.sub(lambda m: m.group(2) if names_column(m.group(2), m.group(1)) else m.group(0),
+                            claim)
+
+
 _MARKERS = re.compile(r"((?:\s*\[\d+\])+)")
 _NUM = re.compile(r"\[(\d+)\]")
 
@@ -119,7 +133,7 @@ class CheckingMixin(LexicalCore):
         supports, bad, notes = [], [], []
         verbatim = 0
         for claim, cites in self.claims(answer.text):
-            weights = self.weighted_terms(claim, question=False)
+            weights = self.weighted_terms(_as_printed(claim), question=False)
             if not weights:
                 continue
             cited = [by_id[by_n[n]] for n in cites if n in by_n and by_n[n] in by_id]

@@ -25,6 +25,7 @@ from rag.engines.antecedents import (
     _DOCUMENT_NP,
     _OBJECT_PLURAL,
     _PAPER,
+    _PLACED_PLURAL,
     _WORK,
     _authors,
     _besides_filing,
@@ -176,6 +177,8 @@ class ContextualizeMixin(AnsweredMixin):
         standalone = standalone[:1].upper() + standalone[1:]
         if carried:
             done.append(f"resolved “{carried[1]}” to “{carried[0]}” from turn {turn}")
+        elif history and standalone != asked[:1].upper() + asked[1:]:  # "that year" alone
+            done.append(f"read the year from turn {len(history)}")
         elif history and self._vague(asked) and not _SINGULAR_REF.search(asked):
             paper = _latest_paper(history)
             # the conversation's paper, when one of the last two turns names it, rather than a word of the
@@ -271,6 +274,8 @@ class ContextualizeMixin(AnsweredMixin):
                        ) -> tuple[str, tuple[str, str] | None, int | None]:
         """:meth:`_resolve` for a turn that states ``statement`` before it asks ``query``."""
         thing = _OBJECT_PLURAL.search(statement)
+        if re.match(r"\s*where\b", query, re.I):  # "Where are they?": the places named, not the object
+            thing = _PLACED_PLURAL.search(statement) or thing
         they = re.search(r"\b(?:they|them)\b", query, re.I)
         if thing and they and not refers_inside(query, they.start()):
             # agreement in number: "they" is the plural noun the statement is about ("debentures")

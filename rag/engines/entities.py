@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from rag.text import DISCOURSE_WORDS, QUESTION_WORDS, STOPWORDS, terms
+from rag.text import DISCOURSE_WORDS, QUESTION_WORDS, STOPWORDS, lower_lead_ins, terms
 
 _ENTITY = re.compile(
     r"(?:[\"“]([^\"”]{2,80})[\"”])"  # a quoted title
@@ -27,7 +27,7 @@ def entities(text: str) -> list[str]:
     "In") are dropped, and a possessive between two names splits them ("Berkshire's Occidental").
     """
     found: dict[str, None] = {}
-    for quoted, span in _ENTITY.findall(text):
+    for quoted, span in _ENTITY.findall(lower_lead_ins(text)):
         name = (quoted or span).strip(" .,'’-")
         if span:  # a sentence-initial "Were", "Which" or "The" is no part of a name
             parts = name.split()
@@ -48,13 +48,20 @@ def entities(text: str) -> list[str]:
 FILING_NAME = re.compile(r"\b(?:10-[KQ]|8-K|annual\s+report|filing|proxy\s+statement)$", re.I)
 """A name that is a filing ("Berkshire Hathaway's 2024 10-K"): where the answer is, not a name that a
 passage must hold."""
-_FILER = re.compile(r"^(.*?)(?:['’]s?)?(?:\s+(?:fiscal\s+)?(?:19|20)\d\d)?\s+(?:10-[KQ]|8-K|annual\s+report|"
-                    r"filing|proxy\s+statement)$", re.I)
+FILER = re.compile(r"([A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)['’]s?\s+(?:fiscal\s+)?(?:(?:19|20)\d\d\s+)?"
+                   r"(?:Form\s+)?(?:10-[KQ]|8-K|annual\s+report|filing|proxy\s+statement)\b")
+"""A filing and whose it is (group 1): "Berkshire Hathaway" in "Berkshire Hathaway's 2024 Form 10-K"."""
+_FRAME_LEAD = re.compile(r"^(?:(?:In|From|Per|On|By|For|Within|According\s+to)\s+)+")
+
+
+def filers(text: str) -> list[str]:
+    """Whose filings ``text`` names, in order, once each, without a leading "In" or "According to"."""
+    return list(dict.fromkeys(f for m in FILER.finditer(text) if (f := _FRAME_LEAD.sub("", m.group(1)))))
 
 
 @lru_cache(maxsize=1024)
 def filing_frames(question: str) -> tuple[tuple[str, frozenset[str]], ...]:
-    """(filer, frame terms) for each filing ``question`` names as where to look.
+    """(filer, frame terms) for each filing ``question`` names as where to look (:data:`FILER`).
 
     "According to Berkshire Hathaway's 2024 10-K, …" gives ("Berkshire Hathaway", the index terms of
     "According Berkshire Hathaway's 2024 10-K"): words that say where the answer is, which a chunk of that
@@ -62,12 +69,14 @@ def filing_frames(question: str) -> tuple[tuple[str, frozenset[str]], ...]:
     extraction ask it for every chunk.
     """
     out = []
-    for name in entities(question):
-        if FILING_NAME.search(name) and (m := _FILER.match(name)) and m.group(1).strip():
-            lead = "according" if re.search(rf"\baccording\s+to\s+(?:the\s+)?{re.escape(name)}", question,
-                                            re.I) else ""
-            # its year stays a word of the question when the question says it again ("at year-end 2024")
-            out.append((m.group(1).strip(), frozenset(
-                t for t in terms(f"{lead} {name}") if not re.fullmatch(r"(?:19|20)\d\d", t)
-                or len(re.findall(rf"\b{t}\b", question)) == 1)))
+    for m in FILER.finditer(question):
+        if not (filer := _FRAME_LEAD.sub("", m.group(1))):
+            continue
+        name = m.group(0)[m.group(0).index(filer):]
+        lead = "according" if re.search(rf"\baccording\s+to\s+(?:the\s+)?{re.escape(name)}", question,
+                                        re.I) else ""
+        # its year stays a word of the question when the question says it again ("at year-end 2024")
+        out.append((filer, frozenset(
+            t for t in terms(f"{lead} {name}") if not re.fullmatch(r"(?:19|20)\d\d", t)
+            or len(re.findall(rf"\b{t}\b", question)) == 1)))
     return tuple(out)

@@ -132,9 +132,10 @@ def constraints(question: str) -> list[Constraint]:
             continue  # "British", "American"; a sentence-initial "According"
         names.append(name)
     filed: set[str] = set()
+    filed_by = {filer for filer, _ in filing_frames(question)}  # "Berkshire Hathaway" of "…'s Form 10-K"
     for name in names:
         ts = tuple(dict.fromkeys(terms(name)))
-        if FILING_NAME.search(name):  # "Berkshire Hathaway's 2024 10-K" says where to look, not what about
+        if FILING_NAME.search(name) or name in filed_by:  # a filing (or its filer) says where to look
             filed.update(ts)
             continue
         if len(ts) > 1 and ts[-1] in legal_terms():

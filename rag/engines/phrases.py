@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from rag.text import DISCOURSE_WORDS, MONTHS, QUESTION_WORDS, STOPWORDS
+from rag.text import DISCOURSE_WORDS, MONTHS, QUESTION_WORDS, STOPWORDS, lower_lead_ins
 
 _COURTESY = re.compile(
     r"^\s*(?:(?:fair enough|makes sense|good to know|all right|noted|wonderful|"
@@ -62,7 +62,7 @@ def topics(text: str, *, possessives: bool = False) -> list[str]:
     such as "Vice Chairman of Berkshire's" giving "Berkshire".
     """
     found: dict[str, None] = {}
-    for quoted, span in _NAME.findall(text):
+    for quoted, span in _NAME.findall(lower_lead_ins(text)):
         name = (quoted or span).strip(" .,-?")
         parts = name.split()
         while parts and parts[0].lower().strip("'’") in STOPWORDS | QUESTION_WORDS | DISCOURSE_WORDS | MONTHS:

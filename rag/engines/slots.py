@@ -211,6 +211,11 @@ def _possessor_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] 
     if noun and prev[at.end():].lower().startswith(noun.lower()):
         # "And Kern River's system?" after "… does Northern Natural's system consist of": only the owner
         return _swap_name(prev, owner, named.group(1)), f"“{owner}” by “{named.group(1)}”"
+    tail = _NOUN_END.match(prev[at.end():])
+    if tail and not re.search(rf"\s(?:{'|'.join(_PREPOSITIONS)})\s", f" {noun} "):
+        # "And BNSF's revenues?" after "What were Berkshire's net earnings in 2024?": the year stays
+        end = at.end() + _noun_end(prev, at.start(), tail.group(0))
+        return prev[:at.start()] + frag.strip() + prev[end:], f"“{prev[at.start():end]}” by “{frag.strip()}”"
     # "What about Lubrizol's revenues in 2024?" after "What were Precision Castparts' revenues …"
     return prev[:at.start()] + frag, f"“{owner}” by “{named.group(1)}”"
 
@@ -240,7 +245,18 @@ def _possessed_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] 
     tail = _NOUN_END.match(prev[at.end():]) if at else None
     if not at or not tail:
         return None
-    return prev[:at.end()] + noun + prev[at.end() + tail.end():], f"“{tail.group(0)}” by “{noun}”"
+    end = _noun_end(prev, at.start(), tail.group(0))
+    return prev[:at.end()] + noun + prev[at.end() + end:], f"“{prev[at.end():at.end() + end]}” by “{noun}”"
+
+
+def _noun_end(prev: str, owner_at: int, tail: str) -> int:
+    """The length of the possessed noun phrase ``tail`` of the possessor at ``owner_at`` in ``prev``.
+
+    After "do", "does" or "did" the last word is the verb: "did TTI's revenues decline in 2024".
+    """
+    if re.search(r"\b(?:do|does|did)\s+$", prev[:owner_at]) and " " in tail:
+        return tail.rindex(" ")
+    return len(tail)
 
 
 def _head_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
@@ -288,9 +304,11 @@ _DO_SUBJECT = re.compile(
 """A question split at the subject of "do" and a verb: the subject ends on the word before the last verb-like
 word that ends the question or precedes a preposition, an article or a number ("… does the full REALM model
 reach", "… does Self-RAG 13B reach on ARC-Challenge")."""
-_ELLIPSIS_NP = re.compile(r"the\s+(?:[\w.-]+\s+){0,4}[\w.-]+|"
-                          r"[A-Z][\w.-]*(?:\s+[\w.-]+){0,2}(?:\s+\([\w\s.-]+\))?")
-"""What a fragment names in place of a subject: "the ORQA baseline", "T5 (large)", "the 7B model"."""
+_ELLIPSIS_NP = re.compile(r"(?:the\s+(?:[\w.-]+\s+){0,4}[\w.-]+|"
+                          r"[A-Z][\w.+-]*(?:\s+[\w.+-]+){0,2}(?:\s+\([\w\s.-]+\))?)"
+                          r"(?:\s+[a-z]+ed\s+(?:on|with|in|by|for|from)\s+(?:[\w.+-]+\s+){0,3}[\w.+-]+)?")
+"""What a fragment names in place of a subject: "the ORQA baseline", "T5 (large)", "the 7B model",
+"BM25+DPR trained on multiple datasets"."""
 
 
 def _subject_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:

@@ -24,9 +24,14 @@ Span = tuple[int, int]
 
 
 def _char_keys(ch: str) -> str:
-    """The letters and digits of one character after NFKD (``ﬁ`` -> ``fi``, ``é`` -> ``e``, ``-`` -> ``)."""
+    """The letters and digits of one character after NFKD (``ﬁ`` -> ``fi``, ``é`` -> ``e``, ``-`` -> ``).
+
+    A trademark or service-mark sign has none: :func:`rag.ingest.text.normalize_text` drops it.
+    """
     if ch.isascii():
         return ch if ch.isalnum() else ""
+    if ch in "\u2122\u2120":
+        return ""
     return "".join(d for d in unicodedata.normalize("NFKD", ch) if d.isalnum())
 
 

@@ -48,11 +48,12 @@ class LoadedDocument:
 def normalize_text(s: str) -> str:
     """Clean extracted text.
 
-    NFKC (ligatures become letters), rejoin words hyphenated across line ends, turn control characters other
+    Drop trademark and service-mark signs (NFKC would glue "TM" to the name: "SquishmallowsTM"), NFKC
+    (ligatures become letters), rejoin words hyphenated across line ends, turn control characters other
     than newline and tab into spaces, collapse runs of spaces and tabs to one space, cap blank lines at one
     (three or more newlines become two), strip.
     """
-    s = unicodedata.normalize("NFKC", s)
+    s = unicodedata.normalize("NFKC", s.replace("\u2122", "").replace("\u2120", ""))
     s = s.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n").replace("\u2029", "\n\n")
     # Soft hyphens and byte-order marks carry no text.
     # PDFium marks a word hyphenated across a line end with U+FFFE and drops the line end.

@@ -60,3 +60,14 @@ def test_full_corrects_a_lead_about_another_name_where_naive_rag_does_not(brk_kb
     assert "$5.8 billion" in full.answer.splitlines()[1], full.answer
     naive = run_question(question, ctx, preset_options("naive"))
     assert "$5.8 billion" not in naive.answer.splitlines()[1], naive.answer
+
+
+def test_a_trademarked_brand_is_a_word_of_the_index(brk_kb) -> None:  # noqa: F811
+    # Round 15: NFKC had glued the trademark sign to the name ("SquishmallowsTM"), so no search found it
+    [chunk] = [c for c in brk_kb.document_chunks(brk_kb.documents()[0].doc_sha) if "Squishmallows" in c.text]
+    assert "Squishmallows," in chunk.text and "SquishmallowsTM" not in chunk.text
+    question = "According to Berkshire Hathaway's 2024 10-K, which consumer products company owns the " \
+               "Squishmallows brand?"
+    run = run_question(question, make_context(brk_kb.settings, brk_kb), preset_options("full"))
+    assert run.path[-1] != "fallback", run.stop_reason
+    assert "Jazwares" in run.answer

@@ -132,6 +132,19 @@ def test_a_filing_named_as_where_to_look_is_held_by_its_filers_chunks() -> None:
     assert not engine.head_names(question, other)
 
 
+@pytest.mark.parametrize("question", [
+    "According to Berkshire Hathaway's 2024 Form 10-K, how many people did BNSF employ?",
+    "In Berkshire Hathaway's Form 10-K, how many people did BNSF employ?",
+    "In Berkshire Hathaway's fiscal 2024 annual report, how many people did BNSF employ?",
+])
+def test_the_filer_of_a_filing_is_its_name_without_form_or_year(question: str) -> None:
+    assert [filer for filer, _ in filing_frames(question)] == ["Berkshire Hathaway"]
+
+
+def test_a_form_named_without_a_filer_has_no_filer() -> None:
+    assert filing_frames("In the Form 10-K for 2024, how many people did BNSF employ?") == ()
+
+
 @pytest.mark.parametrize(("question", "kind"), [
     # the noun phrase's verb is "applied", not an auxiliary
     ("What weighted average discount rate applied to Berkshire Hathaway's annuity liabilities at the end of "

@@ -36,3 +36,12 @@ def test_a_text_not_made_from_the_layer_maps_to_nothing() -> None:
     layer = "PDFium read this page"
     assert map_spans(layer, "pypdf read another text", [(0, 5)]) == [None]
     assert map_spans(layer, normalize_text(layer), [(0, 1), None, (6, 6)]) == [(0, 1), None, None]
+
+
+def test_a_trademark_sign_is_dropped_and_spans_still_map() -> None:
+    layer = "brands, such as Squishmallows\u2122, BLDR\u2122 and Adopt Me\u2122.\r\nNext line."
+    text = normalize_text(layer)
+    assert "Squishmallows, BLDR and Adopt Me." in text and "TM" not in text
+    start = text.index("Squishmallows")
+    [span] = map_spans(layer, text, [(start, start + len("Squishmallows, BLDR"))])
+    assert span is not None and layer[span[0]:span[1]] == "Squishmallows\u2122, BLDR"
