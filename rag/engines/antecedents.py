@@ -146,7 +146,9 @@ _AGENT_VERB = re.compile(r"\s+(?:use|used|train|trained|propose|proposed|evaluat
                          r"collect|collected|apply|applied|split|experiment|employ|employed|see|saw|observe|"
                          r"observed|notice|noticed|end\s+up|ended\s+up|exclude|excluded|sample|sampled|annotate|"
                          r"annotated|design|designed|adopt|adopted|describe|described|conclude|"
-                         r"concluded)\b", re.I)
+                         r"concluded|say|said|claim|claimed|argue|argued|cite|cited|mention|mentioned|note|"
+                         r"noted|show|showed|give|gave|configure|configured|set|select|selected|pick|picked|"
+                         r"settle|settled|suggest|suggested)\b", re.I)
 """Verbs whose subject "they" is a paper's authors: "Which retriever do they use?", "For which task did they
 see the retrieval component collapse?"."""
 

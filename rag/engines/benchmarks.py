@@ -136,6 +136,9 @@ def _row_matches(label: str, question: str) -> int:
     for note in _PAREN.findall(label):  # "T5 (large)": the note tells rows of one name apart
         if note.lower() in asked:
             hits += 1
+    plain = _PAREN.sub(" ", label).lower().split()
+    if len(plain) > 1 and all(w.isalpha() for w in plain) and "-".join(plain) in asked:
+        hits += len(plain)  # "the hard-constraints variant" for the row "Hard constraints"
     return hits
 
 
@@ -170,7 +173,8 @@ def benchmark_cells(text: str, question: str) -> list[tuple[str, frozenset[str]]
                 block, units, notes = [], None, False
             continue
         label, cells = row
-        columns = _columns(block, units, len(cells), names, notes) if block else []
+        group = kept[0] and len(block) == 1 and len(block[0]) == 1  # "Test" between rows: a group's caption
+        columns = _columns(block, units, len(cells), names, notes) if block and not group else []
         if columns:
             kept = (block, units, notes)
         else:

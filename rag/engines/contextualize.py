@@ -76,6 +76,11 @@ _ANY_REF = re.compile(
     r"there|then|also|the (?:company|firm|paper|model|method|role|position|business|group|authors?))\b", re.I)
 
 
+_ONES_THEN = re.compile(r"^(?:and\s+)?(?:which|what)\s+ones\b.*?\b((?:in|for|during)\s+(?:19|20)\d\d)$", re.I)
+""""Which ones made that list in 2022?": the previous question's answers at another time (its year
+replaced)."""
+
+
 def self_contained(question: str, standalone: str) -> bool:
     """Whether ``question`` surely stands alone.
 
@@ -159,6 +164,8 @@ class ContextualizeMixin(AnsweredMixin):
         done = [f"dropped the courtesy “{courtesy}”"] if courtesy else []
         previous = history[-1].understood() if history else ""
         bare = asked.strip().rstrip("?.! ")
+        if previous and (ones := _ONES_THEN.match(bare)):  # "Which ones made that list in 2022?"
+            return self._fill_ellipsis(ones.group(1), previous, len(history), history, done)
         m = _ELLIPSIS.match(bare)
         fragment = (m.group(1) or m.group(2) or "").strip() if m else (bare if _is_fragment(bare) else "")
         if fragment and previous:

@@ -189,3 +189,23 @@ def test_a_counted_list_of_named_things_lists_names() -> None:
                        benchmarks) is None
     # a list of other things may be in lower case
     assert enumeration("We use dense, sparse and hybrid retrieval.", 3, "What are its three retrieval modes?")
+
+
+def test_a_row_label_of_words_may_be_asked_hyphened() -> None:
+    table = ("PQA Med AS\n(acc) (acc) (em)\nSELF-RAG (50k) 45.5 73.5 32.1\nTest\n"
+             "No retrieval 24.7 73.0 –\nHard constraints 28.3 72.6 –")
+    question = "In its ablation on the 7B model, what PopQA accuracy does the hard-constraints variant reach?"
+    assert [c for c, _ in benchmark_cells(table, question)][0] == "Hard constraints, PopQA (PQA, acc): 28.3"
+
+
+def test_they_say_and_which_ones_then() -> None:
+    engine = engine_over("The use of dense vector representations for retrieval goes back to Latent Semantic "
+                         "Analysis.", "Significant catastrophe events in 2023 included a hailstorm in Italy.")
+    got = ask(engine, "In the Dense Passage Retrieval paper, which concurrent work showed dense retrieval?",
+              "And which older technique do they say dense vector representations go back to?")
+    assert got[1] == ("Which older technique do the authors of the Dense Passage Retrieval paper say dense "
+                      "vector representations go back to?")
+    got = ask(engine, "According to Berkshire Hathaway's 2024 10-K, which events counted as significant "
+                      "catastrophe events for its insurers in 2023?", "Which ones made that list in 2022?")
+    assert got[1] == ("According to Berkshire Hathaway's 2024 10-K, which events counted as significant "
+                      "catastrophe events for its insurers in 2022?")
