@@ -257,6 +257,8 @@ def _head_noun_refs(text: str, before: str) -> str:
     """"the hospital" after "Mount Sinai Hospital": a definite noun that heads an earlier name means it."""
     for name in topics(before):
         head = name.split()[-1]
+        if re.search(rf"{re.escape(name)}['’]?s?\s+paper\b", before):
+            continue  # a paper's title: "the retrieval results table" is no "Dense Passage Retrieval"
         if len(name.split()) > 1 and head[:1].isupper() and head.isalpha():
             text = re.sub(rf"\bthe\s+{head.lower()}(?=['’]s\b|\b)", name, text)
     return text

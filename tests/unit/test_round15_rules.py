@@ -209,3 +209,13 @@ def test_they_say_and_which_ones_then() -> None:
                       "catastrophe events for its insurers in 2023?", "Which ones made that list in 2022?")
     assert got[1] == ("According to Berkshire Hathaway's 2024 10-K, which events counted as significant "
                       "catastrophe events for its insurers in 2022?")
+
+
+def test_the_last_word_of_a_papers_title_is_no_reference_to_it() -> None:
+    engine = engine_over("Top-20 Top-100 retrieval accuracy on test sets.")
+    got = ask(engine, "How do the authors of the Dense Passage Retrieval paper pick the positive passage?",
+              "In the retrieval results table, what top-100 accuracy does BM25 reach on SQuAD?")
+    assert got[1] == "In the retrieval results table, what top-100 accuracy does BM25 reach on SQuAD?"
+    # a name that is no paper's title still is: "the hospital" after "Mount Sinai Hospital"
+    got = ask(engine, "When was Mount Sinai Hospital founded?", "Where is the hospital?")
+    assert got[1] == "Where is Mount Sinai Hospital?"
