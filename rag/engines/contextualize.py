@@ -184,8 +184,9 @@ class ContextualizeMixin(AnsweredMixin):
         standalone = standalone[:1].upper() + standalone[1:]
         if carried:
             done.append(f"resolved “{carried[1]}” to “{carried[0]}” from turn {turn}")
-        elif history and standalone != asked[:1].upper() + asked[1:]:  # "that year" alone
-            done.append(f"read the year from turn {len(history)}")
+        elif history and standalone != asked[:1].upper() + asked[1:]:  # "that year", "the hospital"
+            what = "the year" if re.search(r"\b(?:that|the same)\s+year\b", asked, re.I) else "a name"
+            done.append(f"read {what} from turn {len(history)}")
         elif history and self._vague(asked) and not _SINGULAR_REF.search(asked):
             paper = _latest_paper(history)
             # the conversation's paper, when one of the last two turns names it, rather than a word of the
