@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from functools import lru_cache
 
 from rag.text import DISCOURSE_WORDS, QUESTION_WORDS, STOPWORDS, lower_lead_ins, terms
@@ -54,9 +55,19 @@ FILER = re.compile(r"([A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)['’]s?\s+(?:fiscal\s+
 _FRAME_LEAD = re.compile(r"^(?:(?:In|From|Per|On|By|For|Within|According\s+to)\s+)+")
 
 
+def _filings(text: str) -> Iterator[tuple[str, str]]:
+    """(filer, the filing as named from the filer on) for each filing ``text`` names (:data:`FILER`).
+
+    Without a leading "In" or "According to": ("Berkshire Hathaway", "Berkshire Hathaway's 2024 10-K").
+    """
+    for m in FILER.finditer(text):
+        if filer := _FRAME_LEAD.sub("", m.group(1)):
+            yield filer, m.group(0)[m.group(0).index(filer):]
+
+
 def filers(text: str) -> list[str]:
     """Whose filings ``text`` names, in order, once each, without a leading "In" or "According to"."""
-    return list(dict.fromkeys(f for m in FILER.finditer(text) if (f := _FRAME_LEAD.sub("", m.group(1)))))
+    return list(dict.fromkeys(filer for filer, _ in _filings(text)))
 
 
 @lru_cache(maxsize=1024)
@@ -69,10 +80,7 @@ def filing_frames(question: str) -> tuple[tuple[str, frozenset[str]], ...]:
     extraction ask it for every chunk.
     """
     out = []
-    for m in FILER.finditer(question):
-        if not (filer := _FRAME_LEAD.sub("", m.group(1))):
-            continue
-        name = m.group(0)[m.group(0).index(filer):]
+    for filer, name in _filings(question):
         lead = "according" if re.search(rf"\baccording\s+to\s+(?:the\s+)?{re.escape(name)}", question,
                                         re.I) else ""
         # its year stays a word of the question when the question says it again ("at year-end 2024")
