@@ -16,7 +16,6 @@ from rag.answer_types import (
     _DEFINES,
     _NOT_NAME,
     _PLACE_AFTER,
-    QUANTITY_WORDS,
     AnswerType,
     _in_question,
     affiliation,
@@ -25,6 +24,7 @@ from rag.answer_types import (
     persons,
 )
 from rag.places import asks_region, place_names
+from rag.quantities import QUANTITY_WORDS
 from rag.text import STOPWORDS, axis_ticks, has_date, number_tokens, terms, words
 
 Aliases = Mapping[str, tuple[str, ...]] | None  # short form -> its full name's index terms, or None

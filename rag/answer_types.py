@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 
 from rag.answer_lists import list_count
+from rag.quantities import QUANTITY_WORDS as _QUANTITY
 from rag.text import STOPWORDS, terms, words
 
 AnswerType = str
@@ -43,24 +44,12 @@ _ACRONYM_Q = re.compile(r"\b(?:stands?|stood)\s+for\b|\bshort\s+for\b|\babbrevia
                         r"\bwhat\s+does\s+(?:the\s+)?[A-Z][A-Za-z0-9-]*[A-Z][A-Za-z0-9-]*\s+mean\b")
 _DATE_Q = re.compile(r"^(?:in\s+)?(?:when|what year|which year|what date|on what date|in what year)\b"
                      r"|\b(?:what|which) (?:year|date|month|decade|century)\b", re.I)
-_NUMBER_Q = re.compile(r"^(?:\W*[\w'’-]+\s+){0,2}?how (?:many|much|long|old|far|big|large|tall|high|often)\b"
+_HOW_Q = r"how (?:many|much|long|old|far|big|large|tall|high|often|accurate)\b"
+_NUMBER_Q = re.compile(rf"^(?:\W*[\w'’-]+\s+){{0,2}}?{_HOW_Q}"
                        r"|^(?:\W*[\w'’-]+\s+){0,3}?(?:in|into|for|of|on|at|by|with|from|to|over|after|within|across)"
-                       r"\s+how (?:many|much|long|old|far|big|large|tall|high|often)\b"
+                       rf"\s+{_HOW_Q}"
                        r"|\bwhat (?:percentage|share|proportion|fraction|number|amount)\b", re.I)
 """"How many …", and after a prepositional lead-in too ("Into chunks of how many words are …")."""
-_QUANTITY = frozenset(
-[
-    "revenue", "revenues", "earnings", "income", "profit", "profits", "loss", "losses", "sales", "cost",
-    "costs", "price", "prices", "population", "budget", "salary", "worth", "amount", "total", "net",
-    "gross", "assets", "debt", "dividend", "dividends", "float", "expenses", "expense", "liabilities",
-    "equity", "capital", "value", "margin", "number", "rate", "ratio", "percentage", "score", "size",
-    "count", "accuracy", "share", "threshold", "length", "width", "weight", "temperature", "dimension",
-    "capacity", "duration", "limit", "obligation", "obligations", "payment", "repayment", "improvement",
-    "charge", "fee", "match", "perplexity", "recall", "precision", "latency", "discount", "yield", "spread",
-    "cap"
-])
-QUANTITY_WORDS = _QUANTITY
-"""Nouns that name a quantity ("revenues", "rate", "size"): a figure given for one measures it."""
 _PERSON_Q = re.compile(r"^(?:who|whom|whose)\b|\bby whom\b|\b(?:which|what) (?:person|people|author|authors|"
                        r"researcher|researchers|executive|officer|ceo|founder)\b|\bwho\s+(?:wrote|"
                        r"founded|leads|led|runs|heads|created|proposed|introduced)\b", re.I)
@@ -90,7 +79,7 @@ CUE_WORDS: dict[str, frozenset[str]] = {
                           "mean"}),
     "person": frozenset({"author", "authors", "wrote", "written", "coauthor", "coauthors", "co", "paper",
                          "papers", "article", "study", "created", "create", "first"}),
-    "number": frozenset({"many", "much"}),
+    "number": frozenset({"many", "much"}), "date": frozenset({"date", "day", "year"}),
 }
 """Words that only say which type is asked for, never what the answer's passage is about: "stand for"
 is not in the passage that expands an acronym, "authors" is not in a paper's author line. They are left
@@ -171,6 +160,8 @@ def _asks_figure(low: str) -> bool:
     """
     if _NUMBER_Q.search(low):
         return True
+    if re.fullmatch(r"what (?:is|are) (?:an? )?[\w-]+\W*", low):
+        return False  # "What is goodwill?": a quantity word alone asks what it is, not a figure
     if (m := re.search(r"\bhow (?:many|much)\b", low)) and not _WH.search(low[:m.start()]):
         return True  # "LLMs can handle contexts of more than how many tokens?": no question word before it
     if re.match(r"^(?:what|which) (?:was|were|is|are|would|will|could|might)\b", low) \
@@ -267,7 +258,8 @@ of its passage."""
 _GENERIC_QUANTITY = re.compile(r"^(?:what|which)\s+(values?|numbers?|amounts?|levels?)\s+of\b", re.I)
 """A figure asked for by a bare quantity word ("What value of k1 did they use?"): the word names the answer's
 type, not a word of its passage."""
-_HOW_MUCH = re.compile(r"\bhow\s+(large|big|long|old|far|tall|high|often|wide|deep|heavy|fast)\b", re.I)
+_HOW_MUCH = re.compile(r"\bhow\s+(large|big|long|old|far|tall|high|often|wide|deep|heavy|fast|accurate)\b",
+                       re.I)
 """The adjective of "how large", "how old": it names the kind of figure asked for, not the figure's passage.
 """
 

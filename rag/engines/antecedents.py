@@ -288,3 +288,27 @@ def _such_refs(text: str, before: str) -> tuple[str, list[tuple[str, str]]]:
                 return read[-1][1]
         return m.group(0)
     return _SUCH.sub(phrase, text), read
+
+
+_PART_REF = re.compile(r"\b(?:that|this|the\s+same)\s+(table|figure|ablation)\b", re.I)
+"""A reference to a part of a paper the conversation looked at: "in that table", "the same figure"."""
+
+
+def _part_refs(text: str, before: str) -> tuple[str, list[tuple[str, str]]]:
+    """(``text`` with "that table" read as ``before``'s noun phrase of that head, [(reference, phrase)]).
+
+    "What PubHealth accuracy is listed for SAIL in that table?" after "In the Self-RAG paper's main results
+    table, …" asks about "the Self-RAG paper's main results table". ``(text, [])`` when ``before`` has no
+    such phrase.
+    """
+    read: list[tuple[str, str]] = []
+
+    def phrase(m: re.Match[str]) -> str:
+        noun = m.group(1).lower()
+        found = re.search(rf"\bthe\s+(?:[\w.’'-]+\s+){{0,5}}?{noun}\b", before, re.I)
+        if found is None or found.group(0).lower() == m.group(0).lower():
+            return m.group(0)
+        read.append((m.group(0), found.group(0)))
+        return found.group(0)
+    return _PART_REF.sub(phrase, text), read
+

@@ -82,8 +82,8 @@ def names_column(column: str, name: str) -> bool:
     """True when the header ``column`` is what the question calls ``name``.
 
     The same word, its initials ("CT" for "CuratedTrec"), what comes before its hyphen ("ARC" for
-    "ARC-Challenge"), or a cut of it of four letters or more ("params" for "parameters"); a column named in
-    words by its first ("Ground-truth Chunk").
+    "ARC-Challenge"), its first part in camel case ("Pub" for "PubHealth"), or a cut of it of four letters or
+    more ("params" for "parameters"); a column named in words by its first ("Ground-truth Chunk").
     """
     col = column.lstrip("# ").split()[0].rstrip(".").lower() if column.strip("# ") else ""
     word = name.lower()
@@ -92,6 +92,9 @@ def names_column(column: str, name: str) -> bool:
     if col == word or (col == _initials(name) and len(name) > len(col)):
         return True
     if word.split("-")[0] == col and "-" in word and not re.search(r"\d", word):
+        return True
+    camel = re.match(r"[A-Z][a-z]{2,}(?=[A-Z])", name)  # "Pub" for "PubHealth"
+    if camel and camel.group(0).lower() == col:
         return True
     stem = col[:-1] if col.endswith("s") else col
     return len(stem) >= 4 and word.startswith(stem) and not re.search(r"\d", col)
@@ -117,21 +120,26 @@ def _row_matches(label: str, question: str) -> int:
     A name with another note than the question's is another row: "T5 (11b)" when "T5 (large)" is asked;
     and a name joined to another is another name: "BM25+DPR" is not "BM25".
     """
-    asked = question.lower()
+    # the paper the question names says where the table is, not which row: "the Self-RAG paper's … table"
+    asked = re.sub(r"\bthe\s+\S+(?:\s+\S+){0,3}?\s+paper['’]?s?\b", " ", question.lower())
     for name, note in re.findall(r"([\w.+-]+) \(([^()]+)\)", question):
         own = rf"(?<![\w-]){re.escape(name)} \("
         if re.search(rf"{own}(?!{re.escape(note)}\))[^()]+\)", label, re.I) \
                 and not re.search(rf"{own}{re.escape(note)}\)", label, re.I):
             return 0
     hits = 0
+    said = set(re.findall(r"[a-z0-9]+", asked))
     for token in _PAREN.sub(" ", label).split():
+        token = token.split("*")[0]  # "Toolformer*6B": a name, a footnote's mark, a model size
         if not _NAME.fullmatch(token):
-            continue  # "SAIL*7B" is no "7B"
+            continue
         t = token.lower().rstrip(".")
         if len(t) < 2:
             continue
+        parts = t.split("-")
         if re.search(rf"(?<![\w+-]){re.escape(t)}(?![\w+-])", asked) or (
-                token.endswith(".") and len(t) >= 3 and re.search(rf"(?<![\w-]){re.escape(t)}\w", asked)):
+                token.endswith(".") and len(t) >= 3 and re.search(rf"(?<![\w-]){re.escape(t)}\w", asked)) or (
+                len(parts) >= 3 and set(parts) <= said):  # "FEVER-3-way" asked as "3-way FEVER"
             hits += 1
     for note in _PAREN.findall(label):  # "T5 (large)": the note tells rows of one name apart
         if note.lower() in asked:

@@ -12,6 +12,7 @@ from rag.engines.base import Answer, AnswerGrade, GroundingCheck
 from rag.engines.benchmarks import CELL_ROW, names_column
 from rag.engines.cited import EXTRACTIVE_LABEL, KEY_PASSAGES
 from rag.engines.decomposition import multi_hop
+from rag.engines.grading import dated_name
 from rag.engines.lexical import (
     LEAD_USEFUL_AT,
     LexicalCore,
@@ -207,7 +208,9 @@ class CheckingMixin(LexicalCore):
         row = cell or bool(TABLE_ROW.match(lead))  # an assembled table row: its figures are its label's
         missing_type = None
         predicate = None if row else self.predicate(question)
-        if kind is not None and answer.citations and \
+        dated = kind == "date" and bool(predicate) and not set(predicate or ()) & set(terms(lead)) and \
+            dated_name(lead, question, constraints(question), self.common_word, short) is not None
+        if kind is not None and answer.citations and not dated and \
                 holds(lead, kind, question, self.common_word, predicate, short) is None:
             missing_type = kind
             problems.append(f"the question {MISSING[kind]}")

@@ -35,6 +35,7 @@ from rag.engines.antecedents import (
     _latest_paper,
     _latest_work,
     _part_of_previous,
+    _part_refs,
     _plural_focus,
     _same_year,
     _such_refs,
@@ -43,6 +44,7 @@ from rag.engines.antecedents import (
 )
 from rag.engines.base import StandaloneQuestion
 from rag.engines.coreference import asked_phrase, refers_inside
+from rag.engines.measure_slots import measure_slot
 from rag.engines.phrases import (
     _CLAUSE_START,
     _ELLIPSIS,
@@ -55,6 +57,7 @@ from rag.engines.phrases import (
 )
 from rag.engines.slots import fill_slot
 from rag.models import Turn
+from rag.quantities import QUANTITY_WORDS
 
 _SINGULAR_REF = re.compile(
     r"\b(?:(?:[Tt]he|[Tt]his|[Tt]hat|said)\s+(?:company|firm|business|group|corporation|paper|article|method|model|"
@@ -92,6 +95,14 @@ def self_contained(question: str, standalone: str) -> bool:
             and not _is_fragment(bare.rstrip("?.! ")))
 
 
+_OWN_MEASURE = re.compile(r"[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*){0,3}['’]s?\s+(?:[a-z][\w-]*\s+){0,2}("
+                          + "|".join(sorted(QUANTITY_WORDS)) + r")\b")
+"""A fragment that names an owner and a measure of its own ("Occidental's total assets …")."""
+_FILING_LEAD = re.compile(r"^(?:In|According to|Per)\s+[A-Z][^,:]{2,60}\b10-[KQ]\s*[,:]\s*")
+"""The filing a question is asked in ("In Berkshire Hathaway's 2024 10-K, "), which a follow-up keeps."""
+_STATED_SUBJECT = re.compile(r"([A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*){0,3})\s+(?:is|was|also|has|had|reported|"
+                             r"booked|owns|operates|makes|sells|acquired|bought)\b")
+"""The named subject a statement before a question opens with ("Garan is another apparel business …")."""
 _SAME_YEAR_TWICE = re.compile(r"\b((?:in|during|for)\s+(?:19|20)\d\d)\s+\1\b")
 """A year phrase said twice in a row ("in 2024 in 2024"): "that year" where the question had its year."""
 
@@ -177,9 +188,10 @@ class ContextualizeMixin(AnsweredMixin):
                 done.append("dropped the leading conjunction")
             elif fragment:
                 return self._fill_ellipsis(fragment, previous, len(history), history, done)
-        if previous:  # "such events": the last turn's phrase with that head
+        if previous:  # "such events", "that table": the last turn's phrase with that head
             asked, read = _such_refs(asked, previous)
-            done += [f"read “{said}” as “{meant}” from turn {len(history)}" for said, meant in read]
+            asked, parts = _part_refs(asked, previous)
+            done += [f"read “{said}” as “{meant}” from turn {len(history)}" for said, meant in read + parts]
         standalone, carried, turn = self._resolve(asked, history)
         standalone = standalone[:1].upper() + standalone[1:]
         if carried:
@@ -290,6 +302,16 @@ class ContextualizeMixin(AnsweredMixin):
             noun = f"the {thing.group(1)}"
             return (f"{statement} {query[:they.start()]}{noun}{query[they.end():]}",
                     (noun, they.group(0)), len(history) + 1)
+        it = re.search(r"\b(?:it|its)\b", query, re.I)
+        subject = _STATED_SUBJECT.match(statement)
+        if it and subject and not they and not refers_inside(query, it.start()):
+            # "Garan is another apparel business in that group. Under which trademarks does it sell?": the
+            # statement's subject, the nearest name, is what "it" means
+            name = subject.group(1)
+            said, said_carried, said_turn = self._resolve(statement, history)
+            text = query[:it.start()] + _replacement(it.group(0).lower(), name, name, name) + query[it.end():]
+            return f"{said} {text}", said_carried or (name, it.group(0)), said_turn if said_carried \
+                else len(history) + 1
         said, said_carried, said_turn = self._resolve(statement, history)  # "Two of its authors are …"
         text, carried, turn = self._resolve(query, [*history, Turn(question=said)])
         return f"{said} {text}", said_carried or carried, said_turn if said_carried else turn
@@ -301,7 +323,13 @@ class ContextualizeMixin(AnsweredMixin):
         owner = _contrasted(prev, [t.understood() for t in history[:-1]])
         resolved, _, _ = self._resolve(fragment, history)
         frag = re.sub(r"^back\s+(?=(?:in|during)\s)", "", resolved.strip().rstrip("?.! "), flags=re.I)
-        out, how = fill_slot(frag, prev, owner) or (None, "")
+        out, how = measure_slot(fragment, prev) or fill_slot(frag, prev, owner) or (None, "")
+        if out is None and (own := _OWN_MEASURE.match(frag)):
+            # "How about Occidental's total assets as of September 30, 2024?": a question of its own, under
+            # the previous question's filing ("In Berkshire Hathaway's 2024 10-K, ")
+            lead = _FILING_LEAD.match(prev)
+            verb = "were" if own.group(1).endswith("s") else "was"
+            out, how = f"{lead.group(0) if lead else ''}what {verb} {frag}", f"asked about “{frag}” alone"
         if out is None:  # a noun phrase the previous question has no slot for
             paper = _PAPER.search(prev)
             topic = f"the {paper.group(1)} paper" if paper else owner  # "the second model" of that paper

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from rag.answer_spans import holds
@@ -80,6 +81,18 @@ def _constraint_note(held: Sequence[Constraint], lacking: Sequence[Constraint], 
         return f"Holds this hop's {_constraint_words(held)}."
     return f"Holds the question's {_constraint_words(held)}."
 
+
+
+def dated_name(text: str, question: str, cons, common, short) -> str | None:
+    """A date in ``text`` near the question's names (``cons``, its constraints), a year it gives excepted.
+
+    For a text that says none of what a date question asks of its names: "On what date did PacifiCorp's
+    2022 Wildfire start?" is answered by "a wildfire began on July 29, 2022 … (the “2022 Wildfire”)", whose
+    verb is another. ``common`` tells corpus words from names; ``short`` maps short forms to names.
+    """
+    names = {t: 1.0 for c in cons if c.kind != "number" for t in c.terms}
+    span = holds(text, "date", question, common, names, short) if names else None
+    return span if span and not re.fullmatch(r"(?:19|20)\d\d", span.strip()) else None
 
 class GradingMixin(LexicalCore):
     """Relevance grading of chunks against a question (see :meth:`grade`)."""
@@ -205,7 +218,10 @@ class GradingMixin(LexicalCore):
             relevant = cov >= threshold and cons_ok and said
             typed = None
             if not relevant and cons_ok and asks is not None:
-                typed = holds(text, kind, question, self.common_word, asks, short)
+                # a date near the names where the text uses another verb ("began" for "start")
+                typed = holds(text, kind, question, self.common_word, asks, short) or (
+                    dated_name(text, question, cons, self.common_word, short) if kind == "date" and not said
+                    else None)
                 relevant = typed is not None
             ambiguous = not relevant and cons_ok and not partial and cov >= AMBIGUOUS_AT
             score = ("high" if relevant and cov >= HIGH_AT else "medium" if relevant or ambiguous else "low")

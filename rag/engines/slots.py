@@ -33,7 +33,8 @@ def fill_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None
 
     ``prev`` is the previous question without its final "?"; None when it has no such slot.
 
-    Tried in order: a year ("2023", "in 2023"), a counted noun ("how many nurses"), the phrase with the
+    Tried in order: a year ("2023", "in 2023"), a counted noun ("how many nurses"), a model's size ("the 7B
+    version" for "Self-RAG 13B"), the phrase with the
     same preposition and the same kind of word or the same head ("in Paris" for "in Berlin", "per Class B
     share" for "per average equivalent Class A share"), the subject's name ("GEICO"), a noun phrase of the
     same owner with the same head ("its fair value" for "the carrying value of Berkshire's investment"),
@@ -41,9 +42,9 @@ def fill_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None
     phrase with the same head noun ("the manufacturing businesses" for "service businesses"); a name and a
     phrase together ("GraphRetriever on NaturalQuestions" for "T5 (large)" and "on WebQuestions").
     """
-    for slot in (_wh_slot, _year_slot, _count_slot, _phrase_slot, _name_and_phrase_slot, _sibling_slot,
-                 _name_slot, _owned_head_slot, _possessor_slot, _bare_possessor_slot, _possessed_slot,
-                 _head_slot, _subject_slot):
+    for slot in (_wh_slot, _year_slot, _count_slot, _size_slot, _phrase_slot, _name_and_phrase_slot,
+                 _sibling_slot, _name_slot, _owned_head_slot, _possessor_slot, _bare_possessor_slot,
+                 _possessed_slot, _head_slot, _subject_slot):
         found = slot(frag, prev, owner)
         if found is not None:
             return found
@@ -180,6 +181,20 @@ def _name_and_phrase_slot(frag: str, prev: str, owner: str | None) -> tuple[str,
     if named is None:
         return None
     return named[0], f"{named[1]} and {phrased[1]}"
+
+
+_SIZE_FRAGMENT = re.compile(r"(?:the\s+)?(\d+(?:\.\d+)?[BMK])(?:[\s-]+(?:version|model|variant|one))?", re.I)
+"""A model named by its size alone: "the 7B version", "the 13B model", "7B"."""
+
+
+def _size_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
+    """"the 7B version" after "… does Self-RAG 13B achieve": the same model at that size ("Self-RAG 7B")."""
+    m = _SIZE_FRAGMENT.fullmatch(frag.strip())
+    old = re.search(r"\b([A-Z][\w.-]*(?:\s+[A-Z][\w.-]*){0,2})[\s-](\d+(?:\.\d+)?[BMK])\b", prev)
+    if m is None or old is None or old.group(2).upper() == m.group(1).upper():
+        return None
+    new = prev[:old.start(2)] + m.group(1).upper() + prev[old.end(2):]
+    return new, f"“{old.group(0)}” by “{prev[old.start():old.start(2)]}{m.group(1).upper()}”"
 
 
 def _sibling_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:

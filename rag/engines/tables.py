@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from itertools import combinations
 
 from rag.answer_spans import MEASURES, measures_other
 from rag.answer_types import expected_type
@@ -29,8 +30,8 @@ def _row_cells(line: str, n: int) -> tuple[str, list[str]] | None:
         cells.insert(0, re.sub(r"\s+%", "%", cell))  # a percentage keeps its sign: "5.5%" is no count
         rest = rest[:m.start()].rstrip()
     label = rest.strip(" $:.")
-    if len(re.findall(r"[A-Za-z]", label)) < 6:
-        return None
+    if len(re.findall(r"[A-Za-z]", label)) < 6 and not re.fullmatch(r"[A-Z][A-Za-z&]{2,}", label):
+        return None  # a label of fewer letters is a piece of prose, unless a name ("BNSF", "BHE")
     return label, cells
 
 
@@ -127,6 +128,11 @@ def _with_section(label: str, section: str) -> str:
     return f"{label} ({section[:1].lower() if section[1:2].islower() else section[:1]}{section[1:]})"
 
 
+def _in_group(label: str, group: str) -> str:
+    """``label`` with the group of columns it is read in, as printed: "Western Europe (Property/Casualty)"."""
+    return f"{label} ({group})" if group and not set(terms(group)) <= set(terms(label)) else label
+
+
 def _header(line: str) -> tuple[list[str], int] | None:
     """(the years, the number of change columns) of a column header line, or None for another line.
 
@@ -138,6 +144,93 @@ def _header(line: str) -> tuple[list[str], int] | None:
         return None
     years = m.group(1).split()
     return (years if len(set(years)) == len(years) else []), len(re.findall(r"\bvs\b", m.group(2) or ""))
+
+
+_GROUP_JOINS = frozenset({"and", "of", "in", "at", "for", "to", "the", "on", "&", "from"})
+"""Words after which a capitalised word goes on the same group name ("Service and Retailing")."""
+
+
+def _year_runs(line: str) -> list[list[str]]:
+    """The runs of a header that repeats its years, one per group of columns, or [].
+
+    "2024 2023 2022 2024 2023 2022" -> two runs of three; "2024 2023 2024 2023 2022" (Pilot, then McLane)
+    -> runs of two and three. Each run holds distinct years in one order; a header of one run gives [].
+    """
+    m = _YEARS_HEADER.search(line)
+    if not m or m.group(2) or len(line.split()) > 16 or line[:m.start()].strip():
+        return []
+    runs: list[list[str]] = []
+    for year in m.group(1).split():
+        run = runs[-1] if runs else None
+        if run is not None and year not in run and (len(run) < 2 or (run[-1] > run[-2]) == (year > run[-1])):
+            run.append(year)
+        else:
+            runs.append([year])
+    return runs if len(runs) >= 2 and all(len(r) >= 2 for r in runs) else []
+
+
+def group_names(line: str, k: int) -> list[str]:
+    """``line`` cut into the ``k`` names of column groups it holds, or [] when it cannot be.
+
+    A group starts at a capitalised word that does not follow a joining word ("Manufacturing" | "Service
+    and Retailing"); of the ways to cut there, the one with the most even groups ("Carrying Value" | "Fair
+    Value"). A title before the groups ("Operating leases Lessee Lessor": a phrase with a lower-case word) is
+    left out. A line with a figure, or over 12 words, names no groups.
+    """
+    words = line.split()
+    if k < 2 or not 2 <= len(words) <= 12 or re.search(r"\d", line) or not words[0][:1].isupper():
+        return []
+    starts = [i for i in range(1, len(words))
+              if words[i][:1].isupper() and words[i - 1].lower() not in _GROUP_JOINS]
+    if len(starts) == k and any(w[:1].islower() and w not in _GROUP_JOINS for w in words[:starts[0]]):
+        # a title first: "Operating leases"
+        words, starts = words[starts[0]:], [i - starts[0] for i in starts[1:]]
+    if len(starts) < k - 1:
+        return []
+    best: tuple[int, list[str]] | None = None
+    for cut in combinations(starts, k - 1):
+        bounds = [0, *cut, len(words)]
+        parts = [" ".join(words[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)]
+        widest = max(b - a for a, b in zip(bounds, bounds[1:], strict=False))
+        if best is None or widest < best[0]:
+            best = (widest, parts)
+    return best[1] if best else []
+
+
+def asked_group(groups: list[str], question: str) -> int | None:
+    """The index of the one group of ``groups`` that ``question`` names most words of, or None."""
+    asked = set(terms(question))
+    scores = [len(asked & set(terms(g))) for g in groups]
+    top = max(scores, default=0)
+    return scores.index(top) if top and scores.count(top) == 1 else None
+
+
+def _grouped(line: str, recent: list[str], question: str) -> tuple[list[str], int, int, str]:
+    """The columns of the group ``question`` names, under a header of years repeated per group, or nothing.
+
+    As ``(its years, its first column, the row's cells in all, the group's name)``, or ``([], 0, 0, "")``.
+    The group names are on the nearest line of ``recent`` above the header that is not a "Year ended
+    December 31," line ("Property/Casualty Life/Health" over "2024 2023 2022 2024 2023 2022").
+    """
+    runs = _year_runs(line)
+    names = next((group_names(r, len(runs)) for r in reversed(recent)
+                  if not re.search(r"(?i)year ended|december 31|as of", r)), []) if runs else []
+    at = asked_group(names, question) if names else None
+    if at is None:
+        return [], 0, 0, ""
+    return runs[at], sum(len(r) for r in runs[:at]), sum(len(r) for r in runs), names[at]
+
+
+def _columns(line: str, years: list[str], recent: list[str],
+             question: str) -> tuple[tuple[list[str], int, int, str], str]:
+    """What a header of ``years`` reads: ``((years, first column, cells in all, group), section)``.
+
+    A header that repeats its years (``years`` empty) reads the group the question names
+    (:func:`_grouped`); else a title over the header that names a measure heads its rows.
+    """
+    if not years:
+        return _grouped(line, recent, question), ""
+    return (years, 0, len(years), ""), (_measure_title(recent[-1]) if recent else "")
 
 
 def _measure_title(line: str) -> str:
@@ -186,8 +279,9 @@ def table_rows(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
     asked = [w for w in number_tokens(question) if re.fullmatch(r"(?:19|20)\d\d", w)]
     out = []
     years: list[str] = []
-    changes = 0
-    scale = owner = section = before = ""
+    changes = offset = width = 0
+    scale = owner = section = group = ""
+    recent: list[str] = []  # the lines before this one, nearest last
     for line in text.splitlines():
         line = line.strip()
         if found := _SCALE.search(line):
@@ -196,17 +290,17 @@ def table_rows(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
             owner = caption.group(1)
         if (header := _header(line)) is not None:
             years, changes = header
-            section = _measure_title(before)
-            before = line
+            (years, offset, width, group), section = _columns(line, years, recent, question)
+            recent = [*recent[-2:], line]
             continue
-        before = line
+        recent = [*recent[-2:], line]
         if not years:
             continue
         if re.fullmatch(r"(?:19|20)\d\d\s+vs\.?", line):  # a change column's header on lines of its own
             changes += 1
             continue
         # a row may leave a change column empty ("Pilot 46,891 51,739 — (9.4)")
-        row = next((r for k in range(changes, -1, -1) if (r := _row_cells(line, len(years) + k))), None)
+        row = next((r for k in range(changes, -1, -1) if (r := _row_cells(line, width + k))), None)
         if row is None:
             # a section line heads the rows below; prose, or a subtotal (figures without a label), ends it
             if not re.search(r"[A-Za-z]", line):
@@ -215,9 +309,9 @@ def table_rows(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
                 section = _section(line) or ""
             continue
         label, cells = row
-        label = _with_section(label, section)
+        label = _in_group(_with_section(label, section), group)
         if label.lower().startswith("total"):
             section = ""  # "Total revenues" closes its group
-        out.append((_rendered(label, cells[:len(years)], years, asked, scale, owner),
+        out.append((_rendered(label, cells[offset:offset + len(years)], years, asked, scale, owner),
                     frozenset(terms(" ".join(years)))))
     return out

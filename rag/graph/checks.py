@@ -18,6 +18,7 @@ from rag.engines.base import Answer, AnswerCitation, AnswerGrade
 from rag.graph import routing
 from rag.graph.context import RunContext
 from rag.graph.events import Clock, record
+from rag.graph.scope import document_named
 from rag.graph.state import GraphState
 from rag.models import GRADE_ANSWER, AnswerCheckDetail, GroundingDetail
 
@@ -101,6 +102,26 @@ def check_grounding(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     return out
 
 
+def _quotes_another_document(state: GraphState, ctx: RunContext) -> str | None:
+    """The source of the answer's first citation when the question names one other document, else None.
+
+    "In the Self-RAG paper, which GPUs …" answered from the RAG paper's sentence about GPUs is no answer about
+    Self-RAG, however well it reads. The named document is :func:`rag.graph.scope.document_named` (a paper
+    or filing the question names as one); None too when the question names none, the first citation is from
+    the web, or the store cannot say.
+    """
+    cites = state.get("citations") or []
+    if not cites or cites[0].origin != "kb":
+        return None
+    try:
+        named = document_named(ctx.kb, state["question"])
+    except Exception:  # noqa: BLE001 - a store that cannot list its documents names none
+        return None
+    # a chunk's id starts with its document's sha (rag.ingest); a document the name also fits is no other
+    other = named is not None and not any(cites[0].chunk_id.startswith(f"{sha[:16]}-") for sha in named[1])
+    return cites[0].source if other else None
+
+
 def grade_answer(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     """Check that the answer addresses the question (Self-RAG IsUse).
 
@@ -115,6 +136,10 @@ def grade_answer(state: GraphState, runtime: Runtime[RunContext]) -> dict:
         result, started, duration = pre.result, pre.started, pre.duration_ms
     else:
         result = runtime.context.engine.grade_answer(state["question"], _answer_record(state))
+    if result.useful and (other := _quotes_another_document(state, runtime.context)) is not None:
+        result = result.model_copy(update={
+            "useful": False, "answer_span": None, "answer_kind": None, "missing_type": None,
+            "reasoning": f"the answer quotes {other}, not the document the question names"})
     return record(state, runtime, "grade_answer", started,
                   ("useful" if result.useful else "not useful")
                   + (" (checked alongside check_grounding)" if concurrent else ""),

@@ -10,6 +10,7 @@ the question's names, so that document's best chunks come first.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from functools import lru_cache
 
@@ -70,10 +71,12 @@ def named_document(kb, question: str) -> str | None:
     Heads are :func:`rag.graph.evidence.head_of` (a paper's title and authors, a filing's cover). Each term of
     the question's names (and of a work it names, "the RAG survey") that a head holds (a name of several
     words only when the head holds most of them, :func:`_held_names`) scores log((N + 1) / df), df the
-    number of the N heads that hold it: "Retrieval" is in most titles, "Lewis" in two. Ties go to
-    the head naming them first ("Lewis et al." is the paper Lewis leads). None when no head holds a term
-    that at most a quarter of the heads hold (the question singles no document out), when two heads tie
-    there too, or when ``kb`` cannot list its documents.
+    number of the N heads that hold it: "Retrieval" is in most titles, "Lewis" in two; the name before "et
+    al." counts twice (it names the first author, over a word of another title: "the Lewis et al. RAG paper"
+    is not Self-RAG), and singles a document out however many heads hold it. Ties go to the head naming them
+    first ("Lewis et al." is the paper Lewis leads). None when no head holds a term that at most a quarter of
+    the heads hold (the question singles no document out), when two heads tie there too, or when ``kb``
+    cannot list its documents.
     """
     docs = list(kb.complete_documents()) if hasattr(kb, "complete_documents") else []
     asked = _named_terms(question)
@@ -84,11 +87,13 @@ def named_document(kb, question: str) -> str | None:
     held = {sha: _held_names(_head_terms(head), asked) for sha, head in heads.items()}
     df = Counter(t for found in held.values() for t in {t for _, t in found})
     n = len(heads)
+    # "Lewis et al." names the paper Lewis leads: the first author's name counts twice
+    leads = {t for m in re.finditer(r"([A-Z][\w’'-]+)\s+et\s+al\b", question) for t in terms(m.group(1))}
     ranked = []
     for sha, found in held.items():
         names = {t for _, t in found}
-        if any(df[t] <= max(1, n // 4) for t in names):
-            score = round(sum(math.log((n + 1) / df[t]) for t in names), 6)
+        if any(df[t] <= max(1, n // 4) or t in leads for t in names):
+            score = round(sum(math.log((n + 1) / df[t]) * (2 if t in leads else 1) for t in names), 6)
             ranked.append((-score, found[0][0], sha))
     ranked.sort()
     if not ranked or (len(ranked) > 1 and ranked[1][:2] == ranked[0][:2]):
@@ -126,3 +131,30 @@ def scoped_first(kb, question: str, query: str, found: list[Chunk], k: int) -> t
         return found, None
     have = {c.id for c in scoped}
     return scoped + [c for c in found if c.id not in have], (scoped[0].source if scoped else None)
+
+
+_MENTION = re.compile(
+    r"\b(?:the\s+)?(?:[A-Z][\w.’'-]*\s+(?:et\s+al\.?['’]?s?\s+)?)?(?:(?:[A-Z][\w.’'-]*|(?:19|20)\d\d)\s+){0,4}?"
+    r"(?:paper|10-K|annual\s+report)\b(?:\s+['‘\"“][^'’\"”]{4,120}['’\"”])?"
+    r"|\bpaper\s+['‘\"“][^'’\"”]{4,120}['’\"”]")
+"""Where a question says which document it asks about: "the Self-RAG paper", "Lewis et al.'s RAG paper",
+"Berkshire Hathaway's 2024 10-K", "the paper 'Retrieval-Augmented Generation for …'"."""
+
+
+def document_named(kb, question: str) -> tuple[str, frozenset[str]] | None:
+    """The document ``question`` names as a document ("In the Self-RAG paper, …"), or None.
+
+    As ``(its doc_sha, the doc_sha of every document whose head holds a word of that name)``: "the Lewis et
+    al. RAG paper" is Lewis et al.'s, and the Self-RAG paper, whose title holds "RAG", is named by it too, so
+    neither is another document than the one named. Only the words that name a document (:data:`_MENTION`)
+    are matched against the documents' heads (:func:`named_document`): "What is the retrieval component of
+    RAG?" names no document. Raises what the store raises.
+    """
+    said = " ".join(m.group(0) for m in _MENTION.finditer(question)
+                    if re.search(r"[A-Z]", re.sub(r"^(?:Which|What|Whose|The|In|From)\b", "", m.group(0))))
+    sha = named_document(kb, said) if said else None
+    if sha is None:
+        return None
+    names = _named_terms(said)
+    heads = document_heads(kb, list(kb.complete_documents()))
+    return sha, frozenset(d for d, head in heads.items() if _held_names(_head_terms(head), names)) | {sha}

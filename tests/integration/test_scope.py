@@ -21,6 +21,9 @@ def _sha(kb, source: str) -> str:
 def test_the_named_document_is_the_one_whose_head_holds_the_question_s_names(papers_kb):
     assert named_document(papers_kb, GPUS) == _sha(papers_kb, LEWIS)
     assert named_document(papers_kb, "Which critic model does Self-RAG train?") == _sha(papers_kb, SELF_RAG)
+    # round 16: the name before "et al." is the first author's, over "RAG" in Self-RAG's title
+    assert named_document(papers_kb, "In the Lewis et al. RAG paper, which decoding is used?") == \
+        _sha(papers_kb, LEWIS)
     # no name, or a name no head holds: no document is singled out
     assert named_document(papers_kb, "Which GPUs were used for training?") is None
     assert named_document(papers_kb, "How many travel centers does Pilot operate?") is None
@@ -70,3 +73,32 @@ def test_full_s_correction_searches_the_named_document(papers_kb):
     assert f"searched within {LEWIS}" in retrievals[1].summary
     assert retrievals[1].detail.chunks[0].source == LEWIS
     assert "V100" in run.answer
+
+
+
+def test_an_answer_quoting_another_document_than_the_one_named_is_turned_down(papers_kb):
+    # round 16: "In the Self-RAG paper, which GPUs …" answered from the RAG paper's GPUs is no answer
+    from rag.graph.checks import _quotes_another_document
+    from rag.models import Citation
+    ctx = make_context(papers_kb.settings, papers_kb, checkpoints=False)
+    lewis = next(c for c in papers_kb.query("V100 GPUs distribute training", 20) if c.source == LEWIS)
+    mine = next(c for c in papers_kb.query("Quadro RTX 6000 GPUs inference", 20) if c.source == SELF_RAG)
+
+    def state(question, chunk, origin="kb"):
+        cited = Citation(n=1, chunk_id=chunk.id, source=chunk.source, page=chunk.page, origin=origin,
+                         text=chunk.text)
+        return {"question": question, "citations": [cited]}
+
+    question = ("In the Self-RAG paper, which GPUs did the authors use to run inference with their trained "
+                "models?")
+    assert _quotes_another_document(state(question, lewis), ctx) == LEWIS
+    assert _quotes_another_document(state(question, mine), ctx) is None
+    # a document the name fits as well is no other: "the Lewis et al. RAG paper" and Self-RAG's "RAG"
+    assert _quotes_another_document(state("In the Lewis et al. RAG paper, which GPUs were used?", mine),
+                                    ctx) is None
+    # a question naming no document, or an answer from the web, is not judged by this
+    assert _quotes_another_document(state("Which GPUs were used for inference?", lewis), ctx) is None
+    assert _quotes_another_document(state(question, lewis, origin="web"), ctx) is None
+    # and Full, asked that question, answers from the Self-RAG paper
+    run = run_question(question, ctx, preset_options("full"))
+    assert run.error is None and run.citations[0].source == SELF_RAG and "Quadro RTX 6000" in run.answer

@@ -61,8 +61,9 @@ def test_a_paper_stays_the_authors_paper_only_until_the_conversation_turns_to_a_
     ("In the REALM paper's ablation, what zero-shot retrieval Recall@5 does the full REALM model reach?",
      "And the ORQA baseline?",
      "In the REALM paper's ablation, what zero-shot retrieval Recall@5 does the ORQA baseline reach?"),
+    # round 16: a model named by its size alone is the same model at that size
     ("What accuracy does Self-RAG 13B reach on ARC-Challenge?", "And the 7B model?",
-     "What accuracy does the 7B model reach on ARC-Challenge?"),
+     "What accuracy does Self-RAG 7B reach on ARC-Challenge?"),
     ("Switching to the REALM paper: how many parameters does ORQA have according to its results table?",
      "And T5 (large)?",
      "Switching to the REALM paper: how many parameters does T5 (large) have according to its results "

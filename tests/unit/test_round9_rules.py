@@ -134,12 +134,18 @@ def test_a_percentage_cell_keeps_its_sign_and_takes_no_scale() -> None:
                     "Net earnings, 2024: $88,995 million (2023: $96,223 million; 2022: $(22,759) million)"]
 
 
-def test_rows_under_a_header_that_repeats_a_year_are_not_read() -> None:
+def test_rows_under_a_header_that_repeats_a_year_are_read_only_for_the_group_asked() -> None:
+    # round 16: the groups named over a repeated header are read; a question naming none reads no row of them
     from rag.engines.tables import table_rows
     text = ("Operating leases Lessee Lessor\n2024 2023 2024 2023\n"
             "Weighted average discount rate 5.8 % 5.1 % 4.9 % 5.1 %\n"
             "2024 2023\nWeighted average remaining term 7.5 7.9")
     rows = [r for r, _ in table_rows(text, "What weighted average discount rate did the lessee use in 2024?")]
+    assert rows == ["Weighted average discount rate (Lessee), 2024: 5.8% (2023: 5.1%)",
+                    "Weighted average remaining term, 2024: 7.5 (2023: 7.9)"]
+    rows = [r for r, _ in table_rows(text, "What weighted average discount rate did the lessor use in 2023?")]
+    assert rows[0] == "Weighted average discount rate (Lessor), 2023: 5.1% (2024: 4.9%)"
+    rows = [r for r, _ in table_rows(text, "What weighted average discount rate was used in 2024?")]
     assert rows == ["Weighted average remaining term, 2024: 7.5 (2023: 7.9)"]
 
 
