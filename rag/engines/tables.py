@@ -197,10 +197,25 @@ def group_names(line: str, k: int) -> list[str]:
     return best[1] if best else []
 
 
+_TAX_SIDE = re.compile(r"\b(?:(after)[- ](?:income[- ])?tax(?:es)?|net\s+of\s+(?:income\s+)?tax(?:es)?|"
+                       r"(before)[- ](?:income[- ])?tax(?:es)?|(pre)-?tax)\b", re.I)
+"""Which side of income taxes a figure is on: "after-tax earnings", "earnings before income taxes"."""
+
+
+def _tax_side(text: str) -> str | None:
+    m = _TAX_SIDE.search(text)
+    return None if m is None else "before" if m.group(2) or m.group(3) else "after"
+
+
 def asked_group(groups: list[str], question: str) -> int | None:
-    """The index of the one group of ``groups`` that ``question`` names most words of, or None."""
+    """The index of the one group of ``groups`` that ``question`` names most words of, or None.
+
+    A group on the other side of income taxes than the question is not asked ("after-tax earnings" are not
+    "Earnings (loss) before income taxes").
+    """
     asked = set(terms(question))
-    scores = [len(asked & set(terms(g))) for g in groups]
+    side = _tax_side(question)
+    scores = [0 if side and _tax_side(g) not in (None, side) else len(asked & set(terms(g))) for g in groups]
     top = max(scores, default=0)
     return scores.index(top) if top and scores.count(top) == 1 else None
 

@@ -218,3 +218,10 @@ def test_a_model_named_by_its_size_alone() -> None:
                       "achieve?")
     got = ask(engine, "What does Llama2-13B score on PopQA?", "And the 7B model?")
     assert got[1] == "What does Llama2-7B score on PopQA?"
+
+
+def test_a_group_on_the_other_side_of_income_taxes_is_not_asked() -> None:
+    groups = ["Revenues", "Earnings (loss) before income taxes"]
+    assert asked_group(groups, "What after-tax earnings did the non-controlled businesses add?") is None
+    assert asked_group(groups, "What pre-tax earnings did the non-controlled businesses report?") == 1
+    assert asked_group(groups, "What earnings before income taxes did BNSF report in 2024?") == 1
