@@ -311,4 +311,3 @@ def _part_refs(text: str, before: str) -> tuple[str, list[tuple[str, str]]]:
         read.append((m.group(0), found.group(0)))
         return found.group(0)
     return _PART_REF.sub(phrase, text), read
-

@@ -208,8 +208,9 @@ class CheckingMixin(LexicalCore):
         row = cell or bool(TABLE_ROW.match(lead))  # an assembled table row: its figures are its label's
         missing_type = None
         predicate = None if row else self.predicate(question)
-        dated = kind == "date" and bool(predicate) and not set(predicate or ()) & set(terms(lead)) and \
-            dated_name(lead, question, constraints(question), self.common_word, short) is not None
+        # a date near the names, said with another verb than the question's (see dated_name)
+        dated = bool(kind == "date" and predicate and not predicate.keys() & set(terms(lead))
+                     and dated_name(lead, question, constraints(question), self.common_word, short))
         if kind is not None and answer.citations and not dated and \
                 holds(lead, kind, question, self.common_word, predicate, short) is None:
             missing_type = kind

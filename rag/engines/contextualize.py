@@ -302,17 +302,16 @@ class ContextualizeMixin(AnsweredMixin):
             noun = f"the {thing.group(1)}"
             return (f"{statement} {query[:they.start()]}{noun}{query[they.end():]}",
                     (noun, they.group(0)), len(history) + 1)
+        said, said_carried, said_turn = self._resolve(statement, history)  # "Two of its authors are …"
         it = re.search(r"\b(?:it|its)\b", query, re.I)
         subject = _STATED_SUBJECT.match(statement)
         if it and subject and not they and not refers_inside(query, it.start()):
             # "Garan is another apparel business in that group. Under which trademarks does it sell?": the
             # statement's subject, the nearest name, is what "it" means
             name = subject.group(1)
-            said, said_carried, said_turn = self._resolve(statement, history)
             text = query[:it.start()] + _replacement(it.group(0).lower(), name, name, name) + query[it.end():]
             return f"{said} {text}", said_carried or (name, it.group(0)), said_turn if said_carried \
                 else len(history) + 1
-        said, said_carried, said_turn = self._resolve(statement, history)  # "Two of its authors are …"
         text, carried, turn = self._resolve(query, [*history, Turn(question=said)])
         return f"{said} {text}", said_carried or carried, said_turn if said_carried else turn
 

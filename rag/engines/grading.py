@@ -82,7 +82,6 @@ def _constraint_note(held: Sequence[Constraint], lacking: Sequence[Constraint], 
     return f"Holds the question's {_constraint_words(held)}."
 
 
-
 def dated_name(text: str, question: str, cons, common, short) -> str | None:
     """A date in ``text`` near the question's names (``cons``, its constraints), a year it gives excepted.
 
@@ -93,6 +92,7 @@ def dated_name(text: str, question: str, cons, common, short) -> str | None:
     names = {t: 1.0 for c in cons if c.kind != "number" for t in c.terms}
     span = holds(text, "date", question, common, names, short) if names else None
     return span if span and not re.fullmatch(r"(?:19|20)\d\d", span.strip()) else None
+
 
 class GradingMixin(LexicalCore):
     """Relevance grading of chunks against a question (see :meth:`grade`)."""

@@ -67,4 +67,3 @@ def measure_slot(frag: str, prev: str) -> tuple[str, str] | None:
     if _YEAR.search(when) and (year := _year_slot(when, out, None)) is not None:
         out = year[0]
     return out, f"“{prev[start:end]}” by “{new}”"
-

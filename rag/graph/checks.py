@@ -21,6 +21,7 @@ from rag.graph.events import Clock, record
 from rag.graph.scope import document_named
 from rag.graph.state import GraphState
 from rag.models import GRADE_ANSWER, AnswerCheckDetail, GroundingDetail
+from rag.store.records import id_prefix
 
 
 def _answer_record(state: GraphState) -> Answer:
@@ -117,8 +118,8 @@ def _quotes_another_document(state: GraphState, ctx: RunContext) -> str | None:
         named = document_named(ctx.kb, state["question"])
     except Exception:  # noqa: BLE001 - a store that cannot list its documents names none
         return None
-    # a chunk's id starts with its document's sha (rag.ingest); a document the name also fits is no other
-    other = named is not None and not any(cites[0].chunk_id.startswith(f"{sha[:16]}-") for sha in named[1])
+    # a document the name also fits is no other
+    other = named is not None and not any(cites[0].chunk_id.startswith(id_prefix(sha)) for sha in named[1])
     return cites[0].source if other else None
 
 

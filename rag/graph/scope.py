@@ -19,6 +19,7 @@ from rag.engines.lexical import work_terms
 from rag.graph.evidence import MAX_HEADS, document_heads
 from rag.models import Chunk
 from rag.store.bm25 import lexical_index
+from rag.store.records import id_prefix
 from rag.store.retrieval import reciprocal_rank_fusion
 from rag.text import terms
 
@@ -78,10 +79,15 @@ def named_document(kb, question: str) -> str | None:
     the heads hold (the question singles no document out), when two heads tie there too, or when ``kb``
     cannot list its documents.
     """
+    return _named(kb, question)[0]
+
+
+def _named(kb, question: str) -> tuple[str | None, dict[str, list[tuple[int, str]]]]:
+    """(:func:`named_document`'s answer, the question's name terms each document's head holds)."""
     docs = list(kb.complete_documents()) if hasattr(kb, "complete_documents") else []
     asked = _named_terms(question)
     if not docs or not asked or len(docs) > SCOPED_MAX_DOCUMENTS:
-        return None
+        return None, {}
     heads = document_heads(kb, docs)
     # the question's terms each head holds, with the place of the first
     held = {sha: _held_names(_head_terms(head), asked) for sha, head in heads.items()}
@@ -97,8 +103,8 @@ def named_document(kb, question: str) -> str | None:
             ranked.append((-score, found[0][0], sha))
     ranked.sort()
     if not ranked or (len(ranked) > 1 and ranked[1][:2] == ranked[0][:2]):
-        return None
-    return ranked[0][2]
+        return None, held
+    return ranked[0][2], held
 
 
 def within_document(kb, query: str, doc_sha: str, k: int) -> list[Chunk]:
@@ -110,7 +116,7 @@ def within_document(kb, query: str, doc_sha: str, k: int) -> list[Chunk]:
     """
     n = max(20, 4 * k)
     dense = kb.query(query, n, where={"doc_sha": doc_sha})
-    prefix = f"{doc_sha[:16]}-"  # chunk ids start with the document's sha
+    prefix = id_prefix(doc_sha)
     mine = [(cid, s) for cid, s in lexical_index(kb).search_ids(query, SCOPED_KEYWORD_HITS)
             if cid.startswith(prefix)][:n]
     scores = dict(mine)  # best first, as get_chunks keeps the order asked
@@ -152,9 +158,7 @@ def document_named(kb, question: str) -> tuple[str, frozenset[str]] | None:
     """
     said = " ".join(m.group(0) for m in _MENTION.finditer(question)
                     if re.search(r"[A-Z]", re.sub(r"^(?:Which|What|Whose|The|In|From)\b", "", m.group(0))))
-    sha = named_document(kb, said) if said else None
+    sha, held = _named(kb, said) if said else (None, {})
     if sha is None:
         return None
-    names = _named_terms(said)
-    heads = document_heads(kb, list(kb.complete_documents()))
-    return sha, frozenset(d for d, head in heads.items() if _held_names(_head_terms(head), names)) | {sha}
+    return sha, frozenset(d for d, found in held.items() if found) | {sha}

@@ -40,7 +40,12 @@ made before them are given records for the documents they hold, once, on first o
 
 def chunk_id(doc_sha: str, index: int) -> str:
     """The id of chunk ``index`` (0-based) of the document ``doc_sha``: ``"{doc_sha[:16]}-{index:05d}"``."""
-    return f"{doc_sha[:16]}-{index:05d}"
+    return f"{id_prefix(doc_sha)}{index:05d}"
+
+
+def id_prefix(doc_sha: str) -> str:
+    """What the id of every chunk of the document ``doc_sha`` starts with: ``"{doc_sha[:16]}-"``."""
+    return f"{doc_sha[:16]}-"
 
 
 @dataclass(frozen=True)
