@@ -52,15 +52,16 @@ def _latest_paper(history: Sequence[Turn], *, by_authors: bool = False) -> tuple
             return f"the {paper.group(1)} paper", n
         named = _AUTHORS_OF.search(text)
         if named and (name := named.group(1) or named.group(2)) and name.lower() not in ("the", "which"):
-            return f"the {name} paper", n  # "… one of the InstructRetro authors from?"
+            return f"the {re.sub(r'^The ', '', name)} paper", n  # "… one of the InstructRetro authors from?"
         if by_authors and (owned := _OWNED_PAPER.search(text)):
             work = _WRITTEN_WORK.search(text)  # "the RAG survey by Gao et al.": the survey
             return (work.group(0) if work else f"the {owned.group(1) or owned.group(2)} paper"), n
     return None
 
 
-_OBJECT_PLURAL = re.compile(r"\b(?:[a-z]+ed|has|have|had|holds?|owns?|sells?)\s+(?:(?:new|additional|several|"
-                            r"some|two|three|four|its|their)\s+)?((?:[a-z][\w-]*\s+){0,2}[a-z][\w-]*[a-rt-z]s)\b")
+_OBJECT_PLURAL = re.compile(r"\b(?:[a-z]+ed|has|have|had|holds?|owns?|sells?|discusses|describes|mentions|"
+                            r"lists|cites|compares)\s+(?:(?:new|additional|several|some|two|three|four|its|their|a\s+few|"
+                            r"many|other)\s+)?((?:[a-z][\w-]*\s+)?(?:[A-Za-z][\w-]*\s+)?[a-z][\w-]*[a-rt-z]s)\b")
 """The plural noun phrase a statement's verb takes ("BNSF also issued debentures in 2024")."""
 _PLACED_PLURAL = re.compile(r"\b(?:at|in)\s+(?:(?:two|three|four|five|six|several|some|both|all)\s+"
                             r"(?:of\s+)?)?(?:its|their|the)\s+((?:[a-z-]+\s+)?[a-z-]+[^s\W]s)\b")
@@ -111,6 +112,7 @@ def _authors(name: str, named: str) -> str | None:
     """
     if by := re.fullmatch(r"the (.+ et al\.) paper", name):
         return by.group(1)
+    named = re.sub(r"^The\s", "the ", named)  # "The Self-RAG paper" opened its sentence
     return f"the authors of {named}" if name.endswith(" paper") else None
 
 
@@ -124,7 +126,7 @@ def _users_paper(history: Sequence[Turn], asked: str, refs: list[re.Match]) -> t
     paper = _latest_paper(history, by_authors=True)
     if paper and paper[1] >= len(history) - 2 and not any(
             _FILING.search(t.understood()) for t in history[paper[1]:]) and any(
-            r.group(0).lower() == "they" and _AGENT_VERB.match(asked[r.end():]) for r in refs):
+            r.group(0).lower() == "they" and acts(asked, r) for r in refs):
         return paper
     return None
 
@@ -140,6 +142,15 @@ def _latest_work(history: Sequence[Turn]) -> tuple[str, int] | None:
     return None
 
 
+def acts(asked: str, they: re.Match) -> bool:
+    """Whether "they" at ``they`` does what an author does ("did they use").
+
+    Not what is done to a thing: the subject of a passive ("were they released") is the thing.
+    """
+    return bool(_AGENT_VERB.match(asked[they.end():])) and not _PASSIVE.search(asked[:they.start()])
+
+
+_PASSIVE = re.compile(r"\b(?:were|are|was|is|be|been|being)\s+$", re.I)
 _AGENT_VERB = re.compile(r"\s+(?:use|used|train|trained|propose|proposed|evaluate|evaluated|build|built|find|"
                          r"found|report|reported|introduce|introduced|prompt|prompted|compare|compared|test|"
                          r"tested|choose|chose|fine-tune|fine-tuned|run|ran|measure|measured|create|created|"
@@ -148,7 +159,11 @@ _AGENT_VERB = re.compile(r"\s+(?:use|used|train|trained|propose|proposed|evaluat
                          r"annotated|design|designed|adopt|adopted|describe|described|conclude|"
                          r"concluded|say|said|claim|claimed|argue|argued|cite|cited|mention|mentioned|note|"
                          r"noted|show|showed|give|gave|configure|configured|set|select|selected|pick|picked|"
-                         r"settle|settled|suggest|suggested)\b", re.I)
+                         r"settle|settled|suggest|suggested|think|thought|believe|believed|tackle|tackled|address|"
+                         r"addressed|explain|explained|attribute|attributed|expect|expected|consider|considered|"
+                         r"focus|focused|skip|skipped|try|tried|define|defined|obtain|obtained|achieve|achieved|"
+                         r"study|studied|analy[sz]e|analy[sz]ed|release|released|acknowledge|"
+                         r"acknowledged)\b", re.I)
 """Verbs whose subject "they" is a paper's authors: "Which retriever do they use?", "For which task did they
 see the retrieval component collapse?"."""
 
@@ -162,8 +177,8 @@ def _plural_focus(question: str, owner: str | None) -> str | None:
     m = re.search(r"\b([A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*['’]s?\s+authors)\b|\b(the\s+authors\s+of\s+"
                   r"(?:the\s+)?[A-Z][^?,]*?)(?=\s+(?:use|used|train|split|propose|evaluate|find|report|"
                   r"prompt|build|from)\b|[?,]|$)", question)
-    if m:
-        return m.group(1) or m.group(2)  # "they" after "… do Self-RAG's authors train on?"
+    if m:  # "… do Self-RAG's authors train on?"; "the authors of the X paper think …" ends at "paper"
+        return m.group(1) or re.sub(r"(\bpaper)\b.*", r"\1", m.group(2))
     m = _HOW_MANY.search(question)
     if m and m.group(1).lower() not in ("years", "times"):
         noun = m.group(1)

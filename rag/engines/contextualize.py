@@ -21,7 +21,6 @@ from rag.answer_spans import PLURAL_ACRONYM
 from rag.answer_types import PREAMBLE, main_clause, question_part
 from rag.engines.answered import AnsweredMixin, _replacement
 from rag.engines.antecedents import (
-    _AGENT_VERB,
     _DOCUMENT_NP,
     _OBJECT_PLURAL,
     _PAPER,
@@ -41,6 +40,7 @@ from rag.engines.antecedents import (
     _such_refs,
     _users_paper,
     _with_topic,
+    acts,
 )
 from rag.engines.base import StandaloneQuestion
 from rag.engines.coreference import asked_phrase, refers_inside
@@ -103,9 +103,29 @@ _FILING_LEAD = re.compile(r"^(?:In|According to|Per)\s+[A-Z][^,:]{2,60}\b10-[KQ]
 _STATED_SUBJECT = re.compile(r"([A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*){0,3})\s+(?:is|was|also|has|had|reported|"
                              r"booked|owns|operates|makes|sells|acquired|bought)\b")
 """The named subject a statement before a question opens with ("Garan is another apparel business …")."""
+_SUBORDINATE = re.compile(r"^(when|if|while|once)\s+(?!(?:is|are|was|were|do|does|did|will|can|could|would|"
+                          r"should|has|have|had)\b)", re.I)
+"""A clause that follows a question ("when it's trained on gold passages"), not a "when" question."""
+_TRAINED_IT = re.compile(r"\b(?:it(?:['’]s|\s+is|\s+was)|(?:is|was)\s+it)\s+"
+                         r"(?:trained|fine-tuned|pre-?trained|initiali[sz]ed|distilled)\b", re.I)
+""""it" as a model that is trained: a paper named for its model ("the DPR paper") then means the model."""
+_INTRODUCED = re.compile(r"\b(?!(?:is|was|has|does|as|its|this|thus|us|yes|less|unless|always|plus|across|"
+                         r"perhaps|versus|whereas)\b)[a-z]{3,}(?:s|ed)\s+(a|an|another|the)\s+"
+                         r"((?:(?!(?:that|which|who|with|in|on|for|to|from|and|by|as|at|when)\b)[\w-]+\s+){0,3}?"
+                         r"(?!(?:that|which|who|with|in|on|for|to|from|and|by|as|at|when)\b)[\w-]+"
+                         r"(?:\s+of\s+(?:[a-z][\w-]*\s+)?[a-z][\w-]*)?)(?=\s+(?:that|which|who|with|in|on|for|to|"
+                         r"from|and|by|as|at|when)\b|[.,;:!]|$)")
+"""The thing a statement's verb brings in ("mentions a regular polygon that …", "proposed another way of
+splitting documents", "discusses the Paris Agreement"): what "it" in the question after it means."""
 _SAME_YEAR_TWICE = re.compile(r"\b((?:in|during|for)\s+(?:19|20)\d\d)\s+\1\b")
 """A year phrase said twice in a row ("in 2024 in 2024"): "that year" where the question had its year."""
 
+
+
+def _trained_model(name: str, asked: str) -> str:
+    """``name``, or the model a paper is named for ("DPR" for "the DPR paper") when ``asked`` trains "it"."""
+    model = re.fullmatch(r"the (\S+) paper", name)
+    return model.group(1) if model and _TRAINED_IT.search(asked) else name
 
 
 class ContextualizeMixin(AnsweredMixin):
@@ -179,6 +199,14 @@ class ContextualizeMixin(AnsweredMixin):
             return self._fill_ellipsis(ones.group(1), previous, len(history), history, done)
         m = _ELLIPSIS.match(bare)
         fragment = (m.group(1) or m.group(2) or "").strip() if m else (bare if _is_fragment(bare) else "")
+        if fragment and previous and (clause := _SUBORDINATE.match(fragment)) and \
+                (cut := re.search(rf",?\s+{clause.group(1)}\s", previous.rstrip("?.! "), re.I)):
+            # "And when it's trained on gold passages?": the previous question with its "when" clause replaced
+            standalone = f"{previous[:cut.start()]} {fragment}?"
+            done.append(f"filled the ellipsis from turn {len(history)} (“{previous}”), replacing its "
+                        f"“{clause.group(1).lower()}” clause")
+            return StandaloneQuestion(question=standalone, reasoning="; ".join(done)[:1].upper()
+                                      + "; ".join(done)[1:] + ".").with_carry([], len(history))
         if fragment and previous:
             # "And according to the same table, what was …": a framing phrase, then a whole question
             framed = main_clause(fragment)
@@ -238,7 +266,7 @@ class ContextualizeMixin(AnsweredMixin):
         found, turn = self._meant(asked, history, refs)
         if found is None or turn is None:
             return asked, None, None
-        name: str = found
+        name = _trained_model(found, asked)
         before = history[turn - 1].understood()
         plural = _plural_focus(before, name) or name
         named = f"the {name}" if re.search(rf"\bthe\s+{re.escape(name)}\b(?!['’]|\s+[a-z])", before) else name
@@ -249,7 +277,7 @@ class ContextualizeMixin(AnsweredMixin):
             if refers_inside(asked, m.start()):
                 return m.group(0)
             ref = m.group(0).lower()
-            if ref == "they" and authors and "authors" not in plural and _AGENT_VERB.match(asked[m.end():]):
+            if ref == "they" and authors and "authors" not in plural and acts(asked, m):
                 return authors  # "Which dump do they use?" after a question about a paper
             if ref in ("they", "them", "their", "theirs") and plural == name and _WORK.search(name):
                 return m.group(0)  # agreement in number: "replacing them" never means "the survey"
@@ -305,6 +333,16 @@ class ContextualizeMixin(AnsweredMixin):
         said, said_carried, said_turn = self._resolve(statement, history)  # "Two of its authors are …"
         it = re.search(r"\b(?:it|its)\b", query, re.I)
         subject = _STATED_SUBJECT.match(statement)
+        introduced = _INTRODUCED.search(statement)
+        if it and introduced and not subject and not they and not refers_inside(query, it.start()):
+            # "… the document mentions a regular polygon that …. How many sides does it have?": the thing the
+            # statement brings in
+            article = "the other" if introduced.group(1).lower() == "another" else "the"
+            noun = f"{article} {introduced.group(2)}" if introduced.group(1).lower() != "the" or \
+                introduced.group(2)[:1].islower() else f"the {introduced.group(2)}"
+            text = query[:it.start()] + _replacement(it.group(0).lower(), noun, noun, noun) + query[it.end():]
+            return f"{said} {text}", said_carried or (noun, it.group(0)), said_turn if said_carried \
+                else len(history) + 1
         if it and subject and not they and not refers_inside(query, it.start()):
             # "Garan is another apparel business in that group. Under which trademarks does it sell?": the
             # statement's subject, the nearest name, is what "it" means

@@ -99,4 +99,7 @@ def refers_inside(question: str, at: int) -> bool:
             r"\b[a-z]{3,}s\b.*\b(?:when|if|because|while|as|that|which|who|whether|so)\s+$", before):
         return True  # "How do language models behave when they …": a plural noun of its own
     joins = [m.start() for m in re.finditer(r"\s(?:and|but|or)\s|[,;:]", before, re.I)]
+    when = re.search(r"\s(?:when|after|before|once|since)\s+$", before)
+    if re.match(r"it\b", rest, re.I) and when and topics(before[:when.start()]):
+        return True  # "What price did Berkshire pay when it bought Precision Castparts?": its own subject
     return bool(joins) and bool(topics(before[:joins[-1]]))

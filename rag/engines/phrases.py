@@ -14,10 +14,13 @@ _COURTESY = re.compile(
     r"^\s*(?:(?:fair enough|makes sense|good to know|all right|noted|wonderful|"
     r"thanks(?: a lot| so much)?|thank you(?: so much| very much)?|thx|great|ok(?:ay)?|cool|nice|"
     r"perfect|awesome|got it|i see|sure|alright|interesting|understood|excellent|good|hello|hi|hey|"
-    r"(?:a\s+)?(?:different|new|another)\s+(?:topic|subject)|(?:switching|changing)\s+(?:topics?|the\s+subject))\b"
+    r"(?:a\s+)?(?:different|new|another|other)\s+(?:topic|subject|question|part\s+of\s+(?:the|this)\s+[\w-]+)|"
+    r"unrelated(?:\s+question)?|on\s+another\s+note|moving\s+on(?!\s+to\b)|by\s+the\s+way|btw|separately|"
+    r"(?:switching|changing)\s+(?:topics?|the\s+subject|gears))\b"
     r"[\s,.!;:-]*)+"
     r"(?:(?:and|also|now|so|then)\b[\s,]*)?", re.I)
-"""A courtesy prefix ("Thanks!", "OK, different topic."), with the "and" that may join it to the question."""
+"""A courtesy prefix ("Thanks!", "OK, different topic.", "Unrelated:", "Different part of the business:"),
+with the "and" that may join it to the question."""
 _ELLIPSIS = re.compile(r"^(?:and|but|also|so)?\s*(?:what|how)\s+about\s+(.+)$|^(?:and|but|also|so)\s+(.+)$",
                        re.I)
 """"And in 2023?", "How about GEICO?", "And what about its revenue?": the fragment after the lead."""

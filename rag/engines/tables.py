@@ -9,15 +9,11 @@ from itertools import combinations
 from rag.answer_spans import MEASURES, measures_other
 from rag.answer_types import expected_type
 from rag.engines.aliases import Aliases, expand
+from rag.engines.captions import PROSE_WORDS, read_caption, stacked_years
 from rag.text import STOPWORDS, number_tokens, terms
 
 _YEARS_HEADER = re.compile(r"((?:\b(?:19|20)\d\d\b\s*){2,})((?:(?:19|20)\d\d\s+vs\.?\s+(?:19|20)\d\d\s*)*)$")
 """A column header of years, then any change columns ("2024 2023 2022 2024 vs 2023 2023 vs 2022")."""
-_CAPTION_OWNER = re.compile(r"\b([A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*){0,3})['’]s?\s+(?:[a-z-]+\s+){0,3}?"
-                            r"(?:follows?|are\s+summari[sz]ed|is\s+summari[sz]ed)\b")
-"""Whose table a caption announces: "A summary of BNSF’s earnings follows (dollars in millions)."."""
-
-
 def _row_cells(line: str, n: int) -> tuple[str, list[str]] | None:
     """Split a table row into its label and its last ``n`` cells, or None if it has fewer."""
     cells: list[str] = []
@@ -64,14 +60,21 @@ def figure_row(line: str, asked: set[str]) -> str | None:
 def label_share(row: str, asked: Mapping[str, float], aliases: Aliases | None = None) -> float:
     """The share of ``asked`` (index term -> weight) that ``row``'s label (before ", <year>:") holds.
 
-    In [0, 1]; 1.0 when ``asked`` is empty. ``aliases`` expands the label's short forms
-    (:func:`rag.engines.aliases.expand`). "Discount rate applicable to PBOs" holds little of "what weighted
-    average discount rate … for operating lease liabilities", so it is no answer to it.
+    In [0, 1]; 1.0 when ``asked`` is empty, 0.0 when it holds only the row's years. The row's years (its
+    columns) and a "total" the label lacks are not asked of the label. ``aliases`` expands the label's short
+    forms (:func:`rag.engines.aliases.expand`). "Discount rate applicable to PBOs" holds little of "what
+    weighted average discount rate … for operating lease liabilities", so it is no answer to it.
     """
+    if not asked:
+        return 1.0
+    cut = re.search(r", (?:19|20)\d\d: ", row)
+    label = set(expand(terms(row[:cut.start()] if cut else row), aliases or {}))
+    # the year is the row's column, not its label's ("Assets, 2024: …"); "total" names no other measure
+    columns = set(re.findall(r"\b(?:19|20)\d\d\b", row[cut.start():])) if cut else set()
+    asked = {t: w for t, w in asked.items() if t not in columns and not (t == "total" and t not in label)}
     total = sum(asked.values())
     if total <= 0:
-        return 1.0
-    label = set(expand(terms(re.split(r", (?:19|20)\d\d: ", row, maxsplit=1)[0]), aliases or {}))
+        return 0.0  # the question names nothing but the column: no label is shown to be the one asked
     if measures_other(label, set(asked)):
         return 0.0
     return sum(w for t, w in asked.items() if t in label) / total
@@ -276,6 +279,33 @@ def _rendered(label: str, cells: list[str], years: list[str], asked: list[str], 
     return f"{label}, {first[0]}: {first[1]}" + (f" ({others})" if others else "")
 
 
+def _cells_of(line: str, width: int, changes: int, paired: bool) -> tuple[str, list[str]] | None:
+    """(label, cells) of a table row of ``width`` columns, or None for another line.
+
+    ``paired``: each year is an amount and its percentage ("Premiums earned $ 22,239 100.0 $ 21,938 100.0 …"),
+    and the row's amounts are its cells; a row that gives amounts only reads as usual. A row may leave a
+    change column empty ("Pilot 46,891 51,739 — (9.4)").
+    """
+    if paired and (row := _row_cells(line, 2 * width)) is not None:
+        return row[0], row[1][0::2]
+    return next((r for k in range(changes, -1, -1) if (r := _row_cells(line, width + k))), None)
+
+
+def _not_a_row(line: str, section: str, covers: str) -> tuple[str, str]:
+    """(section, what the table covers) after a line of a table that is no row.
+
+    A section line heads the rows below; prose, or a subtotal (figures without a label), ends the section,
+    and prose ends the table its caption named.
+    """
+    if len(line.split()) >= PROSE_WORDS:
+        covers = ""
+    if not re.search(r"[A-Za-z]", line):
+        return "", covers
+    if not re.search(r"\d", line):
+        return _section(line) or "", covers
+    return section, covers
+
+
 def table_rows(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
     """Rows of the tables in ``text`` read against their column header of years.
 
@@ -295,17 +325,20 @@ def table_rows(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
     out = []
     years: list[str] = []
     changes = offset = width = 0
-    scale = owner = section = group = ""
+    scale = owner = section = group = business = covers = ""
+    paired = False
     recent: list[str] = []  # the lines before this one, nearest last
-    for line in text.splitlines():
+    # a scale line broken after "in" ("… follows (dollars in" / "millions).") is read as one
+    text = re.sub(r"\b(in)[ \t]*\n[ \t]*(millions|billions|thousands)\b", r"\1 \2\n", text, flags=re.I)
+    for line in stacked_years(text.splitlines()):
         line = line.strip()
         if found := _SCALE.search(line):
             scale = _SCALE_WORD[found.group(1).lower()]
-        if caption := _CAPTION_OWNER.search(line):
-            owner = caption.group(1)
+        owner, business = read_caption(line, owner, business)
         if (header := _header(line)) is not None:
             years, changes = header
             (years, offset, width, group), section = _columns(line, years, recent, question)
+            covers, business, paired = business or covers, "", False  # a second header of the same table
             recent = [*recent[-2:], line]
             continue
         recent = [*recent[-2:], line]
@@ -314,17 +347,15 @@ def table_rows(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
         if re.fullmatch(r"(?:19|20)\d\d\s+vs\.?", line):  # a change column's header on lines of its own
             changes += 1
             continue
-        # a row may leave a change column empty ("Pilot 46,891 51,739 — (9.4)")
-        row = next((r for k in range(changes, -1, -1) if (r := _row_cells(line, width + k))), None)
+        if re.fullmatch(r"(?:Amount\s+%\s*){2,}", line):  # each year an amount and its percentage
+            paired = True
+            continue
+        row = _cells_of(line, width, changes, paired and not offset)
         if row is None:
-            # a section line heads the rows below; prose, or a subtotal (figures without a label), ends it
-            if not re.search(r"[A-Za-z]", line):
-                section = ""
-            elif not re.search(r"\d", line):
-                section = _section(line) or ""
+            section, covers = _not_a_row(line, section, covers)
             continue
         label, cells = row
-        label = _in_group(_with_section(label, section), group)
+        label = _in_group(_with_section(label, section), group or covers)
         if label.lower().startswith("total"):
             section = ""  # "Total revenues" closes its group
         out.append((_rendered(label, cells[offset:offset + len(years)], years, asked, scale, owner),

@@ -33,6 +33,7 @@ from rag.store.client import (
     unreachable_message,
     validate_collection_name,
 )
+from rag.store.dense import nearest_complete
 from rag.store.embeddings import (
     QueryVectors,
     embedding_function_for,
@@ -353,22 +354,13 @@ class KnowledgeBase:
         """Dense retrieval: the ``k`` nearest chunks of complete documents to ``text``, best first.
 
         ``Chunk.score`` is cosine similarity (1 - cosine distance); ``where`` is a Chroma metadata filter.
+        Chunks Chroma's approximate index cannot reach are scored exactly (see :mod:`rag.store.dense`).
         """
         n = self.fingerprint()[2]
         if n == 0 or not text.strip():
             return []
         complete = self.complete_documents()
-        want = min(k, n)
-        while True:
-            got = self.collection.query(query_embeddings=[self.embed_query(text)], n_results=want,
-                                        where=where, include=["documents", "metadatas", "distances"])
-            hits = [to_chunk(cid, t, m, score=1.0 - float(d))
-                    for cid, t, m, d in zip(got["ids"][0], got["documents"][0],
-                                            got["metadatas"][0], got["distances"][0], strict=False)
-                    if (m or {}).get("doc_sha") in complete]
-            if len(hits) >= k or want >= n or len(got["ids"][0]) < want:  # or nothing more matches
-                return hits[:k]
-            want = min(n, want * 4)  # chunks of incomplete documents took some places
+        return nearest_complete(self.collection, self.embed_query(text), k, n, complete, where)
 
 
 def open_knowledge_base(settings: Settings, name: str = DEFAULT_COLLECTION,
