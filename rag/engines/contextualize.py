@@ -334,19 +334,15 @@ class ContextualizeMixin(AnsweredMixin):
         it = re.search(r"\b(?:it|its)\b", query, re.I)
         subject = _STATED_SUBJECT.match(statement)
         introduced = _INTRODUCED.search(statement)
-        if it and introduced and not subject and not they and not refers_inside(query, it.start()):
-            # "… the document mentions a regular polygon that …. How many sides does it have?": the thing the
-            # statement brings in
-            article = "the other" if introduced.group(1).lower() == "another" else "the"
-            noun = f"{article} {introduced.group(2)}" if introduced.group(1).lower() != "the" or \
-                introduced.group(2)[:1].islower() else f"the {introduced.group(2)}"
-            text = query[:it.start()] + _replacement(it.group(0).lower(), noun, noun, noun) + query[it.end():]
-            return f"{said} {text}", said_carried or (noun, it.group(0)), said_turn if said_carried \
-                else len(history) + 1
-        if it and subject and not they and not refers_inside(query, it.start()):
-            # "Garan is another apparel business in that group. Under which trademarks does it sell?": the
-            # statement's subject, the nearest name, is what "it" means
-            name = subject.group(1)
+        name = None
+        if it and not they and not refers_inside(query, it.start()):
+            if subject:  # "Garan is another apparel business in that group. Under which trademarks does it
+                name = subject.group(1)  # sell?": the statement's subject, the nearest name
+            elif introduced:  # "… the document mentions a regular polygon that …. How many sides does it
+                # have?": the thing the statement brings in ("another way" is "the other way")
+                article = "the other" if introduced.group(1).lower() == "another" else "the"
+                name = f"{article} {introduced.group(2)}"
+        if it and name:
             text = query[:it.start()] + _replacement(it.group(0).lower(), name, name, name) + query[it.end():]
             return f"{said} {text}", said_carried or (name, it.group(0)), said_turn if said_carried \
                 else len(history) + 1
