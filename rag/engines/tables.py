@@ -14,6 +14,8 @@ from rag.text import STOPWORDS, number_tokens, terms
 
 _YEARS_HEADER = re.compile(r"((?:\b(?:19|20)\d\d\b\s*){2,})((?:(?:19|20)\d\d\s+vs\.?\s+(?:19|20)\d\d\s*)*)$")
 """A column header of years, then any change columns ("2024 2023 2022 2024 vs 2023 2023 vs 2022")."""
+
+
 def _row_cells(line: str, n: int) -> tuple[str, list[str]] | None:
     """Split a table row into its label and its last ``n`` cells, or None if it has fewer."""
     cells: list[str] = []
