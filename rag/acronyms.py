@@ -92,12 +92,13 @@ def _pieces(tokens: list[str]) -> int:
 
 @lru_cache(maxsize=4096)
 def spelled_out(text: str, name: str) -> bool:
-    """Whether ``name`` is an acronym that ``text`` spells out (:func:`expansion`).
+    """Whether ``name`` (or the name it is the possessive of) is an acronym that ``text`` spells out.
 
     An acronym has two to eight letters, digits or hyphens, two capitals at least. The DPR paper's title
     "Dense Passage Retrieval for Open-Domain …" is about DPR, though it never writes "DPR". Cached: every
     chunk of a document asks about the same head, and one answer costs about 0.1 ms.
     """
+    name = re.sub(r"['’]s?$", "", name)  # "BNSF's" is the acronym BNSF
     if not re.fullmatch(r"[A-Za-z0-9-]{2,8}", name) or sum(ch.isupper() for ch in name) < 2:
         return False
     return expansion(text, name) is not None

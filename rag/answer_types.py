@@ -43,7 +43,9 @@ MISSING = {
 _ACRONYM_Q = re.compile(r"\b(?:stands?|stood)\s+for\b|\bshort\s+for\b|\babbreviat|\bacronym\b|"
                         r"\bwhat\s+does\s+(?:the\s+)?[A-Z][A-Za-z0-9-]*[A-Z][A-Za-z0-9-]*\s+mean\b")
 _DATE_Q = re.compile(r"^(?:in\s+)?(?:when|what year|which year|what date|on what date|in what year)\b"
-                     r"|\b(?:what|which) (?:year|date|month|decade|century)\b", re.I)
+                     r"|\b(?:what|which) (?:year|date|month|decade|century)\b"
+                     r"|\b(?:what|which) [a-z]+ (?:date|year|month)(?![\w-])", re.I)
+""""When …", "what year …", and a date of a kind ("what birth date", "which fiscal year")."""
 _HOW_Q = r"how (?:many|much|long|old|far|big|large|tall|high|often|accurate)\b"
 _NUMBER_Q = re.compile(rf"^(?:\W*[\w'’-]+\s+){{0,2}}?{_HOW_Q}"
                        r"|^(?:\W*[\w'’-]+\s+){0,3}?(?:in|into|for|of|on|at|by|with|from|to|over|after|within|across)"
@@ -58,8 +60,13 @@ _PLACES = (r"(?:(?:two|three|four|five|six|\d+)\s+)?(?:cit(?:y|ies)|countr(?:y|i
 _PLACE_Q = re.compile(rf"^where\b|\bin (?:which|what) (?:{_PLACES}|place)\b|\b(?:which|what) {_PLACES}\b",
                       re.I)
 _WHICH = re.compile(r"^(?:which|what)\s+([a-z-]+)\s+"
+                    r"(?:do|does|did|is|are|was|were|has|have|had|can|could|will)\b"
+                    r"|^(?:(?:on|under|in|at|from|to|by|for|with|through)\s+)?which\s+"
+                    r"(?:(?!(?:do|does|did|is|are|was|were|has|have|had|the|a|an|of)\b)[\w-]+\s+){1,3}?"
                     r"(?:do|does|did|is|are|was|were|has|have|had|can|could|will)\b",
                     re.I)
+""""Which generator does …", and "which" with up to three words before its verb ("Which FAISS index type did
+…", "Which search service did …"): a named thing of that kind, an ``organisation``."""
 _NAMED_KIND = re.compile(r"^(?:(?:on|under|in|at|from|to|by|for|with|through)\s+)?"
                          r"(?:which\s+(?:(?!(?:do|does|did|is|are|was|were|has|have|had|the|a|an)\b)[\w-]+\s+){0,2}?|what\s+)"
                          r"(?:compan(?:y|ies)|firms?|organi[sz]ations?|subsidiar(?:y|ies)|universit(?:y|ies)|labs?|"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from rag.answer_types import expected_type
-from rag.text import terms
+from rag.text import QUESTION_WORDS, STOPWORDS, terms
 
 _CELL = re.compile(r"(?:-?\d[\d,]*(?:\.\d+)?[%mbk]?|-|–|—)(?:/(?:-?\d[\d,]*(?:\.\d+)?[%mbk]?|-|–|—))?")
 """One cell: a figure (with a unit letter: "738m", not a model size: "13B"), a dash for none, or two of them
@@ -161,7 +161,8 @@ def benchmark_cells(text: str, question: str) -> list[tuple[str, frozenset[str]]
     """
     if expected_type(question) != "number":
         return []
-    names = set(re.findall(r"[A-Za-z][\w.+-]*[\w+]|[A-Za-z]", question))
+    names = {w for w in re.findall(r"[A-Za-z][\w.+-]*[\w+]|[A-Za-z]", question)
+             if w.lower() not in STOPWORDS | QUESTION_WORDS}  # "and" names no column ("life and health")
     names |= set(re.findall(r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+", question))  # "Natural Questions": "NQ"
     block: list[list[str]] = []  # header lines since the last row or prose line
     kept: tuple[list[list[str]], list[str] | None, bool] = ([], None, False)  # the last row's header

@@ -51,6 +51,12 @@ def asked_phrase(question: str) -> str:
     return m.group("head").strip() if m else ""
 
 
+_SAYING = re.compile(r"\b(?:certify|certifies|confirm|confirms|attest|attests|affirm|affirms|acknowledge|"
+                     r"acknowledges|declare|declares|state|states|say|says|report|reports|claim|claims|"
+                     r"promise|promises|agree|agrees|show|shows|prove|proves|ensure|ensures)\s+$", re.I)
+"""A verb of saying or showing whose clause follows with no "that": "certify they've complied"."""
+
+
 def refers_inside(question: str, at: int) -> bool:
     """Whether the back-reference at character ``at`` of ``question`` points inside ``question`` itself.
 
@@ -98,6 +104,8 @@ def refers_inside(question: str, at: int) -> bool:
     if re.match(r"(?:they|them|their|theirs)\b", rest, re.I) and re.search(
             r"\b[a-z]{3,}s\b.*\b(?:when|if|because|while|as|that|which|who|whether|so)\s+$", before):
         return True  # "How do language models behave when they …": a plural noun of its own
+    if re.match(r"they\b", rest, re.I) and re.search(r"\b[a-z]{3,}s\b", own) and _SAYING.search(before):
+        return True  # "How often must employees certify they've complied?": what they say of themselves
     joins = [m.start() for m in re.finditer(r"\s(?:and|but|or)\s|[,;:]", before, re.I)]
     when = re.search(r"\s(?:when|after|before|once|since)\s+$", before)
     if re.match(r"it\b", rest, re.I) and when and topics(before[:when.start()]):

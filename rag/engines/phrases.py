@@ -56,6 +56,11 @@ def _bare(name: str) -> str:
     return _POSSESSIVE.sub("", name.strip()) if re.search(r"['’]s?$", name) and len(name) > 2 else name
 
 
+def _uncontracted(word: str) -> str:
+    """``word`` in lower case without quotes around it or a contraction's ending ("What's" -> "what")."""
+    return re.sub(r"['’](?:s|re|ve|ll|d)$", "", word.lower().strip("'’"))
+
+
 def topics(text: str, *, possessives: bool = False) -> list[str]:
     """Names in ``text`` a follow-up may refer back to, in order, without possessive endings.
 
@@ -68,7 +73,7 @@ def topics(text: str, *, possessives: bool = False) -> list[str]:
     for quoted, span in _NAME.findall(lower_lead_ins(text)):
         name = (quoted or span).strip(" .,-?")
         parts = name.split()
-        while parts and parts[0].lower().strip("'’") in STOPWORDS | QUESTION_WORDS | DISCOURSE_WORDS | MONTHS:
+        while parts and _uncontracted(parts[0]) in STOPWORDS | QUESTION_WORDS | DISCOURSE_WORDS | MONTHS:
             parts = parts[1:]
         while parts and parts[-1].lower() in STOPWORDS and not (len(parts) > 1 and parts[-1].isupper()):
             parts = parts[:-1]

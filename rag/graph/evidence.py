@@ -38,23 +38,36 @@ def interleave(lists: list[list[Chunk]], shares: list[int] | None = None) -> lis
 
 
 
-def front_matter(kb, chunks: Sequence[Chunk]) -> list[Chunk]:
+def front_matter(kb, chunks: Sequence[Chunk], keep: Sequence[Chunk] = ()) -> list[Chunk]:
     """The first chunks of page 1 of the documents ``chunks`` come from, for a question about who wrote them.
 
     At most FRONT_MATTER_DOCUMENTS documents, in order of first appearance, FRONT_MATTER_CHUNKS each.
 
     A paper's author line holds none of the question's words but "authors", so no search finds it; its
-    front matter is where it is. ``kb`` is a :class:`rag.store.chroma.KnowledgeBase`; web results and
-    chunks already in ``chunks`` are left out. Pages are 1-based.
+    front matter is where it is. ``kb`` is a :class:`rag.store.chroma.KnowledgeBase`; web results are left
+    out, and so are the chunks of ``keep`` (the evidence already kept). A front-matter chunk that is already
+    among ``chunks`` is returned too: the caller puts it first (a wide search may have ranked it too low for
+    the evidence). Pages are 1-based.
     """
     docs = list(dict.fromkeys(c.doc_sha for c in chunks if c.origin == "kb" and c.doc_sha))
-    have = {c.id for c in chunks}
+    have = {c.id for c in keep}
     out: list[Chunk] = []
     for sha in docs[:FRONT_MATTER_DOCUMENTS]:
         first = sorted((c for c in kb.iter_chunks(where={"$and": [{"doc_sha": sha}, {"page": 1}]})),
                        key=lambda c: c.index)[:FRONT_MATTER_CHUNKS]
         out += [c for c in first if c.id not in have]
     return out
+
+
+def front_first(kb, kept: Sequence[Chunk], found: Sequence[Chunk]) -> list[Chunk]:
+    """``found`` with the front matter (:func:`front_matter`) of its documents and of ``kept`` first.
+
+    ``kept`` is the evidence already kept (its chunks are not repeated); a front-matter chunk that ``found``
+    already holds moves to the front rather than being left where a wide search ranked it.
+    """
+    first = front_matter(kb, [*kept, *found], keep=kept)
+    ids = {c.id for c in first}
+    return first + [c for c in found if c.id not in ids]
 
 
 TABLE_CHUNKS_BACK = 2
@@ -144,13 +157,20 @@ _NUMBERED = re.compile(r"^(?:\(\d+\)|\d+(?:\.\d+)*\.?|[A-Z]\.)\s+")
 """A heading's number: "(16) Unpaid losses", "3.2 Results", "A. Details"."""
 
 
+_YEARS_LINE = re.compile(r"(?:(?:19|20)\d\d|vs\.?|versus|and|to|[-–—%$(),]|\s)*(?:19|20)\d\d"
+                         r"(?:(?:19|20)\d\d|vs\.?|versus|and|to|[-–—%$(),]|\s)*")
+"""A line of years only ("2024 2023 2022 2024 vs 2023 2023 vs 2022"): a table's header."""
+
+
 def _heading(line: str, before: str = "", after: str = "") -> bool:
     """True when ``line`` (between the lines ``before`` and ``after``) reads as a section heading.
 
     A short line (at most MAX_HEADING_WORDS words) that opens with a capital, has no figure and no closing
     punctuation, is not a table row, does not continue a sentence (``before`` is empty, a heading too, or
-    ends a sentence) and is not continued by the next line (``after`` does not open in lower case). "GEICO"
-    and "Berkshire Hathaway Reinsurance Group" in a 10-K; not "K-57", not a wrapped line of a paragraph.
+    ends a sentence) and is not continued by the next line (``after`` does not open in lower case) nor
+    followed by a line of years or a table row (then it is a table's column header: "Cars/Units Percentage
+    Change" over "2024 2023 2022 …"). "GEICO" and "Berkshire Hathaway Reinsurance Group" in a 10-K; not
+    "K-57", not a wrapped line of a paragraph.
     """
     bare = _NUMBERED.sub("", line.strip())
     ws = bare.split()
@@ -158,8 +178,8 @@ def _heading(line: str, before: str = "", after: str = "") -> bool:
         return False
     if bare[-1] in ".,;:!?)-–—" or table_row(bare) or not re.search(r"[a-z]{2}|[A-Z]{3}", bare):
         return False
-    if after.strip()[:1].islower():
-        return False
+    if after.strip()[:1].islower() or _YEARS_LINE.fullmatch(after.strip()) or table_row(after.strip()):
+        return False  # continued, or a table's column header: years or a row of figures come next
     prev = before.strip()
     return not prev or prev[-1] in ".!?:" or _heading(prev)
 

@@ -19,9 +19,9 @@ from rag.answer_types import about_authors, affiliation, search_query
 from rag.engines.base import Answer, CallMeta, RelevanceGrade
 from rag.graph import routing
 from rag.graph.context import RunContext
-from rag.graph.corrections import seek_answer_type, switch_retriever
+from rag.graph.corrections import seek_answer_type, seek_width, switch_retriever
 from rag.graph.events import Clock, record
-from rag.graph.evidence import front_matter, interleave, learn_documents, with_context, with_table_headers
+from rag.graph.evidence import front_first, interleave, learn_documents, with_context, with_table_headers
 from rag.graph.prefetch import (
     Prefetch,
     Speculation,
@@ -118,7 +118,7 @@ def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     mode = routing.current_mode(state, o)
     query = state.get("query") or search_query(state["question"])
     queries = state.get("sub_queries") or [query]
-    wide = 2 * o.top_k if state.get("seek_type") else None
+    wide = seek_width(o.top_k) if state.get("seek_type") else None
     if len(queries) > 1:
         with ThreadPoolExecutor(max_workers=min(4, len(queries)), thread_name_prefix="retrieve") as pool:
             results = list(pool.map(lambda q: retrieve_cached(ctx, q, mode), queries))
@@ -132,7 +132,7 @@ def retrieve(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     if about_authors(state["question"]) and (state.get("rewrites") or affiliation(state["question"])):
         # a correction for a question about a paper's authors: its front matter (title, author line,
         # affiliations) answers who wrote it and where they work, and holds few of the question's words
-        per_query[0] = front_matter(ctx.kb, list(state.get("documents", [])) + per_query[0]) + per_query[0]
+        per_query[0] = front_first(ctx.kb, list(state.get("documents", [])), per_query[0])
     cached = all(hit for _, hit in results)
     similar = next((h for q, (_, h) in zip(queries, results, strict=False) if h and h.other_than(q)), None)
     chunks = with_context(ctx.kb, interleave(per_query))

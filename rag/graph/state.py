@@ -86,8 +86,8 @@ class GraphState(InputState, total=False):
     """The answer type the last answer lacked (grade_answer's ``missing_type``: person, number, …), else
     None; a rewrite then looks for it (strategy ``seek_answer_type``)."""
     seek_type: str | None
-    """Set by a ``seek_answer_type`` rewrite: the next retrieve fetches twice top_k chunks (and a document's
-    front matter for a question about its authors), and the evidence may grow to twice top_k."""
+    """Set by a ``seek_answer_type`` rewrite: the next retrieve fetches SEEK_FACTOR × top_k chunks (and a
+    document's front matter for a question about its authors), and the evidence may grow to twice top_k."""
     retrieved_sets: list[list[str]]
     """The chunk ids each retrieve returned, in order (a rewrite that brings back the same is seen)."""
     queries: list[str]

@@ -9,6 +9,7 @@ from rag.engines.base import Answer, AnswerCitation
 from rag.engines.cited import EXTRACTIVE_LABEL
 from rag.engines.local import LocalEngine
 from rag.graph import routing
+from rag.graph.corrections import seek_width
 from rag.models import REWRITE_QUERY, RewriteDetail
 from rag.run import make_context, run_question
 from rag.store.bm25 import lexical_stats
@@ -32,6 +33,8 @@ def test_full_finds_the_authors_in_the_front_matter_naive_does_not(ctx):
     seek = [e for e in full.events if isinstance(e.detail, RewriteDetail)
             and e.detail.strategy == "seek_answer_type"]
     assert len(seek) == 1 and "person's name" in seek[0].summary
+    after = full.events[full.events.index(seek[0]) + 1]  # the retrieve the correction asked for: wider
+    assert after.node == "retrieve" and after.detail.top_k == seek_width(6) == 48
     lead = full.answer.splitlines()[1]
     assert "Akari Asai" in lead and full.citations[0].page == 1  # the author line, cited on page 1
     final_check = [e for e in full.events if e.node == "grade_answer"][-1]
