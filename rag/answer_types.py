@@ -95,10 +95,13 @@ out of the terms a passage must hold, and out of the search query."""
 
 PREAMBLE = re.compile(r"^(?!(?i:what|which|who|whom|whose|how|when|where|why|do|does|did|is|are|was|were|"
                        r"can|could|should|would|will|has|have|had)\b)"
-                       r"([^?]*[a-z0-9](?<!\bal)(?<!\betc)(?<!\bvs)(?<!\bInc)(?<!\bCo)(?<!\bNo)(?<!\bNos)[’'\"”)]?[.!])"
+                       r"([^?]*[a-z0-9](?<!\bal)(?<!\betc)(?<!\bvs)(?<!\bInc)(?<!\bCo)(?<!\bNo)(?<!\bNos)"
+                       r"(?<!\bv)(?<!\bMt)(?<!\bSt)(?<!\bDr)(?<!\bMr)(?<!\bMrs)(?<!\bMs)(?<!\bJr)(?<!\bSr)"
+                       r"[’'\"”)]?[.!])"
                        r"\s+([A-Z][^.!?]*(?:\.\S[^.!?]*)*\?)\s*$")
 """A turn that states something, then asks: ("BNSF also issued debentures in 2024.", "In what year do they
-mature?"). Not a question cut at an abbreviation ("… in the Lewis et al. RAG paper?")."""
+mature?"). Not a question cut at an abbreviation ("… in the Lewis et al. RAG paper?", "Rostker v. Goldberg
+held …", "Kapaun Mt. Carmel …")."""
 
 
 def question_part(text: str) -> str:

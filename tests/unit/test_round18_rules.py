@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from rag.acronyms import spelled_out
-from rag.answer_types import expected_type
+from rag.answer_types import expected_type, question_part
 from rag.engines.base import Answer, AnswerCitation
 from rag.engines.benchmarks import benchmark_cells
 from rag.engines.cited import EXTRACTIVE_LABEL
@@ -131,3 +131,17 @@ def test_a_possessive_acronym_is_spelled_out_by_its_name():
     assert spelled_out("Burlington Northern Santa Fe", "BNSF's")
     assert spelled_out("Burlington Northern Santa Fe", "BNSF")
     assert not spelled_out("Berkshire Hathaway Energy", "BNSF's")
+
+
+@pytest.mark.parametrize("question", [
+    "Rostker v. Goldberg held that the practice of what way of filling vacancies was constitutional?",
+    "Both Bishop Carroll Catholic High School and Kapaun Mt. Carmel Catholic High School are in which city?",
+    "Which firm did Dr. Smith found?",
+])
+def test_an_abbreviation_ends_no_statement(question):
+    assert question_part(question) == question
+
+
+def test_a_statement_before_the_question_is_still_set_apart():
+    assert question_part("BNSF also issued debentures in 2024. In what year do they mature?") == (
+        "In what year do they mature?")
