@@ -65,8 +65,7 @@ _WHICH = re.compile(r"^(?:which|what)\s+([a-z-]+)\s+"
                     r"(?:(?!(?:do|does|did|is|are|was|were|has|have|had|the|a|an|of)\b)[\w-]+\s+){1,3}?"
                     r"(?:do|does|did|is|are|was|were|has|have|had|can|could|will)\b",
                     re.I)
-""""Which generator does …", and "which" with up to three words before its verb ("Which FAISS index type did
-…", "Which search service did …"): a named thing of that kind, an ``organisation``."""
+""""Which generator does …", "Which FAISS index type did …" (three words at most before its verb): a name."""
 _NAMED_KIND = re.compile(r"^(?:(?:on|under|in|at|from|to|by|for|with|through)\s+)?"
                          r"(?:which\s+(?:(?!(?:do|does|did|is|are|was|were|has|have|had|the|a|an)\b)[\w-]+\s+){0,2}?|what\s+)"
                          r"(?:compan(?:y|ies)|firms?|organi[sz]ations?|subsidiar(?:y|ies)|universit(?:y|ies)|labs?|"
@@ -93,15 +92,14 @@ is not in the passage that expands an acronym, "authors" is not in a paper's aut
 out of the terms a passage must hold, and out of the search query."""
 
 
+_NOT_AFTER = "".join(rf"(?<!\b{a})" for a in ("al", "etc", "vs", "Inc", "Co", "No", "Nos", "v", "Mt", "St",
+                                                "Dr", "Mr", "Mrs", "Ms", "Jr", "Sr"))
 PREAMBLE = re.compile(r"^(?!(?i:what|which|who|whom|whose|how|when|where|why|do|does|did|is|are|was|were|"
                        r"can|could|should|would|will|has|have|had)\b)"
-                       r"([^?]*[a-z0-9](?<!\bal)(?<!\betc)(?<!\bvs)(?<!\bInc)(?<!\bCo)(?<!\bNo)(?<!\bNos)"
-                       r"(?<!\bv)(?<!\bMt)(?<!\bSt)(?<!\bDr)(?<!\bMr)(?<!\bMrs)(?<!\bMs)(?<!\bJr)(?<!\bSr)"
-                       r"[’'\"”)]?[.!])"
+                       rf"([^?]*[a-z0-9]{_NOT_AFTER}[’'\"”)]?[.!])"
                        r"\s+([A-Z][^.!?]*(?:\.\S[^.!?]*)*\?)\s*$")
-"""A turn that states something, then asks: ("BNSF also issued debentures in 2024.", "In what year do they
-mature?"). Not a question cut at an abbreviation ("… in the Lewis et al. RAG paper?", "Rostker v. Goldberg
-held …", "Kapaun Mt. Carmel …")."""
+"""A turn that states something, then asks ("BNSF also issued debentures in 2024. In what year do they
+mature?"); not one cut at an abbreviation ("Lewis et al. RAG paper", "Rostker v. Goldberg", "Mt. Carmel")."""
 
 
 def question_part(text: str) -> str:
