@@ -150,6 +150,10 @@ def _row_matches(label: str, question: str) -> int:
     return hits
 
 
+_NO_COLUMN = STOPWORDS | QUESTION_WORDS
+"""Words of a question that never name a results table's column."""
+
+
 def benchmark_cells(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
     """The cells of the results tables in ``text`` at a row and a column ``question`` names.
 
@@ -162,7 +166,7 @@ def benchmark_cells(text: str, question: str) -> list[tuple[str, frozenset[str]]
     if expected_type(question) != "number":
         return []
     names = {w for w in re.findall(r"[A-Za-z][\w.+-]*[\w+]|[A-Za-z]", question)
-             if w.lower() not in STOPWORDS | QUESTION_WORDS}  # "and" names no column ("life and health")
+             if w.lower() not in _NO_COLUMN}  # "and" names no column ("life and health")
     names |= set(re.findall(r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+", question))  # "Natural Questions": "NQ"
     block: list[list[str]] = []  # header lines since the last row or prose line
     kept: tuple[list[list[str]], list[str] | None, bool] = ([], None, False)  # the last row's header

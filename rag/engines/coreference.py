@@ -51,9 +51,8 @@ def asked_phrase(question: str) -> str:
     return m.group("head").strip() if m else ""
 
 
-_SAYING = re.compile(r"\b(?:certify|certifies|confirm|confirms|attest|attests|affirm|affirms|acknowledge|"
-                     r"acknowledges|declare|declares|state|states|say|says|report|reports|claim|claims|"
-                     r"promise|promises|agree|agrees|show|shows|prove|proves|ensure|ensures)\s+$", re.I)
+_SAYING = re.compile(r"\b(?:certif(?:y|ies)|(?:confirm|attest|affirm|acknowledge|declare|state|say|report|"
+                     r"claim|promise|agree|show|prove|ensure)s?)\s+$", re.I)
 """A verb of saying or showing whose clause follows with no "that": "certify they've complied"."""
 
 

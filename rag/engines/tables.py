@@ -16,6 +16,11 @@ _YEARS_HEADER = re.compile(r"((?:\b(?:19|20)\d\d\b\s*){2,})((?:(?:19|20)\d\d\s+v
 """A column header of years, then any change columns ("2024 2023 2022 2024 vs 2023 2023 vs 2022")."""
 
 
+def years_header(line: str) -> bool:
+    """Whether ``line`` ends in a column header of two years or more (:data:`_YEARS_HEADER`)."""
+    return _YEARS_HEADER.search(line) is not None
+
+
 def _row_cells(line: str, n: int) -> tuple[str, list[str]] | None:
     """Split a table row into its label and its last ``n`` cells, or None if it has fewer."""
     cells: list[str] = []

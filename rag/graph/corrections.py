@@ -27,9 +27,9 @@ SEEK_MAX = 100
 def seek_width(top_k: int) -> int:
     """How many chunks the retrieve after a ``seek_answer_type`` correction fetches.
 
-    SEEK_FACTOR × top_k, at most SEEK_MAX, and never fewer than top_k.
+    SEEK_FACTOR × top_k, at most SEEK_MAX (never fewer than top_k, which is at most 50).
     """
-    return max(top_k, min(SEEK_FACTOR * top_k, SEEK_MAX))
+    return min(SEEK_FACTOR * top_k, SEEK_MAX)
 
 
 def switch_retriever(state: GraphState, runtime: Runtime[RunContext], started: Clock, rewrites: int,

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterable, Sequence
 
 from rag.engines.benchmarks import table_row
+from rag.engines.tables import years_header
 from rag.models import Chunk
 from rag.store.records import chunk_id
 
@@ -157,11 +158,6 @@ _NUMBERED = re.compile(r"^(?:\(\d+\)|\d+(?:\.\d+)*\.?|[A-Z]\.)\s+")
 """A heading's number: "(16) Unpaid losses", "3.2 Results", "A. Details"."""
 
 
-_YEARS_LINE = re.compile(r"(?:(?:19|20)\d\d|vs\.?|versus|and|to|[-–—%$(),]|\s)*(?:19|20)\d\d"
-                         r"(?:(?:19|20)\d\d|vs\.?|versus|and|to|[-–—%$(),]|\s)*")
-"""A line of years only ("2024 2023 2022 2024 vs 2023 2023 vs 2022"): a table's header."""
-
-
 def _heading(line: str, before: str = "", after: str = "") -> bool:
     """True when ``line`` (between the lines ``before`` and ``after``) reads as a section heading.
 
@@ -178,7 +174,8 @@ def _heading(line: str, before: str = "", after: str = "") -> bool:
         return False
     if bare[-1] in ".,;:!?)-–—" or table_row(bare) or not re.search(r"[a-z]{2}|[A-Z]{3}", bare):
         return False
-    if after.strip()[:1].islower() or _YEARS_LINE.fullmatch(after.strip()) or table_row(after.strip()):
+    after = after.strip()
+    if after[:1].islower() or years_header(after) or table_row(after):
         return False  # continued, or a table's column header: years or a row of figures come next
     prev = before.strip()
     return not prev or prev[-1] in ".!?:" or _heading(prev)
