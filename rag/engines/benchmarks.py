@@ -19,6 +19,9 @@ _CELL = re.compile(r"(?:-?\d[\d,]*(?:\.\d+)?[%mbk]?|-|–|—)(?:/(?:-?\d[\d,]*(
 """One cell: a figure (with a unit letter: "738m", not a model size: "13B"), a dash for none, or two of them
 ("56.8/68.0", "- /50.1")."""
 _PAREN = re.compile(r"\([^()]*\)")
+_CITATION = re.compile(r"\s*\[\d+(?:,\s*\d+)*\]")
+"""A citation in a row's label ("T5-11B+SSM[52]", "REALM [20]"): not part of its name, and an answer would
+read it as a citation of its own."""
 _NAME = re.compile(r"[A-Za-z][\w.+-]*|\d+[A-Za-z][\w.+-]*")
 """A name in a row's label: "RAG-Seq.", "ORQA", a model size ("13B")."""
 CELL_ROW = re.compile(r"^[^\n]{2,}?, [^\n:]{1,80}: -?\d[\d,.]*[%mbk]?(?:/(?:-?\d[\d,.]*[%mbk]?|-))?"
@@ -42,7 +45,7 @@ def _cells(line: str) -> tuple[str, list[str]] | None:
         return None
     if not any(re.search(r"\d", c) for c in cells) or any(re.fullmatch(r"\d+\.\d+", t) for t in tokens):
         return None  # no figure, or two rows glued in one line
-    return " ".join(tokens), cells
+    return _CITATION.sub("", " ".join(tokens)).strip() or " ".join(tokens), cells
 
 
 def table_row(line: str) -> bool:
@@ -57,7 +60,7 @@ def _header(line: str) -> list[str] | None:
     header the PDF's text puts one name a line: "WQ").
     """
     bare = _PAREN.sub(" ", line)
-    if re.search(r"\d[\d,]*\.\d|\b\d{3,}\b", bare):
+    if re.search(r"\d[\d,]*\.\d|(?<![\w-])\d{3,}\b", bare):  # a figure, not a name's number ("Top-100")
         return None
     names = re.findall(r"#\s*[A-Za-z]\w*|[A-Za-z][\w.+-]*(?:-\d+)?", bare)
     if not names or len(bare.split()) != sum(len(n.split()) for n in names) \
@@ -81,21 +84,27 @@ def _initials(name: str) -> str:
 def names_column(column: str, name: str) -> bool:
     """True when the header ``column`` is what the question calls ``name``.
 
-    The same word, its initials ("CT" for "CuratedTrec"), what comes before its hyphen ("ARC" for
-    "ARC-Challenge"), its first part in camel case ("Pub" for "PubHealth"), or a cut of it of four letters or
-    more ("params" for "parameters"); a column named in words by its first ("Ground-truth Chunk").
+    The same word (hyphens aside: "MSMARCO", "MS-MARCO"), its initials ("CT" for "CuratedTrec"), what comes
+    before its hyphen ("ARC" for "ARC-Challenge"), its first part in camel case ("Pub" for "PubHealth") or
+    its last in capitals ("TREC" for "CuratedTREC"), or a cut of it of four letters or more ("params" for
+    "parameters"); a column named in words by its first ("Ground-truth Chunk").
     """
     col = column.lstrip("# ").split()[0].rstrip(".").lower() if column.strip("# ") else ""
     word = name.lower()
     if len(col) < 2:
         return False
-    if col == word or (col == _initials(name) and len(name) > len(col)):
+    if col == word or col.replace("-", "") == word.replace("-", "") or (
+            col == _initials(name) and len(name) > len(col)):  # "MSMARCO" is "MS-MARCO"
         return True
     if word.split("-")[0] == col and "-" in word and not re.search(r"\d", word):
         return True
     camel = re.match(r"[A-Z][a-z]{2,}(?=[A-Z])", name)  # "Pub" for "PubHealth"
     if camel and camel.group(0).lower() == col:
         return True
+    tail = name[-len(col):]
+    if len(col) >= 3 and len(name) > len(col) and tail.isupper() and tail.lower() == col \
+            and name[-len(col) - 1].islower() and column.lstrip("# ")[:len(col)].isupper():
+        return True  # "TREC" for "CuratedTREC": its last part, in capitals (never "Health" for "PubHealth")
     stem = col[:-1] if col.endswith("s") else col
     return len(stem) >= 4 and word.startswith(stem) and not re.search(r"\d", col)
 
@@ -127,7 +136,7 @@ def _row_matches(label: str, question: str) -> int:
         if re.search(rf"{own}(?!{re.escape(note)}\))[^()]+\)", label, re.I) \
                 and not re.search(rf"{own}{re.escape(note)}\)", label, re.I):
             return 0
-    hits = 0
+    hits = started = 0
     said = set(re.findall(r"[a-z0-9]+", asked))
     for token in _PAREN.sub(" ", label).split():
         token = token.split("*")[0]  # "Toolformer*6B": a name, a footnote's mark, a model size
@@ -141,13 +150,15 @@ def _row_matches(label: str, question: str) -> int:
                 token.endswith(".") and len(t) >= 3 and re.search(rf"(?<![\w-]){re.escape(t)}\w", asked)) or (
                 len(parts) >= 3 and set(parts) <= said):  # "FEVER-3-way" asked as "3-way FEVER"
             hits += 1
+        elif len(t) >= 5 and re.search(rf"(?<![\w-]){re.escape(t)}\w", asked):
+            started += 1  # "Multi" for "multiple": counts beside another name the question gives, never alone
     for note in _PAREN.findall(label):  # "T5 (large)": the note tells rows of one name apart
         if note.lower() in asked:
             hits += 1
     plain = _PAREN.sub(" ", label).lower().split()
     if len(plain) > 1 and all(w.isalpha() for w in plain) and "-".join(plain) in asked:
         hits += len(plain)  # "the hard-constraints variant" for the row "Hard constraints"
-    return hits
+    return hits + started if hits else 0
 
 
 _NO_COLUMN = STOPWORDS | QUESTION_WORDS
@@ -212,14 +223,24 @@ def benchmark_cells(text: str, question: str) -> list[tuple[str, frozenset[str]]
 def _unambiguous(found: list[tuple[int, str, frozenset[str]]]) -> list[tuple[str, frozenset[str]]]:
     """The cells ``found`` (hits, cell, terms), best row first, without two rows of one label.
 
-    "BM25+DPR" under "Single" and again under "Multi", with other figures: which one is asked is not clear.
+    "BM25+DPR" under "Single" and again under "Multi", with other figures, or two rows whose labels differ
+    only in marks or figures ("Gold 7 ✗", "Gold 7 ✓"): which one is asked is not clear.
     """
-    cells_of: dict[str, set[str]] = {}
+    cells_of: dict[tuple[str, ...], set[str]] = {}
     for _, cell, _ in found:
         label, figure = cell.rsplit(": ", 1)
-        cells_of.setdefault(label, set()).add(figure)
-    kept = sorted((f for f in found if len(cells_of[f[1].rsplit(": ", 1)[0]]) == 1), key=lambda f: -f[0])
+        cells_of.setdefault(_label_names(label), set()).add(figure)
+    kept = sorted((f for f in found if len(cells_of[_label_names(f[1].rsplit(": ", 1)[0])]) == 1),
+                  key=lambda f: -f[0])
     return [(cell, t) for _, cell, t in kept]
+
+
+def _label_names(label: str) -> tuple[str, ...]:
+    """The names of a rendered cell's label and column, without figures and marks.
+
+    "Gold 7 ✗, top-20" and "Gold 7 ✓, top-20" (in-batch training or not) are one row as a question names it.
+    """
+    return tuple(t.lower() for t in label.replace(",", " ").split() if _NAME.fullmatch(t))
 
 
 def _asked_column(named: list[tuple[int, str, str, str]], question: str) -> tuple[int, str, str, str] | None:
@@ -252,7 +273,8 @@ def _columns(block: list[list[str]], units: list[str] | None, n: int, names: set
     if at is None:
         return []
     line = block[at]
-    if len(line) >= 2 * n and len(line) % n == 0:  # "Retrieved Chunk Ground-truth Chunk": names of words each
+    if len(line) >= 2 * n and len(line) % n == 0 and not any(re.search(r"\d", c) for c in line):
+        # "Retrieved Chunk Ground-truth Chunk": names of words each (never "Top-5 Top-20 Top-100")
         k = len(line) // n
         line = [" ".join(line[i:i + k]) for i in range(0, len(line), k)]
     if at >= 1 and len(upper := block[at - 1]) > 1:

@@ -13,6 +13,7 @@ from rag.engines.benchmarks import table_row
 from rag.engines.tables import years_header
 from rag.models import Chunk
 from rag.store.records import chunk_id
+from rag.text import sentences
 
 FRONT_MATTER_CHUNKS = 2
 """Chunks of page 1 taken per document: the title, the authors and the start of the abstract."""
@@ -225,9 +226,74 @@ def with_sections(kb, chunks: Sequence[Chunk]) -> list[Chunk]:
     return out
 
 
+SENTENCE_TAIL_CHARS = 400
+"""The most characters of the next chunk read to finish the sentence a chunk's end cut; a sentence that runs
+on longer is left cut."""
+_OVERLAP_PROBE = 40
+"""Characters of a chunk's end looked up in the next chunk's start, to find where it goes on (chunks
+overlap)."""
+_TRAILING_CELLS = re.compile(r"(?:[$(]?\s*\d[\d,.]*\s*\)?\s*%?\s+){1,}[$(]?\s*\d[\d,.]*\s*\)?\s*%?$")
+"""Two numbers or more that end a line: a table row's cells ("Net deferred income tax liability $ 83,563 $
+92,344")."""
+_CLOSED = re.compile(r"[.!?:][\"”’)\]]?$")
+
+
+def cut_at_end(text: str) -> bool:
+    """True when ``text`` ends inside a sentence of prose.
+
+    Its last line is no table row and no heading, does not end a sentence, and has three words or more
+    ("… with GEICO’s market", not "Other legal matters").
+    """
+    last = text.rstrip().rsplit("\n", 1)[-1].strip()
+    words = re.findall(r"[^\W\d_]{2,}", last)
+    heading = len(last.split()) <= 6 and last[:1].isupper()  # "Other legal matters"
+    return (len(words) >= 3 and not heading and not _CLOSED.search(last) and not table_row(last)
+            and not _TRAILING_CELLS.search(last))
+
+
+def sentence_rest(text: str, following: str) -> str:
+    """The rest of the sentence ``text`` ends inside, from ``following`` (the next chunk: chunks overlap).
+
+    "" when ``text``'s end is not found in ``following``'s start, or no sentence ends within
+    SENTENCE_TAIL_CHARS after it.
+    """
+    probe = text.rstrip()[-_OVERLAP_PROBE:]
+    at = following.find(probe, 0, SENTENCE_TAIL_CHARS + len(probe)) if len(probe) == _OVERLAP_PROBE else -1
+    if at < 0:
+        return ""
+    said = sentences(following[at + len(probe):at + len(probe) + SENTENCE_TAIL_CHARS])
+    return f" {said[0]}" if len(said) > 1 and _CLOSED.search(said[0]) else ""
+
+
+def with_sentence_ends(kb, chunks: Sequence[Chunk]) -> list[Chunk]:
+    """``chunks``, each whose end cuts a sentence of prose given that sentence's rest from the next chunk.
+
+    Chunking cuts sentences: "… with GEICO’s market" ends one chunk and "share being the third largest at
+    approximately 12.3%." opens the next, so the cut sentence would be quoted without the figure it is there
+    for. The next chunks are read by id in one call; web results, chunks that end a sentence and a store error
+    leave chunks as they are.
+    """
+    nexts = {c.id: chunk_id(c.doc_sha, c.index + 1) for c in chunks
+             if c.origin == "kb" and c.doc_sha and cut_at_end(c.text)}
+    if not nexts or not hasattr(kb, "get_chunks"):
+        return list(chunks)
+    try:
+        following = {p.id: p.text for p in kb.get_chunks(list(dict.fromkeys(nexts.values())))}
+    except Exception:  # noqa: BLE001 - a sentence's end is a help; retrieval must not fail for it
+        return list(chunks)
+    out = []
+    for c in chunks:
+        rest = sentence_rest(c.text, following.get(nexts.get(c.id, ""), ""))
+        out.append(c.model_copy(update={"text": c.text.rstrip() + rest}) if rest else c)
+    return out
+
+
 def with_context(kb, chunks: Sequence[Chunk]) -> list[Chunk]:
-    """``chunks`` with their document's head (:func:`with_heads`) and section (:func:`with_sections`)."""
-    return with_sections(kb, with_heads(kb, chunks))
+    """``chunks`` with their document's head, section and the end of a sentence their text cuts.
+
+    :func:`with_heads`, :func:`with_sections` and :func:`with_sentence_ends`.
+    """
+    return with_sections(kb, with_heads(kb, with_sentence_ends(kb, chunks)))
 
 
 def document_heads(kb, shas: Iterable[str]) -> dict[str, str]:
