@@ -16,6 +16,7 @@ from typing import Any
 
 from rag.engines.base import Answer, CallMeta, Decomposition
 from rag.graph.context import RunContext
+from rag.graph.evidence import with_context
 from rag.models import Chunk, Turn
 from rag.store.retrieval import RetrievalMode
 from rag.store.retrieval import retrieve as default_retriever
@@ -190,7 +191,10 @@ def prefetch(ctx: RunContext, question: str, mode: RetrievalMode, *, grade: bool
     Plan its decomposition (``plan``, when decomposition is on), grade it (``grade``) and, when
     ``speculate(first_hop)`` says so, start a speculative answer from it.
     """
-    first_hop, _ = retrieve_cached(ctx, question, mode)
+    found, _ = retrieve_cached(ctx, question, mode)
+    # the chunks exactly as retrieve hands them to grading (a cut sentence read to its end), so the grades
+    # land under the keys grade_documents looks up and the speculative answer reads the same text
+    first_hop = with_context(ctx.kb, found)
     engine, o = ctx.engine, ctx.options
     spec = (Speculation(ctx, question, first_hop[:o.top_k], history)
             if speculate is not None and grade and first_hop and speculate(first_hop) else None)
