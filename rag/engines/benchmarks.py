@@ -216,7 +216,8 @@ def benchmark_cells(text: str, question: str) -> list[tuple[str, frozenset[str]]
         if n < len(cells) and cells[n] not in "-–—":
             inner = [p for p in (column if asked.lower() != column.lower() else "", unit) if p]
             shown = asked + (f" ({', '.join(inner)})" if inner else "")
-            found.append((hits, f"{label}, {shown}: {cells[n]}", frozenset(terms(f"{asked} {column}"))))
+            held = frozenset(terms(f"{asked} {column} {unit}"))
+            found.append((hits, f"{label}, {shown}: {cells[n]}", held))
     return _unambiguous(found)
 
 
@@ -284,6 +285,7 @@ def _columns(block: list[list[str]], units: list[str] | None, n: int, names: set
             group = next((g for g, name in enumerate(groups) if any(names_column(name, w) for w in names)),
                          None)
             if group is not None:
-                return [(c, "") if group * size <= i < (group + 1) * size else ("", "")
+                # the group goes with the cell as its unit: "Single DPR, TriviaQA (Top-20): 79.4"
+                return [(c, groups[group]) if group * size <= i < (group + 1) * size else ("", "")
                         for i, c in enumerate(line[-n:])]
     return [(c, "") for c in line[-n:]]

@@ -12,7 +12,6 @@ from rag.engines.base import Answer
 from rag.engines.benchmarks import benchmark_cells
 from rag.engines.cited import Passage, cited_answer
 from rag.engines.lexical import (
-    Constraint,
     LexicalCore,
     _names,
     _same_text,
@@ -22,6 +21,7 @@ from rag.engines.passages import (
     HEAD_WORDS,
     _boilerplate,
     _dangling,
+    _exact,
     _labelled,
     _quotable,
     _tabular,
@@ -30,7 +30,7 @@ from rag.engines.passages import (
 )
 from rag.engines.tables import figure_row, table_rows
 from rag.models import Chunk, Turn
-from rag.text import STOPWORDS, sentences, terms
+from rag.text import MONTHS, STOPWORDS, sentences, terms
 
 MAX_ANSWER_SENTENCES = 4
 BRIDGE_FOLLOW = 2.0
@@ -342,7 +342,12 @@ class ExtractionMixin(LexicalCore):
                 rows += [Passage(rank, 3000 + pos, line, frozenset(terms(line)), 0.0, len(terms(line)), line,
                                  context) for pos, line in lines]
         rows = [p for p in rows if held(p) == 1.0]
-        return min(rows, key=lambda p: (p.rank, -len(p.stems)), default=None)
+        # the row whose label holds the most of what the question names (IDF-weighted; a date in the label is
+        # the column asked for, not a measure: "December 31, 2024 $ 5,843 $ 5,996" is no aircraft's row)
+        weights = {s: w for s, (word, w) in self.weighted_terms(question).items()
+                   if word.isalpha() and word.lower() not in MONTHS}
+        return max(rows, key=lambda p: (sum(weights[s] for s in p.stems & weights.keys()), -p.rank),
+                   default=None)
 
     def _typed_candidate(self, question: str, pool: Sequence[Passage], fits: Callable[[Passage], bool],
                          held: Callable[[Passage], float]) -> Passage | None:
@@ -388,13 +393,4 @@ class ExtractionMixin(LexicalCore):
         return next((Passage(r, 0, s, frozenset(), 0.0, 0, s) for r, c in enumerate(chunks)
                      for s in map(_quotable, sentences(c.text))
                      if self._readable(s) and not _boilerplate(s)), None)
-
-
-def _exact(text: str, names: Sequence[Constraint]) -> int:
-    """How many of the question's names ``text`` mentions on their own, not as the start of a longer name.
-
-    "Berkshire is domiciled …" names Berkshire; "Berkshire Hathaway Energy Company is …" names another
-    company whose name starts with it.
-    """
-    return sum(bool(re.search(rf"\b{re.escape(c.text)}\b(?!['’]?\s+[A-Z])", text)) for c in names)
 

@@ -105,9 +105,9 @@ def test_a_header_may_name_a_column_with_a_number_of_three_digits():
                                "the setup with seven random negatives reach?") == "Random 7 ✗, top-20: 64.3"
     # the group over the datasets: "top-100" picks the second five columns
     assert _first(DPR_RETRIEVAL, "In the retrieval results table, what top-100 accuracy does BM25 reach on "
-                                 "SQuAD?") == "None BM25, SQuAD: 80.0"
+                                 "SQuAD?") == "None BM25, SQuAD (Top-100): 80.0"
     assert _first(DPR_RETRIEVAL, "What top-20 accuracy does DPR trained on a single dataset reach on "
-                                 "TriviaQA?") == "Single DPR, TriviaQA: 79.4"
+                                 "TriviaQA?") == "Single DPR, TriviaQA (Top-20): 79.4"
 
 
 def test_a_rows_citation_is_no_part_of_its_label():
@@ -134,7 +134,7 @@ def test_a_row_named_by_the_start_of_a_question_word():
     # "multiple datasets" names the "Multi DPR" row; the CuratedTREC column is the table's "TREC"
     assert _first(DPR_RETRIEVAL, "In the retrieval accuracy table, what top-100 accuracy does DPR trained on "
                                  "multiple datasets reach on CuratedTREC?") \
-        == "Multi DPR, CuratedTREC (TREC): 93.9"
+        == "Multi DPR, CuratedTREC (TREC, Top-100): 93.9"
 
 
 def test_rows_whose_labels_differ_only_in_marks_are_no_answer():
