@@ -30,7 +30,7 @@ from rag.engines.passages import (
 )
 from rag.engines.tables import figure_row, table_rows
 from rag.models import Chunk, Turn
-from rag.text import MONTHS, STOPWORDS, sentences, terms
+from rag.text import STOPWORDS, sentences, terms
 
 MAX_ANSWER_SENTENCES = 4
 BRIDGE_FOLLOW = 2.0
@@ -342,12 +342,7 @@ class ExtractionMixin(LexicalCore):
                 rows += [Passage(rank, 3000 + pos, line, frozenset(terms(line)), 0.0, len(terms(line)), line,
                                  context) for pos, line in lines]
         rows = [p for p in rows if held(p) == 1.0]
-        # the row whose label holds the most of what the question names (IDF-weighted; a date in the label is
-        # the column asked for, not a measure: "December 31, 2024 $ 5,843 $ 5,996" is no aircraft's row)
-        weights = {s: w for s, (word, w) in self.weighted_terms(question).items()
-                   if word.isalpha() and word.lower() not in MONTHS}
-        return max(rows, key=lambda p: (sum(weights[s] for s in p.stems & weights.keys()), -p.rank),
-                   default=None)
+        return min(rows, key=lambda p: (p.rank, -len(p.stems)), default=None)
 
     def _typed_candidate(self, question: str, pool: Sequence[Passage], fits: Callable[[Passage], bool],
                          held: Callable[[Passage], float]) -> Passage | None:
