@@ -47,7 +47,7 @@ def _page(name: str, page: int) -> str:
      "Our SELF-RAG 7B, ARC-Challenge (ARC, acc): 67.3"),
     # two groups of the same datasets ("Top-20 Top-100"): the first, which the question names
     (DPR, 5, "What top-20 retrieval accuracy does DPR trained on a single dataset reach on TriviaQA?",
-     "Single DPR, TriviaQA: 79.4"),
+     "Single DPR, TriviaQA (Top-20): 79.4"),
     # a header the PDF split over lines of notes ("(79k/4k)"); "# params" answers "parameters"
     (REALM, 7, "How many parameters does T5 (large) have according to the Open-QA results table?",
      "T5 (large) (Roberts et al., 2020) Transformer Seq2Seq T5 (Multitask), parameters (# params): 738m"),
