@@ -12,6 +12,7 @@ from rag.engines.base import Answer
 from rag.engines.benchmarks import benchmark_cells
 from rag.engines.cited import Passage, cited_answer
 from rag.engines.lexical import (
+    Constraint,
     LexicalCore,
     _names,
     _same_text,
@@ -21,7 +22,6 @@ from rag.engines.passages import (
     HEAD_WORDS,
     _boilerplate,
     _dangling,
-    _exact,
     _labelled,
     _quotable,
     _tabular,
@@ -388,4 +388,13 @@ class ExtractionMixin(LexicalCore):
         return next((Passage(r, 0, s, frozenset(), 0.0, 0, s) for r, c in enumerate(chunks)
                      for s in map(_quotable, sentences(c.text))
                      if self._readable(s) and not _boilerplate(s)), None)
+
+
+def _exact(text: str, names: Sequence[Constraint]) -> int:
+    """How many of the question's names ``text`` mentions on their own, not as the start of a longer name.
+
+    "Berkshire is domiciled …" names Berkshire; "Berkshire Hathaway Energy Company is …" names another
+    company whose name starts with it.
+    """
+    return sum(bool(re.search(rf"\b{re.escape(c.text)}\b(?!['’]?\s+[A-Z])", text)) for c in names)
 

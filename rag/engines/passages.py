@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from rag.text import STOPWORDS
 
@@ -131,13 +130,3 @@ def cut_head(sentence: str) -> str:
     while toks and (toks[-1].lower().strip(",;:(") in STOPWORDS or not re.search(r"\w", toks[-1])):
         toks.pop()
     return " ".join(toks).rstrip(",;:(") + " …"
-
-
-def _exact(text: str, names: Sequence[Any]) -> int:
-    """How many of the question's names ``text`` mentions on their own, not as the start of a longer name.
-
-    "Berkshire is domiciled …" names Berkshire; "Berkshire Hathaway Energy Company is …" names another
-    company whose name starts with it.
-    """
-    return sum(bool(re.search(rf"\b{re.escape(c.text)}\b(?!['’]?\s+[A-Z])", text)) for c in names)
-
