@@ -247,12 +247,12 @@ def institutions(text: str, *, university: bool = False) -> list[str]:
 def _label_number(text: str, m: re.Match) -> bool:
     """Whether the figure ``m`` of ``text`` labels a part of the document or numbers a heading.
 
-    "Table 1", "Section 5"; "5 Experiments: …" and "3. In total …" at the start of ``text``.
+    "Table 1", "Section 5"; "5 Experiments: …", "3. In total …", "(25) Accumulated …" (a note) at its start.
     """
     before = re.findall(r"[A-Za-z]+\.?", text[max(0, m.start() - 12):m.start()])
     if before and before[-1].lower().rstrip(".") in _DOCUMENT_PARTS:
         return True
-    heading = re.fullmatch(r"\s*\d{1,2}(?:\.\d{1,2})*\.?\s*", m.group(0))
+    heading = re.fullmatch(r"\s*(?:\d{1,2}(?:\.\d{1,2})*\.?|\(\d{1,2}\))\s*", m.group(0))
     return not text[:m.start()].strip() and bool(heading) and bool(re.match(r"\.?\s*[A-Z]", text[m.end():]))
 
 

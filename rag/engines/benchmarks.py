@@ -70,10 +70,14 @@ def _header(line: str) -> list[str] | None:
 
 
 def _units(line: str) -> list[str] | None:
-    """A line of units, one a column ("LM (acc) (acc) (FS) (em)"): the units, or None."""
-    found = _PAREN.findall(line)
+    """A line of units, one a column ("LM (acc) (acc) (FS) (em)"): the units, or None.
+
+    A bracketed figure is a negative amount, not a unit ("Benefits paid (810) (852)" is a row of a 10-K).
+    """
+    found = [u.strip("()") for u in _PAREN.findall(line)]
     rest = _PAREN.sub(" ", line).split()
-    return [u.strip("()") for u in found] if len(found) >= 2 and len(rest) <= 2 else None
+    figure = any(re.fullmatch(r"[$\s]*-?[\d,.]+\s*%?", u) for u in found)
+    return found if len(found) >= 2 and len(rest) <= 2 and not figure else None
 
 
 def _initials(name: str) -> str:

@@ -22,6 +22,16 @@ _CAPTION_KIND = re.compile(r"\bsummary\s+of\s+(?:our\s+)?([a-z][\w/-]*(?:\s+[a-z
                            r"(?:underwriting\s+)?results\s+follows?\b")
 """The kind of business a caption's table covers: "A summary of property/casualty reinsurance underwriting
 results follows" (its rows are that business's: "Premiums written (property/casualty reinsurance)")."""
+_CAPTION_TOPIC = re.compile(
+    r"\b(?:[Ss]ummary|[Rr]econciliations?|[Aa]nalysis|[Cc]omponents|[Dd]etails)\s+of\s+"
+    r"(?:the\s+|our\s+)?([a-z][\w/-]*(?:\s+[a-z][\w/-]*){1,8}?)\s+"
+    r"(?:for\s+each\s+of|as\s+of|at\s+December|follows?|are\s+summari[sz]ed|is\s+summari[sz]ed)\b"
+    r"|(?:^|[.;]\s+)([A-Z][a-z]+(?:\s+[a-z][\w/-]*){1,5}?)\s+for\s+each\s+of\s+the\s+[^.]*?\b"
+    r"(?:are|is)\s+summari[sz]ed\b")
+"""What a caption's table is about, in lower-case words: "Reconciliations of the allowance for credit losses
+on loans and finance receivables for each of the three years … follow" (its rows are that allowance's:
+"Provision for credit losses (allowance for credit losses on loans and finance receivables)"), "Operating
+lease revenues for each of the three years … are summarized below"."""
 PROSE_WORDS = 8
 """A line of this many words or more that is no row is prose: the table above it has ended."""
 _DATE_PIECE = re.compile(r"(?:(?:Years?|Twelve\s+months|Three\s+months|Six\s+months|Nine\s+months)\s+"
@@ -62,4 +72,6 @@ def read_caption(line: str, owner: str, business: str) -> tuple[str, str]:
         business = caption.group(2).lower() if caption.group(2) else business
     if kind := _CAPTION_KIND.search(line):
         business = kind.group(1)
+    elif not caption and (topic := _CAPTION_TOPIC.search(line)):
+        business = (topic.group(1) or topic.group(2)).lower()
     return owner, business

@@ -240,8 +240,9 @@ class CheckingMixin(LexicalCore):
             asked = self.predicate(question)
             problems.append(f"its lead is a table row whose label holds none of "
                             f"{_quote([w for s, (w, _) in weights.items() if s in asked], 4)}")
-        elif not row and kind in SPAN_TYPES and cov >= USEFUL_AT and lead and not self.acceptable(
-                question, lead, kind, held=lead_head):
+        # a question of no type has no span to check: its lead must cover the question all the more
+        elif not row and (kind in SPAN_TYPES or kind is None) and cov >= USEFUL_AT and lead and \
+                not self.acceptable(question, lead, kind, held=lead_head):
             problems.append(f"its lead passage covers only {_pct(lead_cov)} of the question's IDF-weighted "
                             f"terms (the lead must cover {_pct(LEAD_USEFUL_AT)})")
         missing_type = missing_type or _lead_failed(kind, problems, lacking, cov)

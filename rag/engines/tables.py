@@ -26,7 +26,8 @@ def _row_cells(line: str, n: int) -> tuple[str, list[str]] | None:
     cells: list[str] = []
     rest = line.rstrip()
     while len(cells) < n:
-        m = re.search(r"(\$?\s*(?:\(\s*[\d,]+(?:\.\d+)?\s*\)|-?\d[\d,]*(?:\.\d+)?|—|–)\s*%?)\s*$", rest)
+        # a cell: a figure, a dash, or "**" (a change "not meaningful", as its footnote says)
+        m = re.search(r"(\$?\s*(?:\(\s*[\d,]+(?:\.\d+)?\s*\)|-?\d[\d,]*(?:\.\d+)?|—|–|\*\*)\s*%?)\s*$", rest)
         if not m:
             return None
         cell = re.sub(r"\(\s*|\s*\)", lambda x: x.group(0).strip(), " ".join(m.group(1).split()))
@@ -76,9 +77,11 @@ def label_share(row: str, asked: Mapping[str, float], aliases: Aliases | None = 
         return 1.0
     cut = re.search(r", (?:19|20)\d\d: ", row)
     label = set(expand(terms(row[:cut.start()] if cut else row), aliases or {}))
-    # the year is the row's column, not its label's ("Assets, 2024: …"); "total" names no other measure
+    # the year is the row's column, not its label's ("Assets, 2024: …"); "total" names no other measure, and
+    # "in millions" is the table's scale, which its cells carry
     columns = set(re.findall(r"\b(?:19|20)\d\d\b", row[cut.start():])) if cut else set()
-    asked = {t: w for t, w in asked.items() if t not in columns and not (t == "total" and t not in label)}
+    asked = {t: w for t, w in asked.items()
+             if t not in columns and not (t in _UNASKED and t not in label)}
     total = sum(asked.values())
     if total <= 0:
         return 0.0  # the question names nothing but the column: no label is shown to be the one asked
@@ -89,6 +92,8 @@ def label_share(row: str, asked: Mapping[str, float], aliases: Aliases | None = 
 
 
 
+_UNASKED = frozenset({"total", *terms("millions billions thousands")})
+"""Question terms a row's label need not hold: a total, and the scale its figures are read in."""
 _SCALE = re.compile(r"\(?\s*(?:(?:dollars|amounts|us\s*\$|\$)\s+)?in\s+(millions|billions|thousands)\b", re.I)
 """A table's scale line: "(in millions)", "(dollars in millions, except per share amounts)"."""
 _PER_SHARE = re.compile(r"\bper\b(?:\s+[\w-]+){0,4}\s+shares?\b", re.I)
@@ -333,7 +338,7 @@ def table_rows(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
     years: list[str] = []
     changes = offset = width = 0
     scale = owner = section = group = business = covers = ""
-    paired = False
+    paired = after_row = False
     recent: list[str] = []  # the lines before this one, nearest last
     # a scale line broken after "in" ("… follows (dollars in" / "millions).") is read as one
     text = re.sub(r"\b(in)[ \t]*\n[ \t]*(millions|billions|thousands)\b", r"\1 \2\n", text, flags=re.I)
@@ -358,6 +363,10 @@ def table_rows(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
             paired = True
             continue
         row = _cells_of(line, width, changes, paired and not offset)
+        if row is None and covers and after_row and not re.search(r"[A-Za-z]", line):
+            # figures without a label under the rows of a table its caption names: their total
+            row = _cells_of(f"Total {covers} {line}", width, changes, paired and not offset)
+        after_row = row is not None
         if row is None:
             section, covers = _not_a_row(line, section, covers)
             continue
