@@ -92,14 +92,14 @@ def label_share(row: str, asked: Mapping[str, float], aliases: Aliases | None = 
 
 
 
-_UNASKED = frozenset({"total", *terms("millions billions thousands")})
-"""Question terms a row's label need not hold: a total, and the scale its figures are read in."""
 _SCALE = re.compile(r"\(?\s*(?:(?:dollars|amounts|us\s*\$|\$)\s+)?in\s+(millions|billions|thousands)\b", re.I)
 """A table's scale line: "(in millions)", "(dollars in millions, except per share amounts)"."""
 _PER_SHARE = re.compile(r"\bper\b(?:\s+[\w-]+){0,4}\s+shares?\b", re.I)
 """A row of amounts per share ("Net earnings per average equivalent Class B share"), which a scale line leaves
 out."""
 _SCALE_WORD = {"millions": "million", "billions": "billion", "thousands": "thousand"}
+_UNASKED = frozenset({"total", *terms(" ".join(_SCALE_WORD))})
+"""Question terms a row's label need not hold: a total, and the scale its figures are read in."""
 
 
 def _scaled(cell: str, scale: str) -> str:
@@ -362,10 +362,11 @@ def table_rows(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
         if re.fullmatch(r"(?:Amount\s+%\s*){2,}", line):  # each year an amount and its percentage
             paired = True
             continue
-        row = _cells_of(line, width, changes, paired and not offset)
+        amounts_paired = paired and not offset
+        row = _cells_of(line, width, changes, amounts_paired)
         if row is None and covers and after_row and not re.search(r"[A-Za-z]", line):
             # figures without a label under the rows of a table its caption names: their total
-            row = _cells_of(f"Total {covers} {line}", width, changes, paired and not offset)
+            row = _cells_of(f"Total {covers} {line}", width, changes, amounts_paired)
         after_row = row is not None
         if row is None:
             section, covers = _not_a_row(line, section, covers)
