@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from rag.answer_lists import list_count
 from rag.quantities import QUANTITY_WORDS as _QUANTITY
-from rag.text import STOPWORDS, terms, words
+from rag.text import STOPWORDS, frame_words, terms, words
 
 AnswerType = str
 """One of :data:`TYPES`."""
@@ -241,13 +241,12 @@ def cue_words(question: str) -> frozenset[str]:
     """The words of ``question`` that only name its answer type (see :data:`CUE_WORDS`), lower-case.
 
     Also "authors" where the question does not count them: "the Self-RAG authors train on …" is written "we
-    train on …" in the paper itself.
+    train on …" in the paper itself; and the words of a topic-shift frame (:func:`rag.text.frame_words`).
     """
-    kind = expected_type(question)
-    asked = set(words(question.lower()))
-    writers = frozenset({"author", "authors"}) & asked if counted_noun(question) != "author" else frozenset()
+    kind, asked, frame = expected_type(question), set(words(question.lower())), frame_words(question)
+    writers = frame | ({"author", "authors"} & asked if counted_noun(question) != "author" else frozenset())
     if kind == "person" and not _AUTHORSHIP.search(question):
-        return frozenset()
+        return frame
     if affiliation(question) and (m := _AFFILIATION_Q.search(question)):
         writers |= {m.group(1).lower()}  # "university" names the answer's type, not a word of its passage
     if kind == "number" and (how := _HOW_MUCH.search(question)):

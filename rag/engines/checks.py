@@ -22,13 +22,14 @@ from rag.engines.lexical import (
     constraints,
 )
 from rag.engines.passages import _quotable
+from rag.engines.tables import COLUMN
 from rag.models import Chunk
 from rag.text import terms
 
 SUPPORTED_AT = 0.8
 """A claim is grounded when this share of its IDF weight appears in the chunks it cites."""
 USEFUL_AT = 0.5
-TABLE_ROW = re.compile(r"^[^\n]{6,}?, (?:19|20)\d\d: ")
+TABLE_ROW = re.compile(rf"^[^\n]{{6,}}?, {COLUMN}: ")
 """An assembled table row ("Net earnings …, 2024: $88,995 million (2023: …)"): its figures are its label's."""
 _UNNAMED_PERSON = re.compile(r"\b(?:he|she|him|his|her|hers)\b", re.I)
 """A person the question refers to without a name ("How old is he?" left unresolved)."""

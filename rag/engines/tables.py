@@ -12,8 +12,12 @@ from rag.engines.aliases import Aliases, expand
 from rag.engines.captions import PROSE_WORDS, read_caption, stacked_years
 from rag.text import STOPWORDS, number_tokens, terms
 
-_YEARS_HEADER = re.compile(r"((?:\b(?:19|20)\d\d\b\s*){2,})((?:(?:19|20)\d\d\s+vs\.?\s+(?:19|20)\d\d\s*)*)$")
-"""A column header of years, then any change columns ("2024 2023 2022 2024 vs 2023 2023 vs 2022")."""
+_YEARS_HEADER = re.compile(r"((?:\b(?:19|20)\d\d\b\s*){2,}(?:(?:Thereafter|Prior|Total)\b\s*){0,2})"
+                           r"((?:(?:19|20)\d\d\s+vs\.?\s+(?:19|20)\d\d\s*)*)$")
+"""A column header of years, then any change columns ("2024 2023 2022 2024 vs 2023 2023 vs 2022"); a
+schedule's years may end in later years and a total ("2025 2026 2027 2028 2029 Thereafter Total")."""
+COLUMN = r"(?:(?:19|20)\d\d|Thereafter|Prior|Total)"
+"""A column an assembled row names before its figure (", 2024: ", ", Total: ")."""
 
 
 def years_header(line: str) -> bool:
@@ -75,7 +79,7 @@ def label_share(row: str, asked: Mapping[str, float], aliases: Aliases | None = 
     """
     if not asked:
         return 1.0
-    cut = re.search(r", (?:19|20)\d\d: ", row)
+    cut = re.search(rf", {COLUMN}: ", row)
     label = set(expand(terms(row[:cut.start()] if cut else row), aliases or {}))
     # the year is the row's column, not its label's ("Assets, 2024: …"); "total" names no other measure, and
     # "in millions" is the table's scale, which its cells carry
@@ -333,12 +337,13 @@ def table_rows(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
     """
     if expected_type(question) != "number":
         return []
-    asked = [w for w in number_tokens(question) if re.fullmatch(r"(?:19|20)\d\d", w)]
+    asked = [w for w in number_tokens(question) if re.fullmatch(r"(?:19|20)\d\d", w)] + (
+        ["Total"] if re.search(r"\btotal\b", question, re.I) else [])  # a schedule's total column
     out = []
     years: list[str] = []
     changes = offset = width = 0
     scale = owner = section = group = business = covers = ""
-    paired = after_row = False
+    paired = after_row = headed = False
     recent: list[str] = []  # the lines before this one, nearest last
     # a scale line broken after "in" ("… follows (dollars in" / "millions).") is read as one
     text = re.sub(r"\b(in)[ \t]*\n[ \t]*(millions|billions|thousands)\b", r"\1 \2\n", text, flags=re.I)
@@ -351,9 +356,9 @@ def table_rows(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
             years, changes = header
             (years, offset, width, group), section = _columns(line, years, recent, question)
             covers, business, paired = business or covers, "", False  # a second header of the same table
-            recent = [*recent[-2:], line]
+            recent, headed = [*recent[-2:], line], True
             continue
-        recent = [*recent[-2:], line]
+        recent, just_headed, headed = [*recent[-2:], line], headed, False
         if not years:
             continue
         if re.fullmatch(r"(?:19|20)\d\d\s+vs\.?", line):  # a change column's header on lines of its own
@@ -364,9 +369,11 @@ def table_rows(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
             continue
         amounts_paired = paired and not offset
         row = _cells_of(line, width, changes, amounts_paired)
-        if row is None and covers and after_row and not re.search(r"[A-Za-z]", line):
-            # figures without a label under the rows of a table its caption names: their total
-            row = _cells_of(f"Total {covers} {line}", width, changes, amounts_paired)
+        if row is None and covers and (after_row or just_headed) and not re.search(r"[A-Za-z]", line):
+            # figures without a label under the rows of a table its caption names: their total; right under
+            # its header, the table's one row ("A summary of future operating lease receipts … follows")
+            label = f"Total {covers}" if after_row else covers[:1].upper() + covers[1:]
+            row = _cells_of(f"{label} {line}", width, changes, amounts_paired)
         after_row = row is not None
         if row is None:
             section, covers = _not_a_row(line, section, covers)

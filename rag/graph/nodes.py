@@ -183,9 +183,9 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
 
     Keep the relevant ones as evidence.
 
-    Evidence accumulates over attempts (deduplicated by chunk id) and is capped at top_k:
-    relevant chunks in retrieval order (the grade filters, the retriever's finer ranking
-    orders), taken in turn from each sub-question so every hop is represented.
+    Evidence accumulates over attempts (deduplicated by chunk id) and is capped at top_k: relevant chunks in
+    retrieval order (the grade filters, the retriever's finer ranking orders), taken in turn from each
+    sub-question so every hop is represented; after a ``seek_answer_type`` correction, twice top_k.
     """
     started = Clock.start()
     o = runtime.context.options
@@ -207,8 +207,7 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
         graded.update({c.id: g for c, g in
                        zip(group, runtime.context.engine.grade(q, group, partial=partial), strict=False)})
     if partial:
-        _regrade_other_hops(runtime.context.engine, state.get("sub_queries") or [], by_query,
-                            graded, asked)
+        _regrade_other_hops(runtime.context.engine, state.get("sub_queries") or [], by_query, graded, asked)
     grades = [graded[c.id] for c in chunks]
     attempt = 1 + state.get("grade_rounds", 0)
     verdicts = [Verdict(chunk_id=c.id, source=c.source, page=c.page, query=fetched_for[c.id],
@@ -222,9 +221,10 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
         for group in by_query.values()]
     shares = [EVIDENCE_SHARE_OF_QUESTION if q == question else 1 for q in by_query]
     fresh = interleave(relevant_per_query, shares)
-    # after a seek_answer_type correction the new chunks are the next candidates: the evidence grows to
-    # twice top_k ("more chunks"), the kept chunks first
+    # after a seek_answer_type correction the new chunks are the next candidates, those graded "high" first:
+    # the evidence grows to twice top_k ("more chunks"), the kept chunks first
     cap = 2 * o.top_k if state.get("fresh_first") else o.top_k
+    fresh = sorted(fresh, key=lambda c: graded[c.id].score != "high") if state.get("fresh_first") else fresh
     documents = (list(kept.values()) + fresh)[:cap]
     # partly relevant chunks (CRAG's "ambiguous": not relevant, score medium), kept for the last resort
     partly = {c.id: c for c in state.get("ambiguous", [])}
