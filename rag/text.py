@@ -239,18 +239,17 @@ def lower_lead_ins(text: str) -> str:
 
 
 _FRAME = re.compile(
-    r"^\s*(?:(?:ok(?:ay)?|so|and|now(?!\s+(?:on|about|for|to)\b))\b[\s,.!]*)*"
+    r"^\s*(?:(?:ok(?:ay)?|so|and|now)\b[\s,.!]*)*"
     r"(?:(?:switching|moving|turning|going|flipping|coming|heading|returning|getting)(?:\s+(?:back|over|on))?"
-    r"\s+(?:to|onto)|back\s+to|different\s+(?=paper|document|filing|report|company)|now(?=\s+(?:on|about|for|to)\b))"
-    r"\b", re.I)
+    r"\s+(?:to|onto)|back\s+to|different\s+(?=paper|document|filing|report|company))\b", re.I)
 
 
 def frame_words(question: str) -> frozenset[str]:
     """The words of a topic-shift frame that opens ``question``, lower-case (empty when none).
 
     "Switching to the REALM paper: …", "Moving on to flooring: …", "Back to Berkshire: …", "Different paper:
-    …", "Now on the 10-K: …" say where the question goes, not what it asks: a passage never says "switching".
-    The topic itself ("the REALM paper", "paper") is kept.
+    …" say where the question goes, not what it asks: a passage never says "switching". The topic itself
+    ("the REALM paper", "paper") is kept; a frame of stop words only ("Now on the 10-K: …") has none.
     """
     m = _FRAME.match(question)
     return frozenset(words(m.group(0).lower())) - STOPWORDS if m else frozenset()

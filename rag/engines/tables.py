@@ -12,11 +12,12 @@ from rag.engines.aliases import Aliases, expand
 from rag.engines.captions import PROSE_WORDS, read_caption, stacked_years
 from rag.text import STOPWORDS, number_tokens, terms
 
-_YEARS_HEADER = re.compile(r"((?:\b(?:19|20)\d\d\b\s*){2,}(?:(?:Thereafter|Prior|Total)\b\s*){0,2})"
+_WORD_COLUMNS = "Thereafter|Prior|Total"
+"""The columns a schedule's header of years may end in ("2025 2026 2027 2028 2029 Thereafter Total")."""
+_YEARS_HEADER = re.compile(rf"((?:\b(?:19|20)\d\d\b\s*){{2,}}(?:(?:{_WORD_COLUMNS})\b\s*){{0,2}})"
                            r"((?:(?:19|20)\d\d\s+vs\.?\s+(?:19|20)\d\d\s*)*)$")
-"""A column header of years, then any change columns ("2024 2023 2022 2024 vs 2023 2023 vs 2022"); a
-schedule's years may end in later years and a total ("2025 2026 2027 2028 2029 Thereafter Total")."""
-COLUMN = r"(?:(?:19|20)\d\d|Thereafter|Prior|Total)"
+"""A column header of years, then any change columns ("2024 2023 2022 2024 vs 2023 2023 vs 2022")."""
+COLUMN = rf"(?:(?:19|20)\d\d|{_WORD_COLUMNS})"
 """A column an assembled row names before its figure (", 2024: ", ", Total: ")."""
 
 
