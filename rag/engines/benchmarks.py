@@ -13,12 +13,15 @@ from __future__ import annotations
 import re
 
 from rag.answer_types import expected_type
+from rag.engines.tables import years_header
 from rag.text import QUESTION_WORDS, STOPWORDS, terms
 
 _CELL = re.compile(r"(?:-?\d[\d,]*(?:\.\d+)?[%mbk]?|-|–|—)(?:/(?:-?\d[\d,]*(?:\.\d+)?[%mbk]?|-|–|—))?")
 """One cell: a figure (with a unit letter: "738m", not a model size: "13B"), a dash for none, or two of them
 ("56.8/68.0", "- /50.1")."""
 _PAREN = re.compile(r"\([^()]*\)")
+_CURRENCY = re.compile(r"(?<!\S)\$(?=\s*[\d(])")
+"""A dollar sign before a cell's amount ("$ 7,563", "$(810)"): a financial table's mark, not a cell."""
 _CITATION = re.compile(r"\s*\[\d+(?:,\s*\d+)*\]")
 """A citation in a row's label ("T5-11B+SSM[52]", "REALM [20]"): not part of its name, and an answer would
 read it as a citation of its own."""
@@ -51,6 +54,17 @@ def _cells(line: str) -> tuple[str, list[str]] | None:
 def table_row(line: str) -> bool:
     """True when ``line`` is a table row: a label, then two or more cells, one a figure."""
     return _cells(line) is not None
+
+
+def _amounts(line: str, head: list[list[str]]) -> tuple[str, list[str]] | None:
+    """``(label, cells)`` of a row of dollar amounts under the one header line ``head``, or None.
+
+    "Case liabilities $ 7,563 $ 11,675 $ 19,238" under "Property Casualty Total": when the header names as
+    many columns as the row has cells (else it is a line of a financial statement, read by
+    :mod:`rag.engines.tables`).
+    """
+    row = _cells(_CURRENCY.sub(" ", line)) if "$" in line else None
+    return row if row is not None and len(head) == 1 and len(head[0]) == len(row[1]) else None
 
 
 def _header(line: str) -> list[str] | None:
@@ -133,8 +147,10 @@ def _row_matches(label: str, question: str) -> int:
     A name with another note than the question's is another row: "T5 (11b)" when "T5 (large)" is asked;
     and a name joined to another is another name: "BM25+DPR" is not "BM25".
     """
-    # the paper the question names says where the table is, not which row: "the Self-RAG paper's … table"
-    asked = re.sub(r"\bthe\s+\S+(?:\s+\S+){0,3}?\s+paper['’]?s?\b", " ", question.lower())
+    # the paper the question names says where the table is, not which row: "the Self-RAG paper's … table",
+    # "Lewis et al.'s retrieval-augmented generation paper"
+    asked = re.sub(r"\b(?:the|\w+\s+et\s+al\.?['’]s)\s+\S+(?:\s+\S+){0,3}?\s+paper['’]?s?\b", " ",
+                   question.lower())
     for name, note in re.findall(r"([\w.+-]+) \(([^()]+)\)", question):
         own = rf"(?<![\w-]){re.escape(name)} \("
         if re.search(rf"{own}(?!{re.escape(note)}\))[^()]+\)", label, re.I) \
@@ -176,7 +192,8 @@ def benchmark_cells(text: str, question: str) -> list[tuple[str, frozenset[str]]
     questions about figures. A row's columns come from the header lines above it: the last one when it
     names enough columns, else all of them joined (a header split over lines), their last names, as many
     as the row has cells; a line of units assigns one each, the last name the rest. A header too short for
-    a row ("Closed" / "Book" between rows) leaves the one before in force.
+    a row ("Closed" / "Book" between rows) leaves the one before in force. Then the cells of one-column
+    tables of counts (:func:`count_cells`).
     """
     if expected_type(question) != "number":
         return []
@@ -188,10 +205,17 @@ def benchmark_cells(text: str, question: str) -> list[tuple[str, frozenset[str]]
     units: list[str] | None = None
     notes = False
     found: list[tuple[int, str, frozenset[str]]] = []
+    after_row = False  # the line before was a row
     for line in text.splitlines():
-        row = _cells(line)
+        head = block or (kept[0] if after_row else [])
+        row = _cells(line) or (_amounts(line, head) if units is None else None)
+        after_row = row is not None
         if row is None:
-            if (u := _units(line)) is not None and block:
+            if years_header(line) or line.rstrip().endswith(":"):
+                # a financial table's columns are its years (read by rag.engines.tables), and "Insurance and
+                # Other:" names a group of a statement's rows, no column
+                block, units, notes, kept = [], None, False, ([], None, False)
+            elif (u := _units(line)) is not None and block:
                 units = u
             elif (h := _header(line)) is not None:
                 block.append(h)
@@ -209,19 +233,89 @@ def benchmark_cells(text: str, question: str) -> list[tuple[str, frozenset[str]]
             columns = _columns(kept[0], kept[1], len(cells), names, kept[2]) if kept[0] else []
         block, notes = [], False
         hits = _row_matches(label, question)
-        if not hits or not columns:
-            continue
-        named = [(n, column, unit, asked) for n, (column, unit) in enumerate(columns)
-                 if (asked := next((w for w in sorted(names) if column and names_column(column, w)), None))
-                 and asked.lower() not in label.lower()]
-        if (chosen := _asked_column(named, question)) is None:
-            continue
-        n, column, unit, asked = chosen
-        if n < len(cells) and cells[n] not in "-–—":
-            inner = [p for p in (column if asked.lower() != column.lower() else "", unit) if p]
-            shown = asked + (f" ({', '.join(inner)})" if inner else "")
-            held = frozenset(terms(f"{asked} {column} {unit}"))
-            found.append((hits, f"{label}, {shown}: {cells[n]}", held))
+        if hits and columns and (cell := _cell(label, cells, columns, names, question)) is not None:
+            found.append((hits, *cell))
+    return _unambiguous(found) + count_cells(text, question)
+
+
+def _cell(label: str, cells: list[str], columns: list[tuple[str, str]], names: set[str],
+          question: str) -> tuple[str, frozenset[str]] | None:
+    """The row's cell at the column ``question`` asks for, as (cell with both, the column's terms), or None.
+
+    ``names``: the question's words that may name a column; none of them in the label.
+    """
+    named = [(n, column, unit, asked) for n, (column, unit) in enumerate(columns)
+             if (asked := next((w for w in sorted(names) if column and names_column(column, w)), None))
+             and asked.lower() not in label.lower()]
+    if (chosen := _asked_column(named, question)) is None:
+        return None
+    n, column, unit, asked = chosen
+    if n >= len(cells) or cells[n] in "-–—":
+        return None
+    inner = [p for p in (column if asked.lower() != column.lower() else "", unit) if p]
+    shown = asked + (f" ({', '.join(inner)})" if inner else "")
+    return f"{label}, {shown}: {cells[n]}", frozenset(terms(f"{asked} {column} {unit}"))
+
+
+_COUNT_ROW = re.compile(r"^([A-Z][^\n.;:!?]{1,80}?)\s+(\d{1,3}(?:,\d{3})+)$")
+"""A row of a one-column table of counts: a name, then one figure in groups of thousands ("GPT-4 Alpaca
+Instruction-following Open-Instruct 26,168")."""
+COUNT_ROWS = 3
+"""Consecutive rows that make a one-column table of counts: fewer are lines of prose."""
+_COUNT_COLUMN = re.compile(r"\b((?:number|count)\s+of\s+[A-Za-z][\w-]*|[A-Za-z][\w-]*)\s*$", re.I)
+"""The column a one-column table's header line names by its last words: "… the number of instances"."""
+
+
+def _count_row(line: str) -> tuple[str, str] | None:
+    """``(name, figure)`` of a row of a one-column table of counts (:data:`_COUNT_ROW`), or None.
+
+    Not a row of several figures run into one count ("Natural Questions 79,168 58,880 8,757 3,610").
+    """
+    m = _COUNT_ROW.match(line.strip())
+    if m is None or re.search(r"\d,\d{3}|\d\.\d|\b\d{3,}\b", m.group(1)):
+        return None
+    return m.group(1), m.group(2)
+
+
+def count_row(line: str) -> bool:
+    """True when ``line`` reads as a row of a one-column table of counts (:func:`_count_row`)."""
+    return _count_row(line) is not None
+
+
+def count_cells(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
+    """The cells of one-column tables of counts in ``text`` at a row ``question`` names.
+
+    As ``("ShareGPT Instruction-following Open-Instruct, number of instances: 13,406", terms of the
+    column)``, best row first. A table is COUNT_ROWS rows or more of a name (no figure in it) and one figure
+    in thousands, right under a header line with no figure whose last words name the column ("Dataset name
+    category Data source the number of instances"). Read only for a question about a number that puts a
+    word of the row's name right before the column's noun ("How many ShareGPT instances are …"; not "how
+    many instances per aspect … GPT-4's …").
+    """
+    if expected_type(question) != "number":
+        return []
+    lines = [line.strip() for line in text.splitlines()]
+    found: list[tuple[int, str, frozenset[str]]] = []
+    i = 0
+    while i < len(lines):
+        j = i
+        while j < len(lines) and _count_row(lines[j]):
+            j += 1
+        header = lines[i - 1] if i else ""
+        col = _COUNT_COLUMN.search(header) if j - i >= COUNT_ROWS and not re.search(r"\d", header) else None
+        column = col.group(1) if col else ""
+        # the words of the question right before the column's noun: "… ShareGPT instances …"
+        said = re.findall(rf"([\w.+-]+)(?:['’]s)?\s+{re.escape(column.split()[-1])}\b", question, re.I) \
+            if column else []
+        before = {w.lower() for w in said}
+        for row in (_count_row(line) for line in lines[i:j] if before):
+            label, figure = row or ("", "")
+            if not before & {t.lower() for t in label.split()}:
+                continue
+            cell = (_row_matches(label, question), f"{label}, {column}: {figure}", frozenset(terms(column)))
+            if cell[0] and cell not in found:  # chunks overlap: a row read twice is one cell
+                found.append(cell)
+        i = max(j, i + 1)
     return _unambiguous(found)
 
 

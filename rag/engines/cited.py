@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +13,28 @@ from rag.models import Chunk
 EXTRACTIVE_LABEL = "Extractive answer from the offline engine (quoted passages, not generated):"
 """The first line of every offline answer: nobody should take it for a generated one."""
 KEY_PASSAGES = "Key passages:"
+_PRINTED_CELLS = re.compile(r"\d(?:[\d,]*\d)?(?:\.\d+)?\s*\)?\s+\$?\s*\(?\s*-?\d")
+"""Two figures side by side, as a table's line prints its cells ("1,628 578 (253 )", "$ 85,870 $ 93,009"):
+no column says which one is which."""
+
+
+def extractive_lead(answer: str) -> str:
+    """The lead line of the offline engine's ``answer``, without its citation marks; "" for another answer."""
+    lines = [line for line in answer.split("\n") if line.strip()]
+    if len(lines) < 2 or lines[0] != EXTRACTIVE_LABEL:
+        return ""
+    return re.sub(r"\s*(?:\[\d+\])+\s*$", "", lines[1])
+
+
+def printed_lead(answer: str) -> bool:
+    """Whether the offline engine's ``answer`` leads with a table's line as printed (:data:`_PRINTED_CELLS`).
+
+    "Revenues $ 46,891 $ 51,739 $ 56,756" may well lead with the year asked for, but nothing it quotes says
+    so: such an answer is given with a caveat, never clean. An assembled row ("Revenues (Pilot), 2024:
+    $46,891 (2023: …)") and a sentence ("… $469 million in 2024, $513 million in 2023") are no printed line.
+    """
+    lead = extractive_lead(answer)
+    return ": " not in lead and _PRINTED_CELLS.search(lead) is not None
 
 
 @dataclass(frozen=True)

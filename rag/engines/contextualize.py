@@ -100,6 +100,10 @@ _OWN_MEASURE = re.compile(r"[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*){0,3}['’]s?\s+(?:
 """A fragment that names an owner and a measure of its own ("Occidental's total assets …")."""
 _FILING_LEAD = re.compile(r"^(?:In|According to|Per)\s+[A-Z][^,:]{2,60}\b10-[KQ]\s*[,:]\s*")
 """The filing a question is asked in ("In Berkshire Hathaway's 2024 10-K, "), which a follow-up keeps."""
+_OWNED = re.compile(r"(?:[a-z][\w]*-[\w-]+\s+)?[A-Z][\w&.+-]*(?:\s+[A-Z][\w&.+-]*){0,3}['’]s\s+[a-z]")
+"""A fragment that opens with a name's possessive: "single-dataset DPR's top-20 accuracy on SQuAD"."""
+_FRAME_LEAD = re.compile(r"^(?:In|According to|Per)\s+[^,?]{3,80},\s*")
+"""Where the previous question said to look: "In the retrieval accuracy table, ", "Per the 10-K, "."""
 _STATED_SUBJECT = re.compile(r"([A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*){0,3})\s+(?:is|was|also|has|had|reported|"
                              r"booked|owns|operates|makes|sells|acquired|bought)\b")
 """The named subject a statement before a question opens with ("Garan is another apparel business …")."""
@@ -362,6 +366,12 @@ class ContextualizeMixin(AnsweredMixin):
             # the previous question's filing ("In Berkshire Hathaway's 2024 10-K, ")
             lead = _FILING_LEAD.match(prev)
             verb = "were" if own.group(1).endswith("s") else "was"
+            out, how = f"{lead.group(0) if lead else ''}what {verb} {frag}", f"asked about “{frag}” alone"
+        if out is None and _OWNED.match(frag):
+            # "And single-dataset DPR's top-20 accuracy on SQuAD?": a measure of a name of its own, asked the
+            # way the previous question was, under its frame ("In the retrieval accuracy table, ")
+            lead = _FRAME_LEAD.match(prev)
+            verb = "is" if re.search(r"\b(?:is|are|does|do|has|have)\b", prev, re.I) else "was"
             out, how = f"{lead.group(0) if lead else ''}what {verb} {frag}", f"asked about “{frag}” alone"
         if out is None:  # a noun phrase the previous question has no slot for
             paper = _PAPER.search(prev)

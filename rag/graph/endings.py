@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 from rag.answer_types import describe
 from rag.config import Options
 from rag.engines.benchmarks import table_row
-from rag.engines.cited import EXTRACTIVE_LABEL
+from rag.engines.cited import extractive_lead, printed_lead
 from rag.graph import routing
 from rag.graph.context import RunContext
 from rag.graph.events import Clock, record
@@ -61,6 +61,8 @@ def finalize_with_caveat(state: GraphState, runtime: Runtime[RunContext]) -> dic
         why.append(f"{n} claim{'s' if n != 1 else ''} could not be verified")
     if state.get("useful") is False:
         why.append("the answer may not fully address the question")
+    if printed_lead(state.get("answer", "")):
+        why.append("its lead is a table's line as printed, whose figures no column tells apart")
     if state.get("web_note", "").startswith(("skipped", "failed")):
         why.append(f"web search {state['web_note']}")
     route = state.get("route")
@@ -105,6 +107,8 @@ def _caveat(state: GraphState, o: Options) -> str:
         return f"no passage found gives {describe(sought[-1])} for what was asked"
     if state.get("useful") is False or _last_check_failed(state):
         return "the answer may not fully answer the question"
+    if printed_lead(state.get("answer", "")):
+        return "the table line quoted has several figures, and no column says which one was asked for"
     if state.get("weak_evidence"):
         n = len(state.get("documents", []))
         return f"only {n} relevant passage{'s were' if n != 1 else ' was'} found ({o.min_relevant} wanted)"
@@ -113,10 +117,7 @@ def _caveat(state: GraphState, o: Options) -> str:
 
 def _row_lead(answer: str) -> bool:
     """Whether the offline engine's ``answer`` leads with a table row as printed (a label, then figures)."""
-    lines = [line for line in answer.split("\n") if line.strip()]
-    if len(lines) < 2 or lines[0] != EXTRACTIVE_LABEL:
-        return False
-    lead = re.sub(r"\s*(?:\[\d+\])+\s*$", "", lines[1])
+    lead = extractive_lead(answer)
     return table_row(lead) and len(re.findall(r"\d[\d,.]*", lead)) > 1
 
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import re
 import threading
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from rag.engines.benchmarks import table_row
+from rag.engines.benchmarks import count_row, table_row
 from rag.engines.tables import years_header
 from rag.models import Chunk
 from rag.store.records import chunk_id
@@ -78,9 +79,13 @@ two chunks of 1,000 characters)."""
 
 
 def starts_in_table(text: str) -> bool:
-    """True when ``text`` opens with a row of a table (its header, if any, is in a chunk before)."""
+    """True when ``text`` opens with a row of a table (its header, if any, is in a chunk before).
+
+    A row of figures, or of a one-column table of counts ("Stanford Alpaca Instruction-following Open-Instruct
+    25,153").
+    """
     first = next((line for line in text.splitlines() if line.strip()), "")
-    return table_row(first)
+    return table_row(first) or count_row(first)
 
 
 def with_table_headers(kb, chunks: Sequence[Chunk]) -> list[Chunk]:
@@ -151,9 +156,15 @@ def with_heads(kb, chunks: Sequence[Chunk]) -> list[Chunk]:
             for c in chunks]
 
 
-SECTION_CHUNKS_BACK = 3
-"""How many chunks before one are read for the heading of the section it opens in (a 10-K's "GEICO" section
-runs over three chunks of 1,000 characters before its next heading)."""
+SECTION_CHUNKS_BACK = 6
+"""How many chunks before one are read for the heading of the section it opens in (a 10-K's "Berkshire
+Hathaway Reinsurance Group" section runs over six chunks of 1,000 characters, and a page break, before its
+next heading)."""
+RUNNING_HEAD_CHUNKS_BACK = 12
+"""How many chunks before one are read to tell a page's running head from a section's heading: enough to
+reach the top of the page before (a 10-K's page is five chunks)."""
+_PAGE_LABEL = re.compile(r"(?:[A-Z]{1,3}-)?\d{1,4}")
+"""A line that is only a page's number or label ("K-58", "12"): a page's running head follows it."""
 MAX_HEADING_WORDS = 8
 _NUMBERED = re.compile(r"^(?:\(\d+\)|\d+(?:\.\d+)*\.?|[A-Z]\.)\s+")
 """A heading's number: "(16) Unpaid losses", "3.2 Results", "A. Details"."""
@@ -163,11 +174,12 @@ def _heading(line: str, before: str = "", after: str = "") -> bool:
     """True when ``line`` (between the lines ``before`` and ``after``) reads as a section heading.
 
     A short line (at most MAX_HEADING_WORDS words) that opens with a capital, has no figure and no closing
-    punctuation, is not a table row, does not continue a sentence (``before`` is empty, a heading too, or
-    ends a sentence) and is not continued by the next line (``after`` does not open in lower case) nor
-    followed by a line of years or a table row (then it is a table's column header: "Cars/Units Percentage
-    Change" over "2024 2023 2022 …"). "GEICO" and "Berkshire Hathaway Reinsurance Group" in a 10-K; not
-    "K-57", not a wrapped line of a paragraph.
+    punctuation, is not a table row, does not continue a sentence (``before`` is empty, a heading or a page
+    label too, or ends a sentence) and is not continued by the next line (``after`` does not open in lower
+    case) nor followed by a line of years or a table row (then it is a table's column header: "Cars/Units
+    Percentage Change" over "2024 2023 2022 …", "Property Casualty Total" over "Case liabilities $ 7,563 …").
+    "GEICO" and "Berkshire Hathaway Reinsurance Group" in a 10-K; not "K-57", not a wrapped line of a
+    paragraph.
     """
     bare = _NUMBERED.sub("", line.strip())
     ws = bare.split()
@@ -176,22 +188,49 @@ def _heading(line: str, before: str = "", after: str = "") -> bool:
     if bare[-1] in ".,;:!?)-–—" or table_row(bare) or not re.search(r"[a-z]{2}|[A-Z]{3}", bare):
         return False
     after = after.strip()
-    if after[:1].islower() or years_header(after) or table_row(after):
+    if after[:1].islower() or years_header(after) or table_row(after) or _TRAILING_CELLS.search(after):
         return False  # continued, or a table's column header: years or a row of figures come next
     prev = before.strip()
-    return not prev or prev[-1] in ".!?:" or _heading(prev)
+    return not prev or prev[-1] in ".!?:" or bool(_PAGE_LABEL.fullmatch(prev)) or _heading(prev)
 
 
-def last_heading(text: str) -> str:
+def page_top(text: str) -> list[str]:
+    """The headings atop the page ``text`` opens, as :func:`last_heading` gives them.
+
+    [] when the first line is no page label ("K-58").
+
+    A 10-K repeats "K-58 / Management’s Discussion and Analysis / Critical Accounting Estimates / Property and
+    casualty insurance unpaid losses" atop every page of a part (its running head), and a subsection
+    ("GEICO") may open right under it.
+    """
+    lines = text.splitlines()
+    if not lines or not _PAGE_LABEL.fullmatch(lines[0].strip()):
+        return []
+    n = 1
+    while n < len(lines) and _heading(lines[n], lines[n - 1], lines[n + 1] if n + 1 < len(lines) else ""):
+        n += 1
+    return [" ".join(_NUMBERED.sub("", line.strip()).split()) for line in lines[1:n]]
+
+
+def running_heads(texts: Iterable[str]) -> frozenset[str]:
+    """The headings atop two pages or more of ``texts`` (:func:`page_top`): a running head, not a section."""
+    tops = Counter(h for t in texts for h in set(page_top(t)))
+    return frozenset(h for h, n in tops.items() if n > 1)
+
+
+def last_heading(text: str, skip: frozenset[str] = frozenset()) -> str:
     """The last line of ``text`` that reads as a section heading (:func:`_heading`), or "".
 
     Not the last line of several: a chunk's last line may be cut mid-sentence ("GEICO’s net auto"), and a
-    heading there opens the next chunk too (chunks overlap).
+    heading there opens the next chunk too (chunks overlap). A heading in ``skip`` (running heads) is passed
+    over.
     """
     lines = text.splitlines()
     for i in range(len(lines) - (2 if len(lines) > 1 else 1), -1, -1):
         if _heading(lines[i], lines[i - 1] if i else "", lines[i + 1] if i + 1 < len(lines) else ""):
-            return " ".join(_NUMBERED.sub("", lines[i].strip()).split())
+            heading = " ".join(_NUMBERED.sub("", lines[i].strip()).split())
+            if heading not in skip:
+                return heading
     return ""
 
 
@@ -201,10 +240,13 @@ def with_sections(kb, chunks: Sequence[Chunk]) -> list[Chunk]:
     A chunk cut from the middle of a section leaves its subject to the heading chunks before ("As of December
     31, 2024, case development liabilities averaged approximately 31% of reported reserves", under "GEICO"):
     the last heading (:func:`last_heading`) of up to SECTION_CHUNKS_BACK chunks before it, read by id in one
-    call. A heading of the chunk's own text is read with the chunk. Web results, first chunks and chunks
-    with no heading before them are returned unchanged; a store error leaves them unchanged too.
+    call. A running head (:func:`running_heads` of it and the RUNNING_HEAD_CHUNKS_BACK chunks before it) is
+    its section only when no other heading is found. A heading of the chunk's own text is read with the
+    chunk. Web results, first chunks and chunks with no heading before them are returned unchanged; a store
+    error leaves them unchanged too.
     """
-    back = {c.id: [chunk_id(c.doc_sha, c.index - n) for n in range(1, min(SECTION_CHUNKS_BACK, c.index) + 1)]
+    back = {c.id: [chunk_id(c.doc_sha, c.index - n)
+                   for n in range(1, min(RUNNING_HEAD_CHUNKS_BACK, c.index) + 1)]
             for c in chunks if c.origin == "kb" and c.index > 0 and c.doc_sha and not c.section}
     if not back or not hasattr(kb, "get_chunks"):
         return list(chunks)
@@ -215,13 +257,17 @@ def with_sections(kb, chunks: Sequence[Chunk]) -> list[Chunk]:
         return list(chunks)
     out = []
     for c in chunks:
-        heading = ""
-        for i in back.get(c.id, []):
+        texts = [before[i] for i in back.get(c.id, []) if i in before]
+        skip = running_heads([*texts, c.text])
+        heading = running = ""
+        for i in back.get(c.id, [])[:SECTION_CHUNKS_BACK]:
             if i not in before:
                 break
-            heading = last_heading(before[i])
+            heading = last_heading(before[i], skip)
             if heading:
                 break
+            running = running or last_heading(before[i])
+        heading = heading or running
         out.append(c.model_copy(update={"section": heading}) if heading else c)
     return out
 

@@ -15,6 +15,7 @@ from typing import Any
 from rag.answer_types import describe as kind_label
 from rag.answer_types import expected_type
 from rag.config import Options
+from rag.engines.cited import printed_lead
 from rag.graph.evidence import starts_in_table
 from rag.models import (
     CHECK_GROUNDING,
@@ -91,11 +92,16 @@ def read_route(state: State) -> str:
 
 
 def _finish(state: State, o: Options, why: str) -> Decision:
-    """Finalize, or finalize_with_caveat when the evidence is weak.
+    """Finalize, or finalize_with_caveat when the evidence is weak or the answer leads with a printed line.
 
     Weak evidence needs no caveat when the answer check found the kind of answer asked for in the answer's
-    lead passage (``answer_span``): one relevant chunk that holds the figure or name asked for is enough.
+    lead passage (``answer_span``): one relevant chunk that holds the figure or name asked for is enough. With
+    the answer check on, a lead that is a table's line as printed (:func:`rag.engines.cited.printed_lead`)
+    always has one.
     """
+    if o.answer_check and printed_lead(state.get("answer", "")):
+        return Decision(FINALIZE_WITH_CAVEAT, f"{why}; its lead is a table's line as printed, whose figures "
+                                              f"no column tells apart")
     if state.get("ambiguous_evidence"):
         return Decision(FINALIZE_WITH_CAVEAT, f"{why}; no chunk was relevant, the answer comes from partly "
                                               f"relevant ones")
