@@ -298,8 +298,9 @@ def count_cells(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
     found: list[tuple[int, str, frozenset[str]]] = []
     i = 0
     while i < len(lines):
-        j = i
-        while j < len(lines) and _count_row(lines[j]):
+        j, rows = i, []
+        while j < len(lines) and (row := _count_row(lines[j])):
+            rows.append(row)
             j += 1
         header = lines[i - 1] if i else ""
         col = _COUNT_COLUMN.search(header) if j - i >= COUNT_ROWS and not re.search(r"\d", header) else None
@@ -308,8 +309,7 @@ def count_cells(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
         said = re.findall(rf"([\w.+-]+)(?:['’]s)?\s+{re.escape(column.split()[-1])}\b", question, re.I) \
             if column else []
         before = {w.lower() for w in said}
-        for row in (_count_row(line) for line in lines[i:j] if before):
-            label, figure = row or ("", "")
+        for label, figure in rows if before else []:
             if not before & {t.lower() for t in label.split()}:
                 continue
             cell = (_row_matches(label, question), f"{label}, {column}: {figure}", frozenset(terms(column)))

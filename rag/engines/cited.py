@@ -18,6 +18,10 @@ _PRINTED_CELLS = re.compile(r"\d(?:[\d,]*\d)?(?:\.\d+)?\s*\)?\s+\$?\s*\(?\s*-?\d
 no column says which one is which."""
 
 
+PRINTED_LEAD = "its lead is a table's line as printed, whose figures no column tells apart"
+"""Why an answer that leads with a printed table line (:func:`printed_lead`) ends with a caveat."""
+
+
 def extractive_lead(answer: str) -> str:
     """The lead line of the offline engine's ``answer``, without its citation marks; "" for another answer."""
     lines = [line for line in answer.split("\n") if line.strip()]

@@ -361,17 +361,15 @@ class ContextualizeMixin(AnsweredMixin):
         resolved, _, _ = self._resolve(fragment, history)
         frag = re.sub(r"^back\s+(?=(?:in|during)\s)", "", resolved.strip().rstrip("?.! "), flags=re.I)
         out, how = measure_slot(fragment, prev) or fill_slot(frag, prev, owner) or (None, "")
-        if out is None and (own := _OWN_MEASURE.match(frag)):
-            # "How about Occidental's total assets as of September 30, 2024?": a question of its own, under
-            # the previous question's filing ("In Berkshire Hathaway's 2024 10-K, ")
-            lead = _FILING_LEAD.match(prev)
-            verb = "were" if own.group(1).endswith("s") else "was"
-            out, how = f"{lead.group(0) if lead else ''}what {verb} {frag}", f"asked about “{frag}” alone"
-        if out is None and _OWNED.match(frag):
-            # "And single-dataset DPR's top-20 accuracy on SQuAD?": a measure of a name of its own, asked the
-            # way the previous question was, under its frame ("In the retrieval accuracy table, ")
-            lead = _FRAME_LEAD.match(prev)
-            verb = "is" if re.search(r"\b(?:is|are|does|do|has|have)\b", prev, re.I) else "was"
+        own = _OWN_MEASURE.match(frag) if out is None else None
+        if out is None and (own or _OWNED.match(frag)):
+            # a question of its own, under the previous question's filing or frame: "How about Occidental's
+            # total assets as of September 30, 2024?" ("In Berkshire Hathaway's 2024 10-K, "), "And
+            # single-dataset DPR's top-20 accuracy on SQuAD?" ("In the retrieval accuracy table, ", asked in
+            # the previous question's tense)
+            lead = (_FILING_LEAD if own else _FRAME_LEAD).match(prev)
+            verb = ("were" if own.group(1).endswith("s") else "was") if own else \
+                "is" if re.search(r"\b(?:is|are|does|do|has|have)\b", prev, re.I) else "was"
             out, how = f"{lead.group(0) if lead else ''}what {verb} {frag}", f"asked about “{frag}” alone"
         if out is None:  # a noun phrase the previous question has no slot for
             paper = _PAPER.search(prev)

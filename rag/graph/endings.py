@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 from rag.answer_types import describe
 from rag.config import Options
 from rag.engines.benchmarks import table_row
-from rag.engines.cited import extractive_lead, printed_lead
+from rag.engines.cited import PRINTED_LEAD, extractive_lead, printed_lead
 from rag.graph import routing
 from rag.graph.context import RunContext
 from rag.graph.events import Clock, record
@@ -62,7 +62,7 @@ def finalize_with_caveat(state: GraphState, runtime: Runtime[RunContext]) -> dic
     if state.get("useful") is False:
         why.append("the answer may not fully address the question")
     if printed_lead(state.get("answer", "")):
-        why.append("its lead is a table's line as printed, whose figures no column tells apart")
+        why.append(PRINTED_LEAD)
     if state.get("web_note", "").startswith(("skipped", "failed")):
         why.append(f"web search {state['web_note']}")
     route = state.get("route")

@@ -214,8 +214,13 @@ def page_top(text: str) -> list[str]:
 
 def running_heads(texts: Iterable[str]) -> frozenset[str]:
     """The headings atop two pages or more of ``texts`` (:func:`page_top`): a running head, not a section."""
-    tops = Counter(h for t in texts for h in set(page_top(t)))
-    return frozenset(h for h, n in tops.items() if n > 1)
+    return _repeated(frozenset(page_top(t)) for t in texts)
+
+
+def _repeated(tops: Iterable[frozenset[str]]) -> frozenset[str]:
+    """The headings in two or more of ``tops`` (each page's :func:`page_top`)."""
+    counts = Counter(h for top in tops for h in top)
+    return frozenset(h for h, n in counts.items() if n > 1)
 
 
 def last_heading(text: str, skip: frozenset[str] = frozenset()) -> str:
@@ -255,10 +260,10 @@ def with_sections(kb, chunks: Sequence[Chunk]) -> list[Chunk]:
                                                                           for i in ids)))}
     except Exception:  # noqa: BLE001 - a section is a hint; retrieval must not fail for it
         return list(chunks)
+    tops = {i: frozenset(page_top(text)) for i, text in before.items()}  # once per chunk read
     out = []
     for c in chunks:
-        texts = [before[i] for i in back.get(c.id, []) if i in before]
-        skip = running_heads([*texts, c.text])
+        skip = _repeated([*(tops[i] for i in back.get(c.id, []) if i in tops), frozenset(page_top(c.text))])
         heading = running = ""
         for i in back.get(c.id, [])[:SECTION_CHUNKS_BACK]:
             if i not in before:

@@ -15,7 +15,7 @@ from typing import Any
 from rag.answer_types import describe as kind_label
 from rag.answer_types import expected_type
 from rag.config import Options
-from rag.engines.cited import printed_lead
+from rag.engines.cited import PRINTED_LEAD, printed_lead
 from rag.graph.evidence import starts_in_table
 from rag.models import (
     CHECK_GROUNDING,
@@ -100,8 +100,7 @@ def _finish(state: State, o: Options, why: str) -> Decision:
     always has one.
     """
     if o.answer_check and printed_lead(state.get("answer", "")):
-        return Decision(FINALIZE_WITH_CAVEAT, f"{why}; its lead is a table's line as printed, whose figures "
-                                              f"no column tells apart")
+        return Decision(FINALIZE_WITH_CAVEAT, f"{why}; {PRINTED_LEAD}")
     if state.get("ambiguous_evidence"):
         return Decision(FINALIZE_WITH_CAVEAT, f"{why}; no chunk was relevant, the answer comes from partly "
                                               f"relevant ones")
