@@ -23,6 +23,7 @@ from rag.answer_types import (
     main_clause,
     persons,
 )
+from rag.counted import _counts, _counts_own, counts_other
 from rag.places import asks_region, place_names
 from rag.quantities import QUANTITY_WORDS
 from rag.text import STOPWORDS, axis_ticks, has_date, number_tokens, terms, words
@@ -46,6 +47,8 @@ _CHANGED_BY = re.compile(r"\b(?:increased|decreased|rose|fell|declined|grew|drop
                          r"roughly|over)\s+){0,2}$", re.I)
 """A verb or noun of change just before a figure: "pre-tax earnings increased $331 million" gives the change,
 not the earnings."""
+_POINTS = re.compile(r"\s*(?:[\w-]+\s+){0,2}?(?:points?|pp|percentage\s+points?)\b", re.I)
+"""A figure of points ("by 2.6 Bleu points", "4.5 absolute points"): a margin between two scores, not one."""
 _CHANGE_CLAUSE = re.compile(r"\b(?:increased|decreased|increases|decreases|higher|lower|rose|fell|declined|"
                             r"grew|offset)\b", re.I)
 """A word of change in a sentence: its parenthesised figures are contributions to the change."""
@@ -102,6 +105,10 @@ _NAMED = re.compile(r"\b(?:[A-Z][A-Za-z0-9&.-]*[A-Z0-9][A-Za-z0-9&.-]*|[A-Z][a-z
 model name ending in a version ("voyage-02", "text-embedding-ada-002"; not "mid-2024")."""
 
 
+_MODEL_SIZE = re.compile(r"\d+(?:\.\d+)?[BM]")
+_SIZE_ASKED = re.compile(r"\b(?:param\w*|sizes?|billions?|millions?|large|big)\b", re.I)
+
+
 def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], bool] | None) -> list[str]:
     """Every span of ``text`` of type ``kind``, in order (see :func:`holds`)."""
     if kind == "date":
@@ -115,6 +122,7 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
         # "what were McLane's revenues": an amount, not "17.3% of revenues" (unless a change or rate is asked)
         amount = bool(_AMOUNT.search(question)) and not ratio and not _CHANGE.search(question)
         given = {re.sub(r"[^\d.]", "", w) for w in number_tokens(question)}  # "the 17 named plaintiffs"
+        points = bool(re.search(r"\bpoints?\b", question, re.I))  # a figure of points is asked for
         level = not _CHANGE.search(question)  # "what were the pre-tax earnings": not by how much they rose
         scaled = bool(re.search(r"\bin\s+(?:millions|billions|thousands)\b", question, re.I))
         much = scaled or bool(re.search(r"\bhow\s+much\b", question, re.I))
@@ -132,16 +140,19 @@ def _spans(text: str, kind: AnswerType, question: str, common: Callable[[str], b
             named = bool(_HYPHEN_BEFORE.search(text, 0, m.start()) or _HYPHEN_AFTER.match(text, m.end())
                          or _NUMBER_SIGN.search(text, max(0, m.start() - 12), m.start()))
             change = level and bool(_CHANGED_BY.search(text, max(0, m.start() - 40), m.start())
-                                    or _in_change_parenthesis(text, m.start()))
+                                    or _in_change_parenthesis(text, m.start())
+                                    or (_POINTS.match(text, m.end()) and not points))
             # "a batch size of 512" for "what learning rate": the figure of another quantity
             own = _MEASURE_OF.search(text, max(0, m.start() - 30), m.start())
             measures_else = bool(own and own.group(1) in QUANTITY_WORDS and own.group(1) not in asked_words)
             spelled = figure.isalpha() and (amount or much)  # an amount is in figures: not "the three years"
+            # "Alpaca 13B": a model's size, no score nor amount (unless its size is asked)
+            size = bool(_MODEL_SIZE.fullmatch(figure)) and not _SIZE_ASKED.search(question)
             if re.sub(r"[^\d.]", "", figure).strip(".") in given:
                 continue  # a figure the question gives is not the one it asks for
             if not years.match(figure.strip(" $€£()")) and re.search(r"\w", figure) and \
                     not _label_number(text, m) and not wrong_kind and not day and not named and not spelled \
-                    and not change and not measures_else:
+                    and not change and not measures_else and not size:
                 out.append(figure.strip())
         return out
     if kind == "person":
@@ -250,10 +261,17 @@ def _label_number(text: str, m: re.Match) -> bool:
     "Table 1", "Section 5"; "5 Experiments: …", "3. In total …", "(25) Accumulated …" (a note) at its start.
     """
     before = re.findall(r"[A-Za-z]+\.?", text[max(0, m.start() - 12):m.start()])
-    if before and before[-1].lower().rstrip(".") in _DOCUMENT_PARTS:
+    if before and before[-1].lower().rstrip(".") in _DOCUMENT_PARTS or re.search(r"§\s*$", text[:m.start()]):
         return True
     heading = re.fullmatch(r"\s*(?:\d{1,2}(?:\.\d{1,2})*\.?|\(\d{1,2}\))\s*", m.group(0))
+    if heading and re.fullmatch(r"\s*\d\.\d{1,2}\s*", m.group(0)) and \
+            re.search(r"[.?!)]\s+$|\n\s*$", text[:m.start()]) and _TITLE_AFTER.match(text, m.end()):
+        return True  # "… (see §4.5). 4.3 Jeopardy Question Generation Table 2 shows …": a section's number
     return not text[:m.start()].strip() and bool(heading) and bool(re.match(r"\.?\s*[A-Z]", text[m.end():]))
+
+
+_TITLE_AFTER = re.compile(r"\s*[A-Z][\w-]*\s+[A-Z][\w-]*")
+"""Two capitalised words after a figure: a heading's title ("4.3 Jeopardy Question Generation")."""
 
 
 def _windows(text: str, span: str, aliases: Aliases = None) -> list[set[str]]:
@@ -305,37 +323,6 @@ def measures_other(label: set[str], asked: set[str]) -> bool:
     return bool(want) and bool(have) and not want & have
 
 
-COUNTED_NEAR = (6, 4)
-"""Index terms before and after a figure within which the noun a "how many" question counts must occur."""
-
-
-def _counts(text: str, span: str, noun: str) -> bool:
-    """Whether ``noun`` (an index term) occurs within COUNTED_NEAR of ``span`` in ``text``.
-
-    "14,200 miles" counts miles; "five pipeline systems" does not, and neither does "four types of queries"
-    count queries.
-    """
-    before, after = COUNTED_NEAR
-    for m in re.finditer(re.escape(span), text):
-        if noun in terms(span):
-            return True
-        # a figure followed by a plural noun of its own counts that: "five Canadian provinces" after
-        # "travel centers" counts provinces, "four types of multi-hop queries" counts types
-        own = _OWN_NOUN.match(text, m.end())
-        if own is not None:
-            if noun in terms(own.group(0)):
-                return True
-            continue
-        if noun in terms(text[m.end():])[:after] or noun in terms(text[:m.start()])[-before:]:
-            return True
-    return False
-
-
-_OWN_NOUN = re.compile(r"\s+(?:[A-Za-z][\w-]*\s+){0,2}?(?!(?:was|has|does|this|thus|its|his|plus|"
-                       r"minus|versus|whereas|as|is)\b)[a-z][\w-]*[a-rt-z]s\b(?!\s*[’'])")
-"""A plural noun right after a figure (at most two words between): the thing that figure counts."""
-
-
 def holds(text: str, kind: AnswerType | None, question: str,
           common: Callable[[str], bool] | None = None,
           predicate: Mapping[str, float] | None = None, aliases: Aliases = None) -> str | None:
@@ -376,6 +363,8 @@ def holds(text: str, kind: AnswerType | None, question: str,
             return span  # "21,015,324 passages" for "how many passages": the figure names what it counts
         if other or (asked and measures_other(_near(text, span), asked)):
             continue  # "Operating lease expense $ 1,652" is no figure of the operating lease liabilities
+        if kind == "number" and predicate is not None and noun is None and counts_other(text, span, question):
+            continue  # "150k training instances" is no citation precision
         if (predicate is None or nearness(text, span, predicate, aliases) >= NEAR_AT) and \
                 (noun is None or _counts(text, span, noun)):
             return span
@@ -392,9 +381,3 @@ def _row_ends(text: str) -> list[str]:
     """``text`` cut after each run of figure cells that a sentence follows (one part when there is none)."""
     cuts = [m.end() for m in _CELLS_THEN_SENTENCE.finditer(text)]
     return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True) if text[a:b].strip()]
-
-
-def _counts_own(text: str, span: str, noun: str) -> bool:
-    """Whether the figure ``span`` is followed by ``noun`` as its own plural noun ("21,015,324 passages")."""
-    return any((own := _OWN_NOUN.match(text, m.end())) is not None and noun in terms(own.group(0))
-               for m in re.finditer(re.escape(span), text))

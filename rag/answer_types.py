@@ -213,11 +213,12 @@ of return on pension plan assets did …"; "what discount rate applied to …" t
 (up to four: "At what weighted average interest rate?")."""
 
 
-_MEASURED = re.compile(r"^what\s+(?:[\w-]+\s+){0,4}?(?:do|does|did)\s+(?:(?!to\b)[\w'’.-]+\s+){1,8}?"
-                       r"(?:score|achieve|reach|obtain|attain|get|cost|weigh|total|earn|pay|spend|lose|owe)\b")
-""""What (X) did Y score/achieve/reach/cost/earn/pay …": a verb of measuring asks for a figure, whatever X is
-("What exact match did REALM score on NaturalQuestions?", "What did Kraft Heinz earn for its common
-shareholders?"; not "What method did they use to score passages?")."""
+_MEASURED = re.compile(r"^what\s+(?:[\w-]+\s+){0,4}?(?:do|does|did)\s+(?:(?!to\b)[\w'’.+-]+\s+){1,8}?"
+                       r"(?:score|achieve|reach|obtain|attain|get|cost|weigh|total|earn|pay|spend|lose|owe)\b"
+                       r"|^how\s+(?:well\s+)?(?:do|does|did)\s+(?:[\w'’.+-]+\s+){1,8}?(?:do|perform|fare|score)"
+                       r"\s+(?:on\s|there\b)")
+""""What (X) did Y score/reach/earn …" and "How does Y do on Z" ask for a figure, whatever X is ("What did
+T5-11B+SSM score on WQ?", "How does BART do there?"; not "What method did they use to score passages?")."""
 
 
 _CONTRIBUTED = re.compile(r"^(?:what|how much)\s+(?:do|does|did)\s+.+?\s+(?:contribute|add)\s+to\s+"

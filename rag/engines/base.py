@@ -222,6 +222,13 @@ class Engine(Protocol):
     def reply(self, question: str, on_token: Callable[[str], None] | None = None) -> Answer:
         """A plain reply with no retrieval, for a greeting or a question about the chat itself."""
 
+    def holds_answer(self, question: str, chunk: Chunk) -> bool:
+        """Whether ``chunk`` alone holds a passage of the kind of answer ``question`` asks for.
+
+        The offline reading (:meth:`rag.engines.typed.TypedMixin.holds_answer`); a seek_answer_type correction
+        puts such chunks first in the evidence.
+        """
+
     def missing_terms(self, question: str) -> tuple[list[str], float]:
         """(question words the knowledge base never uses, their share of the question's IDF weight)."""
 

@@ -13,20 +13,19 @@ from __future__ import annotations
 import re
 
 from rag.answer_types import expected_type
+from rag.engines.rows import PAREN as _PAREN
+from rag.engines.rows import group_fit, group_words, row_match, row_matches, unambiguous
 from rag.engines.tables import years_header
 from rag.text import QUESTION_WORDS, STOPWORDS, terms
 
 _CELL = re.compile(r"(?:-?\d[\d,]*(?:\.\d+)?[%mbk]?|-|–|—)(?:/(?:-?\d[\d,]*(?:\.\d+)?[%mbk]?|-|–|—))?")
 """One cell: a figure (with a unit letter: "738m", not a model size: "13B"), a dash for none, or two of them
 ("56.8/68.0", "- /50.1")."""
-_PAREN = re.compile(r"\([^()]*\)")
 _CURRENCY = re.compile(r"(?<!\S)\$(?=\s*[\d(])")
 """A dollar sign before a cell's amount ("$ 7,563", "$(810)"): a financial table's mark, not a cell."""
 _CITATION = re.compile(r"\s*\[\d+(?:,\s*\d+)*\]")
 """A citation in a row's label ("T5-11B+SSM[52]", "REALM [20]"): not part of its name, and an answer would
 read it as a citation of its own."""
-_NAME = re.compile(r"[A-Za-z][\w.+-]*|\d+[A-Za-z][\w.+-]*")
-"""A name in a row's label: "RAG-Seq.", "ORQA", a model size ("13B")."""
 CELL_ROW = re.compile(r"^[^\n]{2,}?, [^\n:]{1,80}: -?\d[\d,.]*[%mbk]?(?:/(?:-?\d[\d,.]*[%mbk]?|-))?"
                       r"(?: \[\d+\])*$")
 """A cell as :func:`benchmark_cells` renders it ("RAG-Seq., CuratedTrec (CT): 52.2"), an answer's lead: its
@@ -141,46 +140,6 @@ def unit_asked(unit: str, question: str) -> bool:
         a[0] + b[0] == u for a, b in zip(words, words[1:], strict=False))
 
 
-def _row_matches(label: str, question: str) -> int:
-    """How many of the label's names the question holds (0: the row is not the one asked about).
-
-    A name with another note than the question's is another row: "T5 (11b)" when "T5 (large)" is asked;
-    and a name joined to another is another name: "BM25+DPR" is not "BM25".
-    """
-    # the paper the question names says where the table is, not which row: "the Self-RAG paper's … table",
-    # "Lewis et al.'s retrieval-augmented generation paper"
-    asked = re.sub(r"\b(?:the|\w+\s+et\s+al\.?['’]s)\s+\S+(?:\s+\S+){0,3}?\s+paper['’]?s?\b", " ",
-                   question.lower())
-    for name, note in re.findall(r"([\w.+-]+) \(([^()]+)\)", question):
-        own = rf"(?<![\w-]){re.escape(name)} \("
-        if re.search(rf"{own}(?!{re.escape(note)}\))[^()]+\)", label, re.I) \
-                and not re.search(rf"{own}{re.escape(note)}\)", label, re.I):
-            return 0
-    hits = started = 0
-    said = set(re.findall(r"[a-z0-9]+", asked))
-    for token in _PAREN.sub(" ", label).split():
-        token = token.split("*")[0]  # "Toolformer*6B": a name, a footnote's mark, a model size
-        if not _NAME.fullmatch(token):
-            continue
-        t = token.lower().rstrip(".")
-        if len(t) < 2:
-            continue
-        parts = t.split("-")
-        if re.search(rf"(?<![\w+-]){re.escape(t)}(?![\w+-])", asked) or (
-                token.endswith(".") and len(t) >= 3 and re.search(rf"(?<![\w-]){re.escape(t)}\w", asked)) or (
-                len(parts) >= 3 and set(parts) <= said):  # "FEVER-3-way" asked as "3-way FEVER"
-            hits += 1
-        elif len(t) >= 5 and re.search(rf"(?<![\w-]){re.escape(t)}\w", asked):
-            started += 1  # "Multi" for "multiple": counts beside another name the question gives, never alone
-    for note in _PAREN.findall(label):  # "T5 (large)": the note tells rows of one name apart
-        if note.lower() in asked:
-            hits += 1
-    plain = _PAREN.sub(" ", label).lower().split()
-    if len(plain) > 1 and all(w.isalpha() for w in plain) and "-".join(plain) in asked:
-        hits += len(plain)  # "the hard-constraints variant" for the row "Hard constraints"
-    return hits + started if hits else 0
-
-
 _NO_COLUMN = STOPWORDS | QUESTION_WORDS
 """Words of a question that never name a results table's column."""
 
@@ -204,8 +163,11 @@ def benchmark_cells(text: str, question: str) -> list[tuple[str, frozenset[str]]
     kept: tuple[list[list[str]], list[str] | None, bool] = ([], None, False)  # the last row's header
     units: list[str] | None = None
     notes = False
-    found: list[tuple[int, str, frozenset[str]]] = []
+    found: list[tuple[int, float, str, frozenset[str]]] = []
+    by_size: list[tuple[int, float, str, frozenset[str]]] = []
     after_row = False  # the line before was a row
+    weak = group_words(row[0] for line in text.splitlines() if (row := _cells(line)))
+    caption = ""  # the caption of the group of rows the next row is listed under
     for line in text.splitlines():
         head = block or (kept[0] if after_row else [])
         row = _cells(line) or (_amounts(line, head) if units is None else None)
@@ -222,20 +184,26 @@ def benchmark_cells(text: str, question: str) -> list[tuple[str, frozenset[str]]
             elif block and _PAREN.search(line) and not _PAREN.sub("", line).strip():
                 notes = True  # "(79k/4k)" under a column name: the header goes on over the next lines
             elif len(line.split()) > GROUP_CAPTION_WORDS:  # prose: no table goes on across it
-                block, units, notes = [], None, False
+                block, units, notes, caption = [], None, False, ""
+            elif kept[0]:
+                caption = line  # "Baselines without retrieval": a group's caption between rows
             continue
         label, cells = row
         group = kept[0] and len(block) == 1 and len(block[0]) == 1  # "Test" between rows: a group's caption
+        caption = block[0][0] if group else label.split()[0] if label.split()[0].lower() in weak else caption
         columns = _columns(block, units, len(cells), names, notes) if block and not group else []
         if columns:
             kept = (block, units, notes)
         else:
             columns = _columns(kept[0], kept[1], len(cells), names, kept[2]) if kept[0] else []
         block, notes = [], False
-        hits = _row_matches(label, question)
-        if hits and columns and (cell := _cell(label, cells, columns, names, question)) is not None:
-            found.append((hits, *cell))
-    return _unambiguous(found) + count_cells(text, question)
+        hits, strong = row_match(label, question, weak)
+        fit = group_fit(caption, question)
+        shown = f"{label} (under {caption})" if fit > 0 and caption.lower() not in label.lower() else label
+        if hits and columns and (cell := _cell(shown, cells, columns, names, question)) is not None:
+            (found if strong else by_size).append((hits, fit, *cell))
+    # a row named only by its size ("the 7B model": "Our SELF-RAG 7B") when no row has a name asked
+    return unambiguous(found or by_size) + count_cells(text, question)
 
 
 def _cell(label: str, cells: list[str], columns: list[tuple[str, str]], names: set[str],
@@ -295,7 +263,7 @@ def count_cells(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
     if expected_type(question) != "number":
         return []
     lines = [line.strip() for line in text.splitlines()]
-    found: list[tuple[int, str, frozenset[str]]] = []
+    found: list[tuple[int, float, str, frozenset[str]]] = []
     i = 0
     while i < len(lines):
         j, rows = i, []
@@ -312,34 +280,12 @@ def count_cells(text: str, question: str) -> list[tuple[str, frozenset[str]]]:
         for label, figure in rows if before else []:
             if not before & {t.lower() for t in label.split()}:
                 continue
-            cell = (_row_matches(label, question), f"{label}, {column}: {figure}", frozenset(terms(column)))
+            cell = (row_matches(label, question), 0.0, f"{label}, {column}: {figure}",
+                    frozenset(terms(column)))
             if cell[0] and cell not in found:  # chunks overlap: a row read twice is one cell
                 found.append(cell)
         i = max(j, i + 1)
-    return _unambiguous(found)
-
-
-def _unambiguous(found: list[tuple[int, str, frozenset[str]]]) -> list[tuple[str, frozenset[str]]]:
-    """The cells ``found`` (hits, cell, terms), best row first, without two rows of one label.
-
-    "BM25+DPR" under "Single" and again under "Multi", with other figures, or two rows whose labels differ
-    only in marks or figures ("Gold 7 ✗", "Gold 7 ✓"): which one is asked is not clear.
-    """
-    cells_of: dict[tuple[str, ...], set[str]] = {}
-    for _, cell, _ in found:
-        label, figure = cell.rsplit(": ", 1)
-        cells_of.setdefault(_label_names(label), set()).add(figure)
-    kept = sorted((f for f in found if len(cells_of[_label_names(f[1].rsplit(": ", 1)[0])]) == 1),
-                  key=lambda f: -f[0])
-    return [(cell, t) for _, cell, t in kept]
-
-
-def _label_names(label: str) -> tuple[str, ...]:
-    """The names of a rendered cell's label and column, without figures and marks.
-
-    "Gold 7 ✗, top-20" and "Gold 7 ✓, top-20" (in-batch training or not) are one row as a question names it.
-    """
-    return tuple(t.lower() for t in label.replace(",", " ").split() if _NAME.fullmatch(t))
+    return unambiguous(found)
 
 
 def _asked_column(named: list[tuple[int, str, str, str]], question: str) -> tuple[int, str, str, str] | None:

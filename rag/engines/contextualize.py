@@ -44,6 +44,7 @@ from rag.engines.antecedents import (
 )
 from rag.engines.base import StandaloneQuestion
 from rag.engines.coreference import asked_phrase, refers_inside
+from rag.engines.item_slots import without_anaphora
 from rag.engines.measure_slots import measure_slot
 from rag.engines.phrases import (
     _CLAUSE_START,
@@ -55,7 +56,7 @@ from rag.engines.phrases import (
     strip_courtesy,
     topics,
 )
-from rag.engines.slots import fill_slot
+from rag.engines.slots import fill_slot, subject_slot
 from rag.models import Turn
 from rag.quantities import QUANTITY_WORDS
 
@@ -100,8 +101,10 @@ _OWN_MEASURE = re.compile(r"[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*){0,3}['’]s?\s+(?:
 """A fragment that names an owner and a measure of its own ("Occidental's total assets …")."""
 _FILING_LEAD = re.compile(r"^(?:In|According to|Per)\s+[A-Z][^,:]{2,60}\b10-[KQ]\s*[,:]\s*")
 """The filing a question is asked in ("In Berkshire Hathaway's 2024 10-K, "), which a follow-up keeps."""
-_OWNED = re.compile(r"(?:[a-z][\w]*-[\w-]+\s+)?[A-Z][\w&.+-]*(?:\s+[A-Z][\w&.+-]*){0,3}['’]s\s+[a-z]")
-"""A fragment that opens with a name's possessive: "single-dataset DPR's top-20 accuracy on SQuAD"."""
+_OWNED = re.compile(r"(?:the\s+(?:[a-z][\w-]*\s+){0,2}|[a-z][\w]*-[\w-]+\s+)?[A-Z][\w&.+-]*"
+                    r"(?:\s+(?:[A-Z]|\d)[\w&.+-]*){0,3}(?:\s+[a-z][\w-]*)?['’]s\s+[a-z]")
+"""A fragment that opens with a name's possessive: "single-dataset DPR's top-20 accuracy on SQuAD", "Self-RAG
+7B's citation precision on ASQA", "the ORQA baseline's exact match"."""
 _FRAME_LEAD = re.compile(r"^(?:In|According to|Per)\s+[^,?]{3,80},\s*")
 """Where the previous question said to look: "In the retrieval accuracy table, ", "Per the 10-K, "."""
 _STATED_SUBJECT = re.compile(r"([A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*){0,3})\s+(?:is|was|also|has|had|reported|"
@@ -202,7 +205,8 @@ class ContextualizeMixin(AnsweredMixin):
         if previous and (ones := _ONES_THEN.match(bare)):  # "Which ones made that list in 2022?"
             return self._fill_ellipsis(ones.group(1), previous, len(history), history, done)
         m = _ELLIPSIS.match(bare)
-        fragment = (m.group(1) or m.group(2) or "").strip() if m else (bare if _is_fragment(bare) else "")
+        fragment = (m.group(1) or m.group(2) or m.group(3) or "").strip() if m else \
+            (bare if _is_fragment(bare) else "")
         if fragment and previous and (clause := _SUBORDINATE.match(fragment)) and \
                 (cut := re.search(rf",?\s+{clause.group(1)}\s", previous.rstrip("?.! "), re.I)):
             # "And when it's trained on gold passages?": the previous question with its "when" clause replaced
@@ -219,7 +223,8 @@ class ContextualizeMixin(AnsweredMixin):
                 asked = fragment[:1].upper() + fragment[1:] + "?"  # "And how is it trained?"
                 done.append("dropped the leading conjunction")
             elif fragment:
-                return self._fill_ellipsis(fragment, previous, len(history), history, done)
+                return self._fill_ellipsis(fragment, previous, len(history), history, done,
+                                           as_subject=bool(m and m.group(3)))
         if previous:  # "such events", "that table": the last turn's phrase with that head
             asked, read = _such_refs(asked, previous)
             asked, parts = _part_refs(asked, previous)
@@ -354,13 +359,19 @@ class ContextualizeMixin(AnsweredMixin):
         return f"{said} {text}", said_carried or carried, said_turn if said_carried else turn
 
     def _fill_ellipsis(self, fragment: str, previous: str, turn: int, history: Sequence[Turn],
-                       done: list[str]) -> StandaloneQuestion:
-        """The previous question with the slot ``fragment`` names replaced (see the module docstring)."""
+                       done: list[str], as_subject: bool = False) -> StandaloneQuestion:
+        """The previous question with the slot ``fragment`` names replaced (see the module docstring).
+
+        ``as_subject``: the fragment is the subject ("How does BART do there?"), so it fills that slot first.
+        """
         prev = previous.strip().rstrip("?.! ")
         owner = _contrasted(prev, [t.understood() for t in history[:-1]])
         resolved, _, _ = self._resolve(fragment, history)
-        frag = re.sub(r"^back\s+(?=(?:in|during)\s)", "", resolved.strip().rstrip("?.! "), flags=re.I)
-        out, how = measure_slot(fragment, prev) or fill_slot(frag, prev, owner) or (None, "")
+        frag = without_anaphora(re.sub(r"^back\s+(?=(?:in|during)\s)", "", resolved.strip().rstrip("?.! "),
+                                       flags=re.I))
+        named = re.fullmatch(r"([A-Z][\w.+-]*)['’]s", frag)  # "And RAG-Token's?": the name's slot
+        out, how = (subject_slot(frag, prev) if as_subject else None) or measure_slot(fragment, prev) or \
+            fill_slot(frag, prev, owner) or (named and fill_slot(named.group(1), prev, owner)) or (None, "")
         own = _OWN_MEASURE.match(frag) if out is None else None
         if out is None and (own or _OWNED.match(frag)):
             # a question of its own, under the previous question's filing or frame: "How about Occidental's

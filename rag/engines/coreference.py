@@ -107,6 +107,7 @@ def refers_inside(question: str, at: int) -> bool:
         return True  # "How often must employees certify they've complied?": what they say of themselves
     joins = [m.start() for m in re.finditer(r"\s(?:and|but|or)\s|[,;:]", before, re.I)]
     when = re.search(r"\s(?:when|after|before|once|since)\s+$", before)
-    if re.match(r"it\b", rest, re.I) and when and topics(before[:when.start()]):
-        return True  # "What price did Berkshire pay when it bought Precision Castparts?": its own subject
+    if re.match(r"(?:it|the\s+[a-z]+)\b", rest, re.I) and when and topics(before[:when.start()]):
+        # "What price did Berkshire pay when it bought …?", "… RAG-Token get when the retriever is frozen?"
+        return True
     return bool(joins) and bool(topics(before[:joins[-1]]))

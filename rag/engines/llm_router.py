@@ -9,6 +9,7 @@ from rag.engines import prompts
 from rag.engines.base import Answer, RouteQuery
 from rag.engines.llm_judge import usage
 from rag.engines.local import LocalEngine
+from rag.models import Chunk
 
 
 class LLMRouterMixin:
@@ -34,6 +35,10 @@ class LLMRouterMixin:
     def missing_terms(self, question: str) -> tuple[list[str], float]:
         """Question words the knowledge base never uses, and their share of its IDF weight."""
         return self.fallback.missing_terms(question)
+
+    def holds_answer(self, question: str, chunk: Chunk) -> bool:
+        """Whether ``chunk`` alone holds the kind of answer asked for, as the offline engine reads it."""
+        return self.fallback.holds_answer(question, chunk)
 
     def route(self, question: str, *, sources: Sequence[str] = (), web_available: bool = False,
               semantic: bool = False, default_mode: str = "bm25", lacking: Sequence[str] = ()) -> RouteQuery:

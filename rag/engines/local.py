@@ -33,7 +33,6 @@ from rag.engines.extraction import (
     BRIDGE_FOLLOW,
     MAX_ANSWER_SENTENCES,
     STRONG_SENTENCE_AT,
-    ExtractionMixin,
 )
 from rag.engines.grading import (
     CONSTRAINT_WINDOW,
@@ -48,6 +47,7 @@ from rag.engines.grading import (
 from rag.engines.lexical import DEMONYMS, QUESTION_STEMS, Constraint, constraints, entities
 from rag.engines.rewriting import RewritingMixin
 from rag.engines.router import RouterMixin
+from rag.engines.typed import TypedMixin
 from rag.store.bm25 import LexicalStats
 
 __all__ = [
@@ -59,7 +59,7 @@ __all__ = [
 ]
 
 
-class LocalEngine(DecompositionMixin, RewritingMixin, ExtractionMixin, CheckingMixin, ContextualizeMixin,
+class LocalEngine(DecompositionMixin, RewritingMixin, TypedMixin, CheckingMixin, ContextualizeMixin,
                   RouterMixin):
     """Offline judgments over corpus statistics ``stats`` (document frequencies of the KB).
 

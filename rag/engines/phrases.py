@@ -21,9 +21,11 @@ _COURTESY = re.compile(
     r"(?:(?:and|also|now|so|then)\b[\s,]*)?", re.I)
 """A courtesy prefix ("Thanks!", "OK, different topic.", "Unrelated:", "Different part of the business:"),
 with the "and" that may join it to the question."""
-_ELLIPSIS = re.compile(r"^(?:and|but|also|so)?\s*(?:what|how)\s+about\s+(.+)$|^(?:and|but|also|so)\s+(.+)$",
+_ELLIPSIS = re.compile(r"^(?:and|but|also|so)?\s*(?:what|how)\s+about\s+(.+)$|^(?:and|but|also|so)\s+(.+)$"
+                       r"|^(?:and\s+)?how\s+(?:well\s+)?(?:does|did|do)\s+(.+?)\s+(?:do|perform|fare|score)\s+there$",
                        re.I)
-""""And in 2023?", "How about GEICO?", "And what about its revenue?": the fragment after the lead."""
+""""And in 2023?", "How about GEICO?", "And what about its revenue?", "How does BART do there?": the fragment
+after the lead (the name, for "how does X do there")."""
 _CLAUSE_START = re.compile(
     r"^(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|could|has|have|had|"
     r"will|would|should|list|name|describe|explain|tell|give)\b"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from rag.engines.item_slots import for_name_slot, item_subject_slot, listed_slot
 from rag.engines.phrases import _AUX, _NOUN_END, _PREPOSITIONS, _WH_PP, _YEAR, YEARS_ONLY, _bare, topics
 from rag.text import QUESTION_WORDS, STOPWORDS
 
@@ -40,11 +41,12 @@ def fill_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None
     same owner with the same head ("its fair value" for "the carrying value of Berkshire's investment"),
     another possessor ("Lubrizol's revenues in 2024"), the possessed noun ("Berkshire's revenue"), a noun
     phrase with the same head noun ("the manufacturing businesses" for "service businesses"); a name and a
-    phrase together ("GraphRetriever on NaturalQuestions" for "T5 (large)" and "on WebQuestions").
+    phrase together ("GraphRetriever on NaturalQuestions" for "T5 (large)" and "on WebQuestions"); last, a
+    line item, a listed pair, or the name a question ends on (:mod:`rag.engines.item_slots`).
     """
     for slot in (_wh_slot, _year_slot, _count_slot, _size_slot, _phrase_slot, _name_and_phrase_slot,
                  _sibling_slot, _name_slot, _owned_head_slot, _possessor_slot, _bare_possessor_slot,
-                 _possessed_slot, _head_slot, _subject_slot):
+                 _possessed_slot, _head_slot, _subject_slot, listed_slot, item_subject_slot, for_name_slot):
         found = slot(frag, prev, owner)
         if found is not None:
             return found
@@ -98,12 +100,17 @@ def _count_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | No
             f"“{slot.group(1)}” by “{many.group(1)}”")
 
 
+_OPPOSITE = {"with": "without", "without": "with", "before": "after", "after": "before"}
+"""Prepositions whose phrases fill each other's slot ("And with retrieval?" after "… without retrieval?")."""
+
+
 def _phrase_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | None:
     words = frag.split()
     first = words[0].lower() if words else ""
     if first not in _PREPOSITIONS or len(words) < 2:
         return None
-    spans = list(re.finditer(rf"\b{first}\s+", prev, re.I))
+    spans = list(re.finditer(rf"\b{first}\s+", prev, re.I)) or \
+        list(re.finditer(rf"\b{_OPPOSITE.get(first, first)}\s+", prev, re.I))  # "with …" for "without …"
     kind = _word_kind(words[1] if words[1].lower() != "the" or len(words) < 3 else words[2])
     same = [sp for sp in spans if _word_kind(_next_word(prev, sp.end())) == kind] or \
         [sp for sp in spans if _phrase_head(prev, sp.end()) == words[-1].lower() and words[-1].islower()]
@@ -341,6 +348,22 @@ def _subject_slot(frag: str, prev: str, owner: str | None) -> tuple[str, str] | 
     if m.group(2).lower() == np_.lower() or m.group(2).lower() in STOPWORDS:
         return None
     return m.group(1) + np_ + m.group(3), f"“{m.group(2)}” by “{np_}”"
+
+
+_MEASURING_SUBJECT = re.compile(r"^(.*?\b(?:do|does|did)\s+)(.+?)"
+                                r"(\s+(?:reach|get|score|achieve|obtain|attain|post|report|perform)\b.*)$")
+"""A question split at the subject of a verb of measuring ("… does the state of the art reach")."""
+
+
+def subject_slot(frag: str, prev: str) -> tuple[str, str] | None:
+    """``prev`` with the subject of its "do" and verb replaced by ``frag``, whatever ``frag`` is, or None.
+
+    For "How does BART on its own do there?": the fragment is the subject by the question's own form.
+    """
+    m = _MEASURING_SUBJECT.match(prev) or _DO_SUBJECT.match(prev)
+    if m is None or m.group(2).lower() == frag.strip().lower() or m.group(2).lower() in STOPWORDS:
+        return None
+    return m.group(1) + frag.strip() + m.group(3), f"“{m.group(2)}” by “{frag.strip()}”"
 
 
 _CAP = r"[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*"

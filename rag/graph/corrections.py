@@ -10,11 +10,12 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 
 from rag.answer_types import describe, search_query
+from rag.engines.base import RelevanceGrade
 from rag.graph import routing
 from rag.graph.context import RunContext
 from rag.graph.events import Clock, record
 from rag.graph.state import GraphState
-from rag.models import RewriteDetail
+from rag.models import Chunk, RewriteDetail
 
 SEEK_FACTOR = 8
 """A ``seek_answer_type`` correction retrieves this many times top_k chunks (at most SEEK_MAX): the next
@@ -30,6 +31,18 @@ def seek_width(top_k: int) -> int:
     SEEK_FACTOR × top_k, at most SEEK_MAX (never fewer than top_k, which is at most 50).
     """
     return min(SEEK_FACTOR * top_k, SEEK_MAX)
+
+
+def seek_order(engine, question: str, fresh: list[Chunk], graded: dict[str, RelevanceGrade]) -> list[Chunk]:
+    """The new relevant chunks after a ``seek_answer_type`` or scoped retrieve, best candidates first.
+
+    First those that alone hold a passage of the kind of answer asked for (``engine.holds_answer``: a results
+    table's cell that names the question's row and column, a sentence with the figure near the question's
+    words), then those graded "high"; otherwise in retrieval order. The evidence keeps the first ones up to
+    its cap (twice top_k), so a table that grades "medium" (its columns named by short forms) is no longer
+    dropped behind prose that only mentions the question's words.
+    """
+    return sorted(fresh, key=lambda c: (not engine.holds_answer(question, c), graded[c.id].score != "high"))
 
 
 def switch_retriever(state: GraphState, runtime: Runtime[RunContext], started: Clock, rewrites: int,

@@ -19,7 +19,7 @@ from rag.answer_types import about_authors, affiliation, search_query
 from rag.engines.base import Answer, CallMeta, RelevanceGrade
 from rag.graph import routing
 from rag.graph.context import RunContext
-from rag.graph.corrections import seek_answer_type, seek_width, switch_retriever
+from rag.graph.corrections import seek_answer_type, seek_order, seek_width, switch_retriever
 from rag.graph.events import Clock, record
 from rag.graph.evidence import front_first, interleave, learn_documents, with_context, with_table_headers
 from rag.graph.prefetch import (
@@ -224,7 +224,7 @@ def grade_documents(state: GraphState, runtime: Runtime[RunContext]) -> dict:
     # after a seek_answer_type correction the new chunks are the next candidates, those graded "high" first:
     # the evidence grows to twice top_k ("more chunks"), the kept chunks first
     cap = 2 * o.top_k if state.get("fresh_first") else o.top_k
-    fresh = sorted(fresh, key=lambda c: graded[c.id].score != "high") if state.get("fresh_first") else fresh
+    fresh = seek_order(runtime.context.engine, question, fresh, graded) if state.get("fresh_first") else fresh
     documents = (list(kept.values()) + fresh)[:cap]
     # partly relevant chunks (CRAG's "ambiguous": not relevant, score medium), kept for the last resort
     partly = {c.id: c for c in state.get("ambiguous", [])}

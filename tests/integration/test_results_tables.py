@@ -51,6 +51,15 @@ def _page(name: str, page: int) -> str:
     # a header the PDF split over lines of notes ("(79k/4k)"); "# params" answers "parameters"
     (REALM, 7, "How many parameters does T5 (large) have according to the Open-QA results table?",
      "T5 (large) (Roberts et al., 2020) Transformer Seq2Seq T5 (Multitask), parameters (# params): 738m"),
+    # round 24: rows of the same name under group captions, the group a caption line or a block's first word
+    (SELF_RAG, 8, "What PopQA accuracy does Alpaca 13B get without retrieval?",
+     "Alpaca13B (under Baselines without retrieval), PopQA (acc): 24.4"),
+    (SELF_RAG, 8, "What PopQA accuracy does Alpaca13B get with retrieval?",
+     "Alpaca13B (under Baselines with retrieval), PopQA (acc): 46.1"),
+    (DPR, 8, "What end-to-end exact match does BM25+DPR trained on a single dataset reach on SQuAD?",
+     "BM25+DPR (under Single), SQuAD: 36.7"),
+    (DPR, 8, "What end-to-end exact match does BM25+DPR trained on multiple datasets reach on CuratedTREC?",
+     "BM25+DPR (under Multi), CuratedTREC (TREC): 50.6"),
     # columns named in two words each ("Retrieved Chunk Ground-truth Chunk"), by their first
     (MULTIHOP, 7, "What accuracy did GPT-4 reach when given the ground-truth evidence?",
      "GPT-4, ground-truth (Ground-truth Chunk): 0.89"),
